@@ -1,0 +1,1 @@
+//! oajail-jail (placeholder until its work lands).

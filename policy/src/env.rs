@@ -1,0 +1,1 @@
+//! Environment plan (stub; owned by the policy work).

@@ -1,0 +1,125 @@
+//! The validated policy: the one struct every layer is compiled from.
+//!
+//! Values here are already checked and normalised: lists are sorted and
+//! deduplicated, hosts are canonical, paths are lexically clean. Two inputs
+//! that mean the same thing produce equal `Policy` values, which is what makes
+//! the canonical hash (see `hash.rs`) stable across key order and list order.
+
+use crate::domain::DomainPattern;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A validated, normalised policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Policy {
+    /// Network rules (srt `network`).
+    pub network: NetworkPolicy,
+    /// Filesystem rules (srt `filesystem`).
+    pub filesystem: FilesystemPolicy,
+    /// srt top-level switches that change enforcement.
+    pub process: ProcessPolicy,
+    /// oajail's own settings (the `"oajail"` object of the settings file).
+    pub oajail: OajailSettings,
+}
+
+/// srt `network`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkPolicy {
+    /// Destinations the proxy may reach; empty means no network at all.
+    pub allowed_domains: Vec<DomainPattern>,
+    /// Destinations always refused; checked before `allowed_domains`.
+    pub denied_domains: Vec<DomainPattern>,
+    /// Reason text per `deniedDomains` entry (keyed by the entry as written canonically).
+    pub denied_domain_reasons: BTreeMap<String, String>,
+    /// Extra IPs/CIDRs an allowed hostname must not resolve to.
+    pub denied_resolved_addresses: Vec<String>,
+    /// Linux: permit `socket(AF_UNIX)` (and AF_VSOCK, as srt does).
+    pub allow_all_unix_sockets: bool,
+    /// Permit bind/listen and connect to loopback ports other than the proxy's.
+    pub allow_local_binding: bool,
+    /// Hand the jail's HTTP listener to the user's own proxy on this host port.
+    pub http_proxy_port: Option<u16>,
+    /// Hand the jail's SOCKS traffic to the user's own proxy on this host port.
+    pub socks_proxy_port: Option<u16>,
+}
+
+/// srt `filesystem`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FilesystemPolicy {
+    /// Read access is denied under these paths.
+    pub deny_read: Vec<PathEntry>,
+    /// Re-allows reads inside a denied region (a more specific deny still wins).
+    pub allow_read: Vec<PathEntry>,
+    /// Writable paths; writes are denied everywhere else.
+    pub allow_write: Vec<PathEntry>,
+    /// Carve-outs inside writable paths; beats `allow_write`.
+    pub deny_write: Vec<PathEntry>,
+    /// Allow writes to `.git/config` (`.git/hooks` stays protected).
+    pub allow_git_config: bool,
+}
+
+/// One filesystem entry: `"path"` or `{"path": …, "literal": true}`.
+///
+/// `path` is kept symbolic so the hash does not depend on the machine: it is
+/// absolute (`/…`), home-relative (`~` or `~/…`) or cwd-relative (`.` or a
+/// relative path), lexically normalised (no `//`, no `/./`, no trailing `/`).
+/// It is resolved against the real home and cwd only when compiling.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PathEntry {
+    /// The normalised path text.
+    pub path: String,
+    /// True when glob characters in `path` are literal.
+    pub literal: bool,
+}
+
+/// srt top-level keys that change how the process is confined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProcessPolicy {
+    /// srt `allowNestedUserNamespaces`: the command may create user namespaces.
+    pub allow_nested_user_namespaces: bool,
+    /// srt `enableWeakerNestedSandbox`: accepted; oajail still mounts a fresh /proc.
+    pub enable_weaker_nested_sandbox: bool,
+    /// srt `git.safeDirectories`, injected as `GIT_CONFIG_*` variables.
+    pub git_safe_directories: Vec<String>,
+}
+
+/// The `"oajail"` object: settings srt does not have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OajailSettings {
+    /// Resource limits applied to the jailed command.
+    pub limits: Limits,
+    /// Environment variables kept even though their names look secret.
+    pub env_keep: Vec<String>,
+    /// Run with missing kernel layers (printed as a banner) instead of refusing.
+    pub allow_degraded: bool,
+    /// IPs/CIDRs the proxy may reach even though they are not public.
+    pub allow_private_destinations: Vec<String>,
+}
+
+/// Resource limits; `None` leaves the inherited limit in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Limits {
+    /// RLIMIT_CORE in bytes (default 0: no core dumps).
+    pub core_bytes: Option<u64>,
+    /// RLIMIT_NOFILE.
+    pub open_files: Option<u64>,
+    /// RLIMIT_NPROC (per uid; see docs/threat-model.md for why this is brittle).
+    pub processes: Option<u64>,
+    /// RLIMIT_AS in bytes.
+    pub address_space_bytes: Option<u64>,
+    /// RLIMIT_FSIZE in bytes.
+    pub file_size_bytes: Option<u64>,
+    /// RLIMIT_CPU in seconds.
+    pub cpu_seconds: Option<u64>,
+    /// Size of the private /tmp tmpfs in bytes.
+    pub tmp_size_bytes: Option<u64>,
+    /// Wall-clock limit in seconds; the whole pid namespace is killed.
+    pub wall_seconds: Option<u64>,
+}

@@ -1,0 +1,1 @@
+//! srt settings JSON model (stub; owned by the policy work).

@@ -1,0 +1,1 @@
+//! oajail-proxy (placeholder until its work lands).

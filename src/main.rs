@@ -1,0 +1,2 @@
+//! oajail: thin glue between the policy, the jail and the proxy.
+fn main() {}
