@@ -17,17 +17,25 @@
 //!   or on whether the policy was read from srt JSON or canonical JSON.
 #![deny(missing_docs)]
 
+mod canonical;
 pub mod compile;
+mod defaults;
 pub mod domain;
 pub mod egress;
 pub mod env;
 pub mod error;
 pub mod hash;
 pub mod host;
+mod json;
 mod model;
+mod normalize;
+pub mod paths;
+mod schema;
 pub mod srt;
 
-pub use error::PolicyError;
+pub use defaults::DEFAULT_DENY_READ;
+pub use error::{JsonPath, PolicyError};
+pub use paths::{Anchor, PathError, PathMatcher};
 pub use model::{
     FilesystemPolicy, Limits, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy,
 };

@@ -77,7 +77,7 @@ pub struct PathEntry {
 }
 
 /// srt top-level keys that change how the process is confined.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProcessPolicy {
     /// srt `allowNestedUserNamespaces`: the command may create user namespaces.
@@ -89,13 +89,17 @@ pub struct ProcessPolicy {
 }
 
 /// The `"oajail"` object: settings srt does not have.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OajailSettings {
     /// Resource limits applied to the jailed command.
     pub limits: Limits,
     /// Environment variables kept even though their names look secret.
+    /// A trailing `*` keeps every name with that prefix (`AWS_*`).
     pub env_keep: Vec<String>,
+    /// Environment variables always removed, even though their names look
+    /// harmless (also fed by srt `credentials.envVars`).
+    pub env_deny: Vec<String>,
     /// Run with missing kernel layers (printed as a banner) instead of refusing.
     pub allow_degraded: bool,
     /// IPs/CIDRs the proxy may reach even though they are not public.
@@ -122,4 +126,20 @@ pub struct Limits {
     pub tmp_size_bytes: Option<u64>,
     /// Wall-clock limit in seconds; the whole pid namespace is killed.
     pub wall_seconds: Option<u64>,
+}
+
+impl Default for Limits {
+    /// No core dumps; every other limit inherited.
+    fn default() -> Self {
+        Limits {
+            core_bytes: Some(0),
+            open_files: None,
+            processes: None,
+            address_space_bytes: None,
+            file_size_bytes: None,
+            cpu_seconds: None,
+            tmp_size_bytes: None,
+            wall_seconds: None,
+        }
+    }
 }

@@ -1,29 +1,306 @@
-//! srt settings JSON model (stub; owned by the policy work — keep these signatures).
-use crate::{Policy, PolicyError};
+//! Reading srt settings JSON into a [`Policy`], and writing a policy back out
+//! as srt settings.
+//!
+//! Reading is three steps: strict JSON (`json.rs`: repeated keys refused),
+//! the schema walk (`schema.rs`: types, required keys, ranges, warnings for
+//! ignored and unknown keys), then this module reads the implemented keys
+//! into a `Draft` that `normalize.rs` validates and normalises. A document
+//! with a top-level `"process"` key is oajail's canonical JSON instead and is
+//! read by `canonical.rs`; srt has no such key.
+//!
+//! Writing produces settings srt 0.0.83 accepts: its required keys are always
+//! present, optional keys appear only when they differ from srt's default,
+//! and oajail-only settings go in the `"oajail"` object, which srt ignores
+//! and which is left out when all of it is default.
+
+use crate::error::{JsonPath, Problem, quote};
+use crate::json::{self, type_name};
+use crate::normalize::{At, Draft};
+use crate::schema::{self, as_integer};
+use crate::{Limits, PathEntry, Policy, PolicyError};
+use serde_json::{Map, Value, json};
 
 /// A policy together with the warnings produced while loading it.
 #[derive(Debug, Clone)]
 pub struct Loaded {
     /// The validated policy.
     pub policy: Policy,
-    /// One line per accepted-but-unimplemented key, and similar notes.
+    /// One line per accepted-but-unimplemented key, unknown key, or dropped
+    /// value, each `<json path>: <what happened>` (no origin prefix).
     pub warnings: Vec<String>,
 }
 
 impl Policy {
     /// Parse srt settings JSON (or oajail's canonical JSON); `origin` names the
     /// file in error messages.
-    pub fn from_settings_json(_text: &str, _origin: &str) -> Result<Loaded, PolicyError> {
-        Err(PolicyError::Invalid("not implemented".into()))
-    }
-
-    /// The built-in default policy used when no settings file exists.
-    pub fn builtin_default() -> Policy {
-        unimplemented!("default policy")
+    pub fn from_settings_json(text: &str, origin: &str) -> Result<Loaded, PolicyError> {
+        let value = json::parse(text, origin)?;
+        let Value::Object(root) = &value else {
+            let message = format!("expected an object, found {}", type_name(&value));
+            return Err(Problem::new(&JsonPath::root(), message).with_origin(origin));
+        };
+        if root.contains_key("process") {
+            return crate::canonical::read(root, origin);
+        }
+        let loaded = (|| {
+            let mut warnings = schema::check_document(&value)?;
+            let draft = draft_from_srt(root, &mut warnings)?;
+            let policy = draft.build(&mut warnings)?;
+            Ok(Loaded { policy, warnings })
+        })();
+        loaded.map_err(|p: Problem| p.with_origin(origin))
     }
 
     /// srt settings JSON for this policy (with an `"oajail"` object when needed).
-    pub fn to_srt_json(&self) -> serde_json::Value {
-        unimplemented!("srt output")
+    pub fn to_srt_json(&self) -> Value {
+        let mut root = Map::new();
+        root.insert("network".into(), network_json(self));
+        root.insert("filesystem".into(), filesystem_json(self));
+        let process = &self.process;
+        if process.enable_weaker_nested_sandbox {
+            root.insert("enableWeakerNestedSandbox".into(), Value::Bool(true));
+        }
+        if process.allow_nested_user_namespaces {
+            root.insert("allowNestedUserNamespaces".into(), Value::Bool(true));
+        }
+        if !process.git_safe_directories.is_empty() {
+            root.insert("git".into(), json!({"safeDirectories": process.git_safe_directories}));
+        }
+        // srt removes these variables itself (`--unsetenv`), so the srt
+        // spelling keeps the meaning for both tools.
+        if !self.oajail.env_deny.is_empty() {
+            let vars: Vec<Value> = (self.oajail.env_deny.iter())
+                .map(|name| json!({"name": name, "mode": "deny"}))
+                .collect();
+            root.insert("credentials".into(), json!({"envVars": vars}));
+        }
+        let oajail = oajail_json(self);
+        if !oajail.is_empty() {
+            root.insert("oajail".into(), Value::Object(oajail));
+        }
+        Value::Object(root)
     }
+}
+
+fn network_json(policy: &Policy) -> Value {
+    let net = &policy.network;
+    let names = |list: &[crate::domain::DomainPattern]| -> Vec<String> {
+        list.iter().map(|d| d.as_str().to_owned()).collect()
+    };
+    let mut out = Map::new();
+    out.insert("allowedDomains".into(), json!(names(&net.allowed_domains)));
+    out.insert("deniedDomains".into(), json!(names(&net.denied_domains)));
+    if !net.denied_domain_reasons.is_empty() {
+        out.insert("deniedDomainReasons".into(), json!(net.denied_domain_reasons));
+    }
+    if !net.denied_resolved_addresses.is_empty() {
+        out.insert("deniedResolvedAddresses".into(), json!(net.denied_resolved_addresses));
+    }
+    if net.allow_all_unix_sockets {
+        out.insert("allowAllUnixSockets".into(), Value::Bool(true));
+    }
+    if net.allow_local_binding {
+        out.insert("allowLocalBinding".into(), Value::Bool(true));
+    }
+    if let Some(port) = net.http_proxy_port {
+        out.insert("httpProxyPort".into(), json!(port));
+    }
+    if let Some(port) = net.socks_proxy_port {
+        out.insert("socksProxyPort".into(), json!(port));
+    }
+    Value::Object(out)
+}
+
+fn filesystem_json(policy: &Policy) -> Value {
+    let fs = &policy.filesystem;
+    let list = |entries: &[PathEntry]| -> Value {
+        Value::Array(entries.iter().map(entry_json).collect())
+    };
+    let mut out = Map::new();
+    out.insert("denyRead".into(), list(&fs.deny_read));
+    out.insert("allowRead".into(), list(&fs.allow_read));
+    out.insert("allowWrite".into(), list(&fs.allow_write));
+    out.insert("denyWrite".into(), list(&fs.deny_write));
+    if fs.allow_git_config {
+        out.insert("allowGitConfig".into(), Value::Bool(true));
+    }
+    Value::Object(out)
+}
+
+fn entry_json(entry: &PathEntry) -> Value {
+    if entry.literal {
+        json!({"path": entry.path, "literal": true})
+    } else {
+        Value::String(entry.path.clone())
+    }
+}
+
+/// The non-default part of the `"oajail"` object.
+fn oajail_json(policy: &Policy) -> Map<String, Value> {
+    let settings = &policy.oajail;
+    let mut out = Map::new();
+    let limits = limits_json(&settings.limits);
+    if !limits.is_empty() {
+        out.insert("limits".into(), Value::Object(limits));
+    }
+    if !settings.env_keep.is_empty() {
+        out.insert("envKeep".into(), json!(settings.env_keep));
+    }
+    if settings.allow_degraded {
+        out.insert("allowDegraded".into(), Value::Bool(true));
+    }
+    if !settings.allow_private_destinations.is_empty() {
+        out.insert("allowPrivateDestinations".into(), json!(settings.allow_private_destinations));
+    }
+    out
+}
+
+fn limits_json(limits: &Limits) -> Map<String, Value> {
+    let defaults = Limits::default();
+    let mut out = Map::new();
+    for ((key, value), (_, default)) in limit_fields(limits).into_iter().zip(limit_fields(&defaults)) {
+        if value != default {
+            out.insert(key.into(), json!(value));
+        }
+    }
+    out
+}
+
+/// The limits with their JSON names, in schema order.
+fn limit_fields(limits: &Limits) -> [(&'static str, Option<u64>); 8] {
+    [
+        ("coreBytes", limits.core_bytes),
+        ("openFiles", limits.open_files),
+        ("processes", limits.processes),
+        ("addressSpaceBytes", limits.address_space_bytes),
+        ("fileSizeBytes", limits.file_size_bytes),
+        ("cpuSeconds", limits.cpu_seconds),
+        ("tmpSizeBytes", limits.tmp_size_bytes),
+        ("wallSeconds", limits.wall_seconds),
+    ]
+}
+
+// ---- reading: the document has passed `schema::check_document` ----------
+
+fn object<'a>(parent: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
+    parent.get(key).and_then(Value::as_object)
+}
+
+fn flag(parent: Option<&Map<String, Value>>, key: &str) -> bool {
+    parent.and_then(|p| p.get(key)).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn strings(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> Vec<At<String>> {
+    let items = parent.and_then(|p| p.get(key)).and_then(Value::as_array);
+    let path = path.key(key);
+    (items.into_iter().flatten().enumerate())
+        .filter_map(|(i, v)| Some((path.index(i), v.as_str()?.to_owned())))
+        .collect()
+}
+
+/// Path entries: a string, or `{"path": …, "literal": true}`.
+fn entries(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> Vec<At<(String, bool)>> {
+    let items = parent.and_then(|p| p.get(key)).and_then(Value::as_array);
+    let path = path.key(key);
+    let read = |(i, item): (usize, &Value)| match item {
+        Value::String(text) => Some((path.index(i), (text.clone(), false))),
+        Value::Object(members) => {
+            let text = members.get("path")?.as_str()?;
+            Some((path.index(i).key("path"), (text.to_owned(), true)))
+        }
+        _ => None,
+    };
+    items.into_iter().flatten().enumerate().filter_map(read).collect()
+}
+
+fn port(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> Option<At<i128>> {
+    let value = parent?.get(key)?;
+    Some((path.key(key), as_integer(value)?))
+}
+
+fn draft_from_srt(root: &Map<String, Value>, warnings: &mut Vec<String>) -> Result<Draft, Problem> {
+    let top = JsonPath::root();
+    let net_path = top.key("network");
+    let fs_path = top.key("filesystem");
+    let (net, fs) = (object(root, "network"), object(root, "filesystem"));
+    let reasons_path = net_path.key("deniedDomainReasons");
+    let reasons = net.and_then(|n| object(n, "deniedDomainReasons"));
+    let mut draft = Draft {
+        allowed_domains: strings(net, "allowedDomains", &net_path),
+        denied_domains: strings(net, "deniedDomains", &net_path),
+        denied_domain_reasons: (reasons.into_iter().flatten())
+            .filter_map(|(k, v)| Some((reasons_path.key(k), k.clone(), v.as_str()?.to_owned())))
+            .collect(),
+        denied_resolved_addresses: strings(net, "deniedResolvedAddresses", &net_path),
+        allow_all_unix_sockets: flag(net, "allowAllUnixSockets"),
+        allow_local_binding: flag(net, "allowLocalBinding"),
+        http_proxy_port: port(net, "httpProxyPort", &net_path),
+        socks_proxy_port: port(net, "socksProxyPort", &net_path),
+        deny_read: entries(fs, "denyRead", &fs_path),
+        allow_read: entries(fs, "allowRead", &fs_path),
+        allow_write: entries(fs, "allowWrite", &fs_path),
+        deny_write: entries(fs, "denyWrite", &fs_path),
+        allow_git_config: flag(fs, "allowGitConfig"),
+        allow_nested_user_namespaces: flag(Some(root), "allowNestedUserNamespaces"),
+        enable_weaker_nested_sandbox: flag(Some(root), "enableWeakerNestedSandbox"),
+        git_safe_directories: strings(object(root, "git"), "safeDirectories", &top.key("git")),
+        ..Draft::default()
+    };
+    read_credentials(root, &mut draft, warnings)?;
+    read_oajail(object(root, "oajail"), &top.key("oajail"), &mut draft);
+    Ok(draft)
+}
+
+/// srt `credentials`: oajail cannot mask, so every listed file is denied
+/// (added to `denyRead`) and every listed variable removed (added to
+/// `envDeny`), whatever the mode: the jail then sees less than under srt,
+/// never more. A `"mask"` entry says so in a warning.
+fn read_credentials(root: &Map<String, Value>, draft: &mut Draft, warnings: &mut Vec<String>) -> Result<(), Problem> {
+    let Some(creds) = object(root, "credentials") else { return Ok(()) };
+    let path = JsonPath::root().key("credentials");
+    let lists = [("files", "path", "the file is denied instead"), ("envVars", "name", "the variable is removed instead")];
+    for (list, key, instead) in lists {
+        let items = creds.get(list).and_then(Value::as_array);
+        for (i, item) in items.into_iter().flatten().enumerate() {
+            let item_path = path.key(list).index(i);
+            let (Some(text), Some(mode)) = (item.get(key).and_then(Value::as_str), item.get("mode").and_then(Value::as_str)) else {
+                continue;
+            };
+            if mode == "mask" {
+                if list == "files" && text.ends_with('/') {
+                    let message = format!("credential mode \"mask\" applies to a single file, not a directory; use mode \"deny\" for {}", quote(text));
+                    return Err(Problem::new(&item_path.key("path"), message));
+                }
+                warnings.push(format!("{}: \"mask\" is not implemented; {instead}", item_path.key("mode")));
+            }
+            if list == "files" {
+                draft.deny_read.push((item_path.key(key), (text.to_owned(), false)));
+            } else {
+                draft.env_deny.push((item_path.key(key), text.to_owned()));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_oajail(settings: Option<&Map<String, Value>>, path: &JsonPath, draft: &mut Draft) {
+    draft.env_keep = strings(settings, "envKeep", path);
+    draft.env_deny.extend(strings(settings, "envDeny", path));
+    draft.allow_degraded = flag(settings, "allowDegraded");
+    draft.allow_private_destinations = strings(settings, "allowPrivateDestinations", path);
+    let Some(limits) = settings.and_then(|s| object(s, "limits")) else { return };
+    let mut out = Limits::default();
+    let read = |key: &str, default: Option<u64>| match limits.get(key) {
+        None => default,
+        Some(value) => as_integer(value).and_then(|n| u64::try_from(n).ok()),
+    };
+    out.core_bytes = read("coreBytes", out.core_bytes);
+    out.open_files = read("openFiles", out.open_files);
+    out.processes = read("processes", out.processes);
+    out.address_space_bytes = read("addressSpaceBytes", out.address_space_bytes);
+    out.file_size_bytes = read("fileSizeBytes", out.file_size_bytes);
+    out.cpu_seconds = read("cpuSeconds", out.cpu_seconds);
+    out.tmp_size_bytes = read("tmpSizeBytes", out.tmp_size_bytes);
+    out.wall_seconds = read("wallSeconds", out.wall_seconds);
+    draft.limits = Some((path.key("limits"), out));
 }

@@ -1,0 +1,111 @@
+//! Reading oajail's canonical JSON (the output of [`Policy::canonical_json`],
+//! optionally with the `policySha256` member that `oajail policy print
+//! --format json` adds).
+//!
+//! The canonical form is a machine format, so it is strict: every struct
+//! refuses unknown keys and needs all of its non-optional keys. It is not
+//! trusted either: after deserialising, every value is turned back into a
+//! draft and goes through the same validation as srt input, so a
+//! hand-edited canonical file cannot smuggle in a pattern srt input would
+//! refuse. A `policySha256` member must match the policy it comes with.
+
+use crate::error::{JsonPath, Problem};
+use crate::json::type_name;
+use crate::normalize::Draft;
+use crate::srt::Loaded;
+use crate::{PathEntry, Policy, PolicyError};
+use serde_json::{Map, Value};
+
+/// Reads a canonical document (already known to be a JSON object).
+pub(crate) fn read(root: &Map<String, Value>, origin: &str) -> Result<Loaded, PolicyError> {
+    let mut members = root.clone();
+    let claimed = members.remove("policySha256");
+    let policy: Policy = serde_path_to_error::deserialize(Value::Object(members))
+        .map_err(|err| serde_problem(&err).with_origin(origin))?;
+    let mut warnings = Vec::new();
+    let policy = draft_from_policy(&policy)
+        .build(&mut warnings)
+        .map_err(|p| p.with_origin(origin))?;
+    if let Some(claimed) = claimed {
+        check_claimed_hash(&claimed, &policy).map_err(|p| p.with_origin(origin))?;
+    }
+    Ok(Loaded { policy, warnings })
+}
+
+fn check_claimed_hash(claimed: &Value, policy: &Policy) -> Result<(), Problem> {
+    let path = JsonPath::root().key("policySha256");
+    let Value::String(claimed) = claimed else {
+        return Err(Problem::new(&path, format!("expected a string, found {}", type_name(claimed))));
+    };
+    let actual = policy.sha256();
+    if *claimed != actual {
+        return Err(Problem::new(&path, format!("does not match the policy, whose sha256 is {actual}")));
+    }
+    Ok(())
+}
+
+/// A serde error with the JSON path it happened at.
+fn serde_problem(err: &serde_path_to_error::Error<serde_json::Error>) -> Problem {
+    use serde_path_to_error::Segment;
+    let mut path = JsonPath::root();
+    for segment in err.path().iter() {
+        path = match segment {
+            Segment::Seq { index } => path.index(*index),
+            Segment::Map { key } | Segment::Enum { variant: key } => path.key(key),
+            Segment::Unknown => path.key("?"),
+        };
+    }
+    Problem::new(&path, err.inner().to_string().replace('\n', " "))
+}
+
+/// The policy's values as a draft, each with its canonical JSON path.
+fn draft_from_policy(policy: &Policy) -> Draft {
+    let root = JsonPath::root();
+    let net = root.key("network");
+    let fs = root.key("filesystem");
+    let settings = root.key("oajail");
+    let n = &policy.network;
+    let f = &policy.filesystem;
+    let o = &policy.oajail;
+    Draft {
+        allowed_domains: list(&net, "allowedDomains", n.allowed_domains.iter().map(|d| d.as_str().to_owned())),
+        denied_domains: list(&net, "deniedDomains", n.denied_domains.iter().map(|d| d.as_str().to_owned())),
+        denied_domain_reasons: (n.denied_domain_reasons.iter())
+            .map(|(k, v)| (net.key("deniedDomainReasons").key(k), k.clone(), v.clone()))
+            .collect(),
+        denied_resolved_addresses: list(&net, "deniedResolvedAddresses", n.denied_resolved_addresses.iter().cloned()),
+        allow_all_unix_sockets: n.allow_all_unix_sockets,
+        allow_local_binding: n.allow_local_binding,
+        http_proxy_port: n.http_proxy_port.map(|p| (net.key("httpProxyPort"), i128::from(p))),
+        socks_proxy_port: n.socks_proxy_port.map(|p| (net.key("socksProxyPort"), i128::from(p))),
+        deny_read: entries(&fs, "denyRead", &f.deny_read),
+        allow_read: entries(&fs, "allowRead", &f.allow_read),
+        allow_write: entries(&fs, "allowWrite", &f.allow_write),
+        deny_write: entries(&fs, "denyWrite", &f.deny_write),
+        allow_git_config: f.allow_git_config,
+        allow_nested_user_namespaces: policy.process.allow_nested_user_namespaces,
+        enable_weaker_nested_sandbox: policy.process.enable_weaker_nested_sandbox,
+        git_safe_directories: list(
+            &root.key("process"),
+            "gitSafeDirectories",
+            policy.process.git_safe_directories.iter().cloned(),
+        ),
+        limits: Some((settings.key("limits"), o.limits.clone())),
+        env_keep: list(&settings, "envKeep", o.env_keep.iter().cloned()),
+        env_deny: list(&settings, "envDeny", o.env_deny.iter().cloned()),
+        allow_degraded: o.allow_degraded,
+        allow_private_destinations: list(&settings, "allowPrivateDestinations", o.allow_private_destinations.iter().cloned()),
+    }
+}
+
+fn list(parent: &JsonPath, key: &str, items: impl Iterator<Item = String>) -> Vec<(JsonPath, String)> {
+    let path = parent.key(key);
+    items.enumerate().map(|(i, item)| (path.index(i), item)).collect()
+}
+
+fn entries(parent: &JsonPath, key: &str, items: &[PathEntry]) -> Vec<(JsonPath, (String, bool))> {
+    let path = parent.key(key);
+    (items.iter().enumerate())
+        .map(|(i, e)| (path.index(i).key("path"), (e.path.clone(), e.literal)))
+        .collect()
+}

@@ -1,0 +1,161 @@
+//! The built-in policy, used when no settings file exists.
+//!
+//! It keeps the shape of srt's built-in default (no network, no writes, reads
+//! everywhere) and closes its biggest gap: srt's default lets the command
+//! read every credential in the home directory. Here the usual secret stores
+//! are denied. The list aims at files that hold *credentials or keys*, or a
+//! person's private history, not at configuration in general, so that
+//! ordinary tools keep working; each entry says why it is there.
+//! `docs/policy-format.md` carries the same list (a test keeps them equal).
+//!
+//! Not listed on purpose: project files such as `.env` (they are the working
+//! set of the command; deny them in a settings file with `**/.env`), and
+//! whole configuration trees such as `~/.config` (too much breaks).
+
+use crate::{FilesystemPolicy, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy};
+
+/// Paths the built-in policy denies reading, each with the reason.
+pub const DEFAULT_DENY_READ: &[(&str, &str)] = &[
+    // Keys and agents.
+    ("~/.ssh", "ssh private keys, known_hosts and config naming every host"),
+    ("~/.gnupg", "gpg private keys"),
+    ("~/.pki", "nss database: client certificates and their keys (chromium, curl-nss)"),
+    ("~/.password-store", "pass(1) password store"),
+    ("~/.local/share/keyrings", "gnome keyring files"),
+    ("~/.local/share/kwalletd", "kde wallet files"),
+    // Cloud and cluster credentials.
+    ("~/.aws", "aws access keys and sso tokens"),
+    ("~/.azure", "azure cli tokens"),
+    ("~/.config/gcloud", "google cloud credentials and access tokens"),
+    ("~/.oci", "oracle cloud api keys"),
+    ("~/.kube", "kubernetes cluster credentials"),
+    ("~/.docker/config.json", "registry credentials"),
+    ("~/.config/containers/auth.json", "podman/buildah registry credentials"),
+    ("~/.config/doctl", "digitalocean api token"),
+    ("~/.config/hcloud", "hetzner cloud api token"),
+    ("~/.terraform.d/credentials.tfrc.json", "terraform cloud api tokens"),
+    ("~/.vault-token", "hashicorp vault token"),
+    ("~/.s3cfg", "s3cmd access keys"),
+    ("~/.boto", "boto/gsutil credentials"),
+    ("~/.config/rclone", "rclone remotes with their secrets"),
+    ("~/.databrickscfg", "databricks tokens"),
+    ("~/.fly", "fly.io access token"),
+    // Forges and version control.
+    ("~/.git-credentials", "git credential-store passwords and tokens"),
+    ("~/.config/git/credentials", "git credential-store (xdg location)"),
+    ("~/.cache/git/credential", "git credential-cache daemon socket"),
+    ("~/.config/gh", "github cli oauth token"),
+    ("~/.config/hub", "hub github token"),
+    ("~/.config/glab-cli", "gitlab cli token"),
+    ("~/.netrc", "logins and passwords for any host (curl, git, ftp)"),
+    // Package registries.
+    ("~/.npmrc", "npm registry tokens"),
+    ("~/.yarnrc.yml", "yarn registry tokens"),
+    ("~/.pypirc", "pypi upload tokens"),
+    ("~/.cargo/credentials", "crates.io token (old name)"),
+    ("~/.cargo/credentials.toml", "crates.io token"),
+    ("~/.gem/credentials", "rubygems api key"),
+    ("~/.m2/settings.xml", "maven repository passwords"),
+    ("~/.m2/settings-security.xml", "maven master password"),
+    ("~/.gradle/gradle.properties", "gradle repository and signing credentials"),
+    ("~/.config/pip/pip.conf", "pip index urls with embedded credentials"),
+    // Databases.
+    ("~/.pgpass", "postgresql passwords"),
+    ("~/.my.cnf", "mysql passwords"),
+    // Browsers and mail: cookies, saved passwords, session tokens.
+    ("~/.mozilla", "firefox profiles"),
+    ("~/snap/firefox", "firefox (snap) profiles"),
+    ("~/.thunderbird", "thunderbird profiles and mail"),
+    ("~/.config/google-chrome", "chrome profiles"),
+    ("~/.config/chromium", "chromium profiles"),
+    ("~/.config/BraveSoftware", "brave profiles"),
+    ("~/.config/microsoft-edge", "edge profiles"),
+    // Password managers.
+    ("~/.config/op", "1password cli session and config"),
+    ("~/.config/Bitwarden CLI", "bitwarden cli session"),
+    // Shell and tool history: often holds pasted secrets.
+    ("~/.bash_history", "shell history"),
+    ("~/.zsh_history", "shell history"),
+    ("~/.histfile", "shell history (zsh alternative name)"),
+    ("~/.local/share/fish/fish_history", "shell history"),
+    ("~/.python_history", "python repl history"),
+    ("~/.node_repl_history", "node repl history"),
+    ("~/.psql_history", "psql history"),
+    ("~/.mysql_history", "mysql client history"),
+    ("~/.sqlite_history", "sqlite shell history"),
+    ("~/.rediscli_history", "redis-cli history (often AUTH commands)"),
+    ("~/.local/share/atuin", "atuin history database and its key"),
+    // System secrets, readable when oajail runs as root.
+    ("/etc/shadow", "password hashes"),
+    ("/etc/gshadow", "group password hashes"),
+    ("/etc/ssh/ssh_host_*_key", "ssh host private keys"),
+];
+
+impl Policy {
+    /// The built-in default policy used when no settings file exists: no
+    /// network, no writes (the jail's private `/tmp` is always writable),
+    /// reads everywhere except [`DEFAULT_DENY_READ`].
+    pub fn builtin_default() -> Policy {
+        let mut deny_read: Vec<PathEntry> = DEFAULT_DENY_READ
+            .iter()
+            .map(|(path, _)| PathEntry {
+                path: (*path).to_owned(),
+                literal: false,
+            })
+            .collect();
+        deny_read.sort();
+        deny_read.dedup();
+        Policy {
+            network: NetworkPolicy {
+                allowed_domains: Vec::new(),
+                denied_domains: Vec::new(),
+                denied_domain_reasons: Default::default(),
+                denied_resolved_addresses: Vec::new(),
+                allow_all_unix_sockets: false,
+                allow_local_binding: false,
+                http_proxy_port: None,
+                socks_proxy_port: None,
+            },
+            filesystem: FilesystemPolicy {
+                deny_read,
+                allow_read: Vec::new(),
+                allow_write: Vec::new(),
+                deny_write: Vec::new(),
+                allow_git_config: false,
+            },
+            process: ProcessPolicy::default(),
+            oajail: OajailSettings::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_entries_are_already_normal() {
+        for (path, reason) in DEFAULT_DENY_READ {
+            let entry = PathEntry::parse(path, false).unwrap();
+            assert_eq!(entry.path, *path, "{path} is not in normal form");
+            assert!(!reason.is_empty() && !reason.ends_with('.'));
+        }
+    }
+
+    #[test]
+    fn default_round_trips_through_srt_json() {
+        let policy = Policy::builtin_default();
+        let text = policy.to_srt_json().to_string();
+        let loaded = Policy::from_settings_json(&text, "default").unwrap();
+        assert_eq!(loaded.policy, policy);
+        assert!(loaded.warnings.is_empty());
+    }
+
+    #[test]
+    fn default_has_no_network_and_no_writes() {
+        let policy = Policy::builtin_default();
+        assert!(policy.network.allowed_domains.is_empty());
+        assert!(policy.filesystem.allow_write.is_empty());
+        assert_eq!(policy.oajail.limits.core_bytes, Some(0));
+    }
+}
