@@ -1,1 +1,44 @@
-//! oajail-jail (placeholder until its work lands).
+//! oajail-jail: runs one command inside a jail built from compiled policy plans.
+//!
+//! This is the only crate of the workspace that changes kernel state, and the
+//! only one allowed `unsafe`, all of it in the private [`sys`] module
+//! (`#[allow(unsafe_code)] mod sys;` below is the single exemption).
+//!
+//! Process model: the supervisor (the `oajail` binary) calls
+//! [`Jail::spawn`], which clones pid 1 of a new user, mount, pid, net, ipc and
+//! uts namespace set. pid 1 runs the flat step list of `child.rs`, passes the
+//! proxy listener(s) it bound inside the jail's netns back to the supervisor,
+//! waits for the go-ahead, drops its privileges, forks the command (which
+//! installs seccomp last and executes) and then serves as init (`init.rs`).
+//!
+//! Invariants:
+//! - every layer the caller asked for is applied or the run fails with
+//!   `oajail: <step>: <reason>` and [`exit_code::SETUP_FAILED`]; nothing
+//!   is skipped silently (layers are turned off only by the caller, for an
+//!   explicit degraded run);
+//! - nothing of the command runs before every step succeeded;
+//! - pid 1 exits when the command exits, and its exit kills every other
+//!   process of the jail;
+//! - the command's exit status passes through (128+N for signal N).
+#![deny(missing_docs)]
+
+mod caps;
+mod child;
+mod command;
+pub mod error;
+pub mod exit_code;
+mod init;
+mod launcher;
+pub mod net;
+mod ns;
+mod spec;
+mod sync;
+#[allow(unsafe_code)]
+mod sys;
+
+pub use error::{JailError, Step};
+pub use launcher::{FORWARDED_SIGNALS, Jail, Outcome};
+pub use spec::{JailSpec, Layers};
+/// Raw syscalls for the security suite's attack probe (`attack-probe` feature only).
+#[cfg(feature = "attack-probe")]
+pub use sys::attack_probe as probe;

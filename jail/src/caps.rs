@@ -1,0 +1,42 @@
+//! Dropping every capability and checking that it worked.
+
+use crate::error::Failure;
+use caps::CapSet;
+
+/// Clear the bounding, ambient, inheritable, effective and permitted sets,
+/// then read them all back and fail unless every one is empty.
+///
+/// Bounding goes first: dropping from it needs CAP_SETPCAP in the effective
+/// set, which the later steps remove.
+pub(crate) fn drop_all() -> Result<(), Failure> {
+    const ORDER: [CapSet; 5] = [
+        CapSet::Bounding,
+        CapSet::Ambient,
+        CapSet::Inheritable,
+        CapSet::Effective,
+        CapSet::Permitted,
+    ];
+    for set in ORDER {
+        caps::clear(None, set).map_err(|e| Failure::msg(format!("clear {set:?}: {e}")))?;
+    }
+    for set in ORDER {
+        let left = caps::read(None, set).map_err(|e| Failure::msg(format!("read {set:?}: {e}")))?;
+        if !left.is_empty() {
+            return Err(Failure::msg(format!(
+                "{set:?} set not empty after drop: {left:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Set no_new_privs (required by Landlock and seccomp without CAP_SYS_ADMIN,
+/// and it keeps set-uid binaries from regaining privileges).
+pub(crate) fn no_new_privs() -> Result<(), Failure> {
+    nix::sys::prctl::set_no_new_privs()?;
+    if nix::sys::prctl::get_no_new_privs()? {
+        Ok(())
+    } else {
+        Err(Failure::msg("no_new_privs did not stick"))
+    }
+}

@@ -1,0 +1,83 @@
+//! The jail's pid 1: a flat, ordered list of set-up steps, then the command
+//! is forked and pid 1 becomes the init ([`crate::init`]).
+//!
+//! The reasons for this order are in `docs/enforcement-order.md`; in short:
+//! id maps before anything that needs the namespace's capabilities and before
+//! going non-dumpable; the network and mounts while capabilities are still
+//! held; the supervisor's go-ahead before dropping privileges (so a proxy
+//! failure stops the jail before the command exists); capabilities, then
+//! no_new_privs, then Landlock in pid 1 *before* the fork, so pid 1 and the
+//! command share one Landlock domain (Landlock's signal scope would otherwise
+//! stop pid 1 from forwarding signals to the command); seccomp last, just
+//! before `execve` in the command and just before the wait loop in pid 1.
+
+use crate::error::{Failure, Step};
+use crate::spec::JailSpec;
+use crate::sync::{Channel, ChildMsg};
+use crate::sys::process::{Forked, fork};
+use crate::{caps, exit_code, init, net, ns};
+use nix::sys::signalfd::SignalFd;
+use nix::unistd::Pid;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Run pid 1. Never returns: exits with the command's status, or with
+/// [`exit_code::SETUP_FAILED`] after reporting the failing step.
+pub(crate) fn run(spec: &JailSpec, chan: Channel, ids: (u32, u32)) -> ! {
+    match catch_unwind(AssertUnwindSafe(|| setup(spec, &chan, ids))) {
+        Ok(Ok((command, signals))) => {
+            // Closing our end: once the command has executed too, the
+            // supervisor sees end-of-file, which means "exec succeeded".
+            drop(chan);
+            init::run(command, signals)
+        }
+        Ok(Err((step, failure))) => report(&chan, step, failure),
+        Err(_) => report(&chan, Step::Fork, Failure::msg("panic during jail setup")),
+    }
+}
+
+/// Send `StepFailed` and exit with the setup-failed code.
+pub(crate) fn report(chan: &Channel, step: Step, f: Failure) -> ! {
+    let _ = chan.send(
+        &ChildMsg::StepFailed {
+            step,
+            errno: f.errno,
+            msg: f.msg,
+        },
+        &[],
+    );
+    // _exit: no atexit handlers or buffered output of the supervisor's copy.
+    crate::sys::process::exit_now(exit_code::SETUP_FAILED)
+}
+
+type StepResult<T = ()> = Result<T, (Step, Failure)>;
+
+/// Tag a step's error with the step's name.
+fn at<T, E: Into<Failure>>(step: Step, r: Result<T, E>) -> StepResult<T> {
+    r.map_err(|e| (step, e.into()))
+}
+
+fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<(Pid, SignalFd)> {
+    let ns = spec.layers.namespaces;
+    if ns {
+        at(Step::IdMaps, ns::write_id_maps(uid, gid))?;
+    }
+    at(Step::ParentDeath, init::die_with_supervisor(chan))?;
+    at(Step::InitHardening, init::harden())?;
+    if ns {
+        at(Step::Hostname, ns::set_hostname(&spec.hostname))?;
+        at(Step::Loopback, net::loopback_up())?;
+    }
+    at(Step::ProxyListener, net::hand_off_listeners(chan))?;
+    at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
+    at(Step::Supervisor, chan.wait_go())?;
+    if spec.layers.caps {
+        at(Step::Capabilities, caps::drop_all())?;
+    }
+    at(Step::NoNewPrivs, caps::no_new_privs())?;
+    let signals = at(Step::Fork, init::signal_fd())?;
+    let command = match at(Step::Fork, fork())? {
+        Forked::Child => crate::command::run(spec, chan),
+        Forked::Parent(pid) => Pid::from_raw(pid),
+    };
+    Ok((command, signals))
+}

@@ -1,0 +1,118 @@
+//! The command process (pid 2 of the jail): last per-process steps, then
+//! `execve`. seccomp is installed here as the very last step before exec.
+
+use crate::child::report;
+use crate::error::{Failure, Step, lower_first};
+use crate::exit_code;
+use crate::spec::JailSpec;
+use crate::sync::{Channel, ChildMsg};
+use nix::sys::signal::SigSet;
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+
+/// Used when the command's environment has no `PATH` (as execvp does).
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Run the command's steps and execute it. Never returns.
+pub(crate) fn run(spec: &JailSpec, chan: &Channel) -> ! {
+    if let Err((step, failure)) = prepare(spec) {
+        report(chan, step, failure)
+    }
+    exec(spec, chan)
+}
+
+fn prepare(spec: &JailSpec) -> Result<(), (Step, Failure)> {
+    let _ = spec;
+    // Signals: pid 1 and the supervisor block the forwarded ones; the command
+    // starts with a clean mask and default dispositions.
+    crate::sys::process::reset_signal_dispositions();
+    SigSet::empty()
+        .thread_set_mask()
+        .map_err(|e| (Step::Setsid, e.into()))?;
+    // A new session: the command has no controlling terminal, so it cannot
+    // push input into the user's terminal with TIOCSTI.
+    nix::unistd::setsid().map_err(|e| (Step::Setsid, e.into()))?;
+    crate::sys::fd::cloexec_from(3).map_err(|e| (Step::CloseFds, e.into()))?;
+    Ok(())
+}
+
+/// `execve`, searching the `PATH` of the command's own environment when
+/// `argv[0]` has no slash (libc's execvp would use oajail's environment).
+fn exec(spec: &JailSpec, chan: &Channel) -> ! {
+    let Some(program) = spec.argv.first() else {
+        report(chan, Step::Exec, Failure::msg("empty command"))
+    };
+    let mut decisive = nix::Error::ENOENT;
+    for candidate in candidates(program, &spec.env) {
+        let Err(e) = nix::unistd::execve(&candidate, &spec.argv, &spec.env);
+        match e {
+            nix::Error::ENOENT | nix::Error::ENOTDIR => {}
+            nix::Error::EACCES => decisive = e,
+            other => {
+                decisive = other;
+                break;
+            }
+        }
+    }
+    let program = program.to_string_lossy().into_owned();
+    let msg = lower_first(decisive.desc());
+    let _ = chan.send(
+        &ChildMsg::ExecFailed {
+            program,
+            errno: decisive as i32,
+            msg,
+        },
+        &[],
+    );
+    let code = if decisive == nix::Error::ENOENT {
+        exit_code::NOT_FOUND
+    } else {
+        exit_code::NOT_EXECUTABLE
+    };
+    crate::sys::process::exit_now(code)
+}
+
+/// Paths to try for `program`.
+fn candidates(program: &CStr, env: &[CString]) -> Vec<CString> {
+    let bytes = program.to_bytes();
+    if bytes.contains(&b'/') {
+        return vec![program.to_owned()];
+    }
+    let path = env
+        .iter()
+        .find_map(|kv| kv.to_bytes().strip_prefix(b"PATH="))
+        .unwrap_or(DEFAULT_PATH.as_bytes());
+    path.split(|b| *b == b':')
+        .map(|dir| if dir.is_empty() { b".".as_slice() } else { dir })
+        .filter_map(|dir| {
+            let mut full = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(dir));
+            full.push(std::ffi::OsStr::from_bytes(bytes));
+            CString::new(full.as_os_str().as_bytes()).ok()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> CString {
+        CString::new(s).unwrap()
+    }
+
+    #[test]
+    fn slash_means_no_search() {
+        assert_eq!(candidates(&c("./x"), &[c("PATH=/a")]), vec![c("./x")]);
+    }
+
+    #[test]
+    fn search_uses_the_command_environment_path() {
+        let got = candidates(&c("ls"), &[c("HOME=/h"), c("PATH=/a::/b")]);
+        assert_eq!(got, vec![c("/a/ls"), c("./ls"), c("/b/ls")]);
+    }
+
+    #[test]
+    fn default_path_without_path_variable() {
+        assert_eq!(candidates(&c("ls"), &[]).len(), 3);
+    }
+}

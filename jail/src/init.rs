@@ -1,0 +1,105 @@
+//! oajail's init: what pid 1 of the jail does around and after the fork.
+//!
+//! pid 1 never executes anything. It is non-dumpable (so the command cannot
+//! read its memory or /proc files), its argv/environ copy is wiped, it holds
+//! no capability, and after the fork it only reads a signalfd, reaps zombies,
+//! forwards INT/TERM/HUP/QUIT/USR1/USR2/WINCH to the command's process group
+//! and exits with the command's status. Its exit makes the kernel kill every
+//! other process of the pid namespace, so background and double-forked
+//! processes never outlive the command.
+
+use crate::error::Failure;
+use crate::launcher::handled_signals;
+use crate::sync::Channel;
+use nix::sys::signal::{Signal, kill};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use std::os::fd::AsRawFd;
+
+/// Title shown in /proc/1/cmdline and /proc/1/comm inside the jail.
+const TITLE: &[u8] = b"oajail-init";
+
+/// Die with SIGKILL when the supervisor dies, and check it has not already.
+///
+/// `getppid()` cannot serve as the check (it is 0 across the pid namespace
+/// boundary); the supervisor's channel end hanging up is the same signal.
+pub(crate) fn die_with_supervisor(chan: &Channel) -> Result<(), Failure> {
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+    if chan.peer_alive() {
+        Ok(())
+    } else {
+        Err(Failure::msg("supervisor exited before the jail started"))
+    }
+}
+
+/// Non-dumpable, renamed, argv/environ copy wiped.
+pub(crate) fn harden() -> Result<(), Failure> {
+    nix::sys::prctl::set_dumpable(false)?;
+    let name = std::ffi::CString::new(TITLE).map_err(|e| Failure::msg(e.to_string()))?;
+    nix::sys::prctl::set_name(&name)?;
+    crate::sys::process::scrub_cmdline_and_environ(TITLE)?;
+    Ok(())
+}
+
+/// The signalfd pid 1 waits on (created before the fork so no SIGCHLD is lost:
+/// the signals are already blocked, inherited from the supervisor).
+pub(crate) fn signal_fd() -> Result<SignalFd, Failure> {
+    Ok(SignalFd::with_flags(
+        &handled_signals(),
+        SfdFlags::SFD_CLOEXEC,
+    )?)
+}
+
+/// The init loop. Never returns.
+pub(crate) fn run(command: Pid, mut signals: SignalFd) -> ! {
+    close_all_but(signals.as_raw_fd());
+    loop {
+        match signals.read_signal() {
+            Ok(Some(info)) => {
+                let signo = info.ssi_signo as i32;
+                if signo == libc::SIGCHLD {
+                    if let Some(code) = reap(command) {
+                        crate::sys::process::exit_now(code);
+                    }
+                } else if let Ok(sig) = Signal::try_from(signo) {
+                    forward(command, sig);
+                }
+            }
+            Ok(None) | Err(nix::Error::EINTR) => {}
+            // Cannot wait any more: exiting kills the whole jail (fail closed).
+            Err(_) => crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED),
+        }
+    }
+}
+
+/// Close every descriptor above 2 except `keep` (the supervisor's leaked
+/// descriptors and our channel end must not stay in the jail).
+fn close_all_but(keep: i32) {
+    let keep = keep as u32;
+    let _ = crate::sys::fd::close_between(3, keep.saturating_sub(1));
+    let _ = crate::sys::fd::close_between(keep + 1, u32::MAX);
+}
+
+/// Send `sig` to the command's process group (it is a session leader), or to
+/// the command alone while it has not called setsid yet.
+fn forward(command: Pid, sig: Signal) {
+    if kill(Pid::from_raw(-command.as_raw()), sig).is_err() {
+        let _ = kill(command, sig);
+    }
+}
+
+/// Reap every exited child; `Some(status)` once the command itself exited.
+fn reap(command: Pid) -> Option<i32> {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL)) {
+            Ok(s @ (WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _)))
+                if pid == command =>
+            {
+                return Some(crate::launcher::status_code(s));
+            }
+            Ok(WaitStatus::StillAlive) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+}

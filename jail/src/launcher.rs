@@ -1,0 +1,264 @@
+//! The supervisor side: start the jail, hand over the proxy listeners, wait.
+//!
+//! Usage, in this order (the root binary does it):
+//! [`Jail::spawn`] → [`Jail::take_listeners`] → start the proxy on them →
+//! [`Jail::release`] → [`Jail::wait`]. Between `spawn` and `release` the jail
+//! is parked before dropping its privileges, so a proxy that fails to start
+//! means the command never runs ([`Jail::abort`]).
+
+use crate::error::{JailError, Step};
+use crate::spec::JailSpec;
+use crate::sync::{self, Channel, ChildMsg};
+use crate::sys::process::{Forked, clone_fork};
+use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::signalfd::SignalFd;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+/// Signals passed on to the command (through pid 1).
+pub const FORWARDED_SIGNALS: [Signal; 7] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
+/// The signals the supervisor and pid 1 block and read from a signalfd.
+pub(crate) fn handled_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in FORWARDED_SIGNALS {
+        set.add(s);
+    }
+    set.add(Signal::SIGCHLD);
+    set
+}
+
+/// How the jail ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The exit status `oajail` should return (the command's, 128+N on a signal).
+    pub code: i32,
+    /// True when `--timeout` expired and the jail was killed.
+    pub timed_out: bool,
+}
+
+/// A running jail, seen from the supervisor.
+#[derive(Debug)]
+pub struct Jail {
+    pid: Pid,
+    chan: Channel,
+    signals: SignalFd,
+    reaped: Option<WaitStatus>,
+}
+
+impl Jail {
+    /// Block the handled signals, create the channel and clone pid 1 of the
+    /// jail into its new namespaces. Must be called while the process is
+    /// still single-threaded (before any proxy or runtime thread exists).
+    pub fn spawn(spec: &JailSpec) -> Result<Jail, JailError> {
+        let set = handled_signals();
+        set.thread_block()
+            .map_err(|e| JailError::io(Step::Wait, e.into()))?;
+        let (mine, theirs) = sync::pair().map_err(|e| JailError::io(Step::Channel, e))?;
+        let ids = (
+            nix::unistd::getuid().as_raw(),
+            nix::unistd::getgid().as_raw(),
+        );
+        match clone_fork(spec.clone_flags()).map_err(|e| namespaces_error(spec, e))? {
+            Forked::Child => {
+                drop(mine);
+                crate::child::run(spec, theirs, ids)
+            }
+            Forked::Parent(pid) => {
+                drop(theirs);
+                let signals =
+                    SignalFd::new(&set).map_err(|e| JailError::io(Step::Wait, e.into()))?;
+                Ok(Jail {
+                    pid: Pid::from_raw(pid),
+                    chan: mine,
+                    signals,
+                    reaped: None,
+                })
+            }
+        }
+    }
+
+    /// pid 1 of the jail, as seen from the supervisor's pid namespace.
+    pub fn pid(&self) -> i32 {
+        self.pid.as_raw()
+    }
+
+    /// Receive the proxy listener(s) bound inside the jail's netns.
+    pub fn take_listeners(&mut self) -> Result<Vec<TcpListener>, JailError> {
+        match self
+            .chan
+            .recv()
+            .map_err(|e| JailError::io(Step::ProxyListener, e))?
+        {
+            Some((ChildMsg::Listeners, fds)) => {
+                Ok(fds.into_iter().map(TcpListener::from).collect())
+            }
+            other => Err(self.fail(other, Step::ProxyListener)),
+        }
+    }
+
+    /// Let the jail finish its setup and execute the command; returns once
+    /// the command has been executed (channel EOF) or setup failed.
+    pub fn release(&mut self) -> Result<(), JailError> {
+        self.chan
+            .send_go()
+            .map_err(|e| JailError::io(Step::Supervisor, e))?;
+        match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
+            None => Ok(()),
+            other => Err(self.fail(other, Step::Exec)),
+        }
+    }
+
+    /// Kill the jail (the whole pid namespace) and reap pid 1.
+    pub fn abort(mut self) {
+        let _ = kill(self.pid, Signal::SIGKILL);
+        self.reap_blocking();
+    }
+
+    /// Forward signals to pid 1 until it exits; kill the jail after `timeout`.
+    pub fn wait(mut self, timeout: Option<Duration>) -> Result<Outcome, JailError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if let Some(status) = self.try_reap()? {
+                return Ok(Outcome {
+                    code: status_code(status),
+                    timed_out: false,
+                });
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                let _ = kill(self.pid, Signal::SIGKILL);
+                self.reap_blocking();
+                return Ok(Outcome {
+                    code: crate::exit_code::TIMEOUT,
+                    timed_out: true,
+                });
+            }
+            if let Some(sig) = self.next_signal(left)? {
+                if sig != Signal::SIGCHLD {
+                    // pid 1 blocks it and passes it on to the command.
+                    let _ = kill(self.pid, sig);
+                }
+            }
+        }
+    }
+
+    fn next_signal(&mut self, left: Option<Duration>) -> Result<Option<Signal>, JailError> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let ms = left.map_or(PollTimeout::NONE, |d| {
+            PollTimeout::try_from(d.as_millis().clamp(1, i32::MAX as u128) as i32)
+                .unwrap_or(PollTimeout::MAX)
+        });
+        let mut fds = [PollFd::new(self.signals.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, ms) {
+            Ok(0) | Err(nix::Error::EINTR) => return Ok(None),
+            Ok(_) => {}
+            Err(e) => return Err(JailError::io(Step::Wait, e.into())),
+        }
+        match self.signals.read_signal() {
+            Ok(Some(info)) => Ok(Signal::try_from(info.ssi_signo as i32).ok()),
+            Ok(None) => Ok(None),
+            Err(e) => Err(JailError::io(Step::Wait, e.into())),
+        }
+    }
+
+    fn try_reap(&mut self) -> Result<Option<WaitStatus>, JailError> {
+        if let Some(s) = self.reaped {
+            return Ok(Some(s));
+        }
+        match waitpid(self.pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL)) {
+            Ok(WaitStatus::StillAlive) => Ok(None),
+            Ok(s @ (WaitStatus::Exited(..) | WaitStatus::Signaled(..))) => {
+                self.reaped = Some(s);
+                Ok(Some(s))
+            }
+            Ok(_) => Ok(None),
+            Err(e) => Err(JailError::io(Step::Wait, e.into())),
+        }
+    }
+
+    fn reap_blocking(&mut self) {
+        while self.reaped.is_none() {
+            match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+                Ok(s @ (WaitStatus::Exited(..) | WaitStatus::Signaled(..))) => {
+                    self.reaped = Some(s)
+                }
+                Ok(_) | Err(nix::Error::EINTR) => {}
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Turn an unexpected channel event into the error to report, reaping
+    /// pid 1 (which exits right after reporting).
+    fn fail(&mut self, got: Option<(ChildMsg, Vec<std::os::fd::OwnedFd>)>, at: Step) -> JailError {
+        let err = match got {
+            Some((ChildMsg::StepFailed { step, errno, msg }, _)) => {
+                JailError::Step { step, errno, msg }
+            }
+            Some((
+                ChildMsg::ExecFailed {
+                    program,
+                    errno,
+                    msg,
+                },
+                _,
+            )) => JailError::Exec {
+                program,
+                errno,
+                msg,
+            },
+            Some((ChildMsg::Listeners, _)) => JailError::msg(at, "unexpected listener message"),
+            None => {
+                self.reap_blocking();
+                let how = self.reaped.map_or(-1, status_code);
+                return JailError::msg(at, format!("jail exited during setup (status {how})"));
+            }
+        };
+        let _ = kill(self.pid, Signal::SIGKILL);
+        self.reap_blocking();
+        err
+    }
+}
+
+impl Drop for Jail {
+    fn drop(&mut self) {
+        if self.reaped.is_none() {
+            let _ = kill(self.pid, Signal::SIGKILL);
+            self.reap_blocking();
+        }
+    }
+}
+
+/// Exit status for a wait status: the code, or 128+N for signal N.
+pub(crate) fn status_code(status: WaitStatus) -> i32 {
+    match status {
+        WaitStatus::Exited(_, code) => code,
+        WaitStatus::Signaled(_, sig, _) => crate::exit_code::for_signal(sig as i32),
+        _ => crate::exit_code::SETUP_FAILED,
+    }
+}
+
+fn namespaces_error(spec: &JailSpec, e: std::io::Error) -> JailError {
+    let hint = if e.raw_os_error() == Some(libc::EPERM) || e.raw_os_error() == Some(libc::ENOSPC) {
+        " (user namespaces unavailable: see `oajail doctor`)"
+    } else {
+        ""
+    };
+    let _ = spec;
+    JailError::msg(
+        Step::Namespaces,
+        format!("clone: {}{hint}", crate::error::lower_first(&e.to_string())),
+    )
+}

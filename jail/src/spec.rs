@@ -1,0 +1,68 @@
+//! What the supervisor hands to the jail: computed before the clone, so the
+//! child only applies plain data.
+
+use std::ffi::CString;
+use std::path::PathBuf;
+
+/// Which kernel layers this run enforces. All `true` unless the user allowed
+/// a degraded run (or a `test-layers` build switched one off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layers {
+    /// User, mount, pid, net, ipc and uts namespaces.
+    pub namespaces: bool,
+    /// The mount plan (needs namespaces).
+    pub mounts: bool,
+    /// Landlock.
+    pub landlock: bool,
+    /// The seccomp filter.
+    pub seccomp: bool,
+    /// Dropping capabilities (only a `test-layers` build turns this off).
+    pub caps: bool,
+}
+
+impl Layers {
+    /// Every layer on.
+    pub const ALL: Layers = Layers {
+        namespaces: true,
+        mounts: true,
+        landlock: true,
+        seccomp: true,
+        caps: true,
+    };
+}
+
+/// Everything needed to start one jailed command.
+#[derive(Debug, Clone)]
+pub struct JailSpec {
+    /// The command: `argv[0]` is a path, or a name searched in the `PATH` of `env`.
+    pub argv: Vec<CString>,
+    /// The command's complete environment (`NAME=value`).
+    pub env: Vec<CString>,
+    /// Working directory inside the jail.
+    pub cwd: PathBuf,
+    /// Host name inside the jail.
+    pub hostname: String,
+    /// Layers to enforce.
+    pub layers: Layers,
+}
+
+impl JailSpec {
+    /// A spec with every layer on, host name `oajail`.
+    pub fn new(argv: Vec<CString>, env: Vec<CString>, cwd: PathBuf) -> Self {
+        JailSpec {
+            argv,
+            env,
+            cwd,
+            hostname: "oajail".into(),
+            layers: Layers::ALL,
+        }
+    }
+
+    pub(crate) fn clone_flags(&self) -> libc::c_int {
+        if self.layers.namespaces {
+            crate::ns::CLONE_FLAGS
+        } else {
+            0
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The supervisor/child channel: one `SOCK_SEQPACKET` socketpair, CLOEXEC.
+//!
+//! Every message is one packet. The child sends typed [`ChildMsg`]s (serde
+//! JSON), the listener descriptors ride along as `SCM_RIGHTS`; the supervisor
+//! sends a single "go" byte once the proxy runs. The child's end is
+//! close-on-exec and pid 1 closes its copy when setup is over, so end-of-file
+//! on the supervisor's side means "the command was executed": nothing needs to
+//! be sent on success.
+
+use crate::error::Step;
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
+    sendmsg, socketpair,
+};
+use serde::{Deserialize, Serialize};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// Messages from the jail to the supervisor.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum ChildMsg {
+    /// The proxy listener descriptors are attached to this packet.
+    Listeners,
+    /// A setup step failed; the jail exits with the setup-failed code.
+    StepFailed {
+        /// Which step.
+        step: Step,
+        /// errno of the failing call, if any.
+        errno: Option<i32>,
+        /// One-line reason.
+        msg: String,
+    },
+    /// `execve` failed for every candidate path.
+    ExecFailed {
+        /// The program as given.
+        program: String,
+        /// errno of the decisive attempt.
+        errno: i32,
+        /// One-line reason.
+        msg: String,
+    },
+}
+
+const GO: u8 = b'G';
+const MAX_MSG: usize = 8192;
+
+/// One end of the channel.
+#[derive(Debug)]
+pub(crate) struct Channel {
+    fd: OwnedFd,
+}
+
+/// A connected pair: (supervisor end, child end).
+pub(crate) fn pair() -> io::Result<(Channel, Channel)> {
+    let (a, b) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )?;
+    Ok((Channel { fd: a }, Channel { fd: b }))
+}
+
+impl Channel {
+    /// The raw descriptor (to keep it open across an fd sweep).
+    pub(crate) fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Send one message, with descriptors attached when `fds` is non-empty.
+    pub(crate) fn send(&self, msg: &ChildMsg, fds: &[RawFd]) -> io::Result<()> {
+        let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
+        let iov = [IoSlice::new(&body)];
+        let rights = [ControlMessage::ScmRights(fds)];
+        let cmsgs: &[ControlMessage] = if fds.is_empty() { &[] } else { &rights };
+        sendmsg::<()>(self.fd.as_raw_fd(), &iov, cmsgs, MsgFlags::empty(), None)?;
+        Ok(())
+    }
+
+    /// Receive one message; `None` at end-of-file (every child copy closed).
+    pub(crate) fn recv(&self) -> io::Result<Option<(ChildMsg, Vec<OwnedFd>)>> {
+        let mut buf = vec![0u8; MAX_MSG];
+        let mut cmsg_buf = nix::cmsg_space!([RawFd; 4]);
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        let msg = recvmsg::<()>(
+            self.fd.as_raw_fd(),
+            &mut iov,
+            Some(&mut cmsg_buf),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        )?;
+        let mut fds = Vec::new();
+        for cmsg in msg.cmsgs()? {
+            if let ControlMessageOwned::ScmRights(raw) = cmsg {
+                fds.extend(raw.into_iter().map(crate::sys::fd::own_received));
+            }
+        }
+        let len = msg.bytes;
+        if len == 0 {
+            return Ok(None);
+        }
+        let parsed = serde_json::from_slice(&buf[..len]).map_err(io::Error::other)?;
+        Ok(Some((parsed, fds)))
+    }
+
+    /// Supervisor: tell the jail that setup may finish.
+    pub(crate) fn send_go(&self) -> io::Result<()> {
+        let n = nix::unistd::write(&self.fd, &[GO])?;
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(io::Error::other("short write"))
+        }
+    }
+
+    /// Child: block until the supervisor says go; EOF means it went away.
+    pub(crate) fn wait_go(&self) -> io::Result<()> {
+        let mut b = [0u8; 1];
+        match nix::unistd::read(&self.fd, &mut b)? {
+            1 if b[0] == GO => Ok(()),
+            0 => Err(io::Error::other("supervisor went away")),
+            _ => Err(io::Error::other("unexpected message from supervisor")),
+        }
+    }
+
+    /// Child: whether the supervisor still holds its end (no hang-up yet).
+    pub(crate) fn peer_alive(&self) -> bool {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::empty())];
+        match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(0) => true,
+            Ok(_) => !fds[0]
+                .revents()
+                .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR)),
+            Err(_) => false,
+        }
+    }
+}

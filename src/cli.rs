@@ -1,0 +1,107 @@
+//! Command-line interface (clap). srt's flags where srt has them (`-s`, `-d`,
+//! `-c`), oajail's own as long options.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Run a command in a jail built from an srt-compatible policy.
+#[derive(Debug, Parser)]
+#[command(name = "oajail", version, args_conflicts_with_subcommands = true)]
+#[command(
+    override_usage = "oajail [OPTIONS] (-c 'CMD' | -- CMD [ARGS]...)\n       oajail <COMMAND>"
+)]
+pub struct Cli {
+    /// Options shared by every mode.
+    #[command(flatten)]
+    pub common: Common,
+    /// Options of a jailed run.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Subcommand (policy, explain, doctor); without one, run the command.
+    #[command(subcommand)]
+    pub sub: Option<Sub>,
+}
+
+/// Options that select the policy.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Settings file (srt format); default: $OAJAIL_SETTINGS, then
+    /// ~/.srt-settings.json, then the built-in default policy.
+    #[arg(short = 's', long = "settings", value_name = "FILE", global = true)]
+    pub settings: Option<PathBuf>,
+    /// Debug output on stderr (what oajail decided and why).
+    #[arg(short = 'd', long = "debug", global = true)]
+    pub debug: bool,
+}
+
+/// Options of a jailed run.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kill the whole jail after SECS seconds (exit status 124).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Keep this environment variable even if its name looks secret (repeatable).
+    #[arg(long = "env-keep", value_name = "NAME")]
+    pub env_keep: Vec<String>,
+    /// Run even if a kernel layer is missing, printing a banner listing what is missing.
+    #[arg(long)]
+    pub allow_degraded: bool,
+    /// Append the proxy's decision log (JSON lines) to FILE.
+    #[arg(long = "log-json", value_name = "FILE")]
+    pub log_json: Option<PathBuf>,
+    /// Run CMD with /bin/sh -c.
+    #[arg(short = 'c', value_name = "CMD", conflicts_with = "command")]
+    pub shell_command: Option<String>,
+    /// The command and its arguments (after --).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Print, hash or check the effective policy.
+    #[command(subcommand)]
+    Policy(PolicyCmd),
+    /// Print the compiled plans: mounts, Landlock, seccomp, limits, egress, environment.
+    Explain {
+        /// Machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report the kernel features oajail uses and what would be degraded.
+    Doctor,
+    /// ssh ProxyCommand helper: connect HOST PORT through the jail's proxy.
+    #[command(hide = true)]
+    SshProxy {
+        /// Destination host.
+        host: String,
+        /// Destination port.
+        port: u16,
+    },
+}
+
+/// `oajail policy …`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCmd {
+    /// Print the effective policy.
+    Print {
+        /// srt settings JSON, or canonical JSON with `policySha256`.
+        #[arg(long, value_enum, default_value_t = Format::Srt)]
+        format: Format,
+    },
+    /// Print the policy's sha256 (the value of OAJAIL_POLICY_SHA256 in the jail).
+    Hash,
+    /// Validate the policy and list warnings.
+    Check,
+}
+
+/// Output format of `policy print`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// srt settings JSON.
+    Srt,
+    /// Canonical JSON plus `policySha256`.
+    Json,
+}

@@ -1,0 +1,69 @@
+//! Settings lookup: `-s FILE`, else `$OAJAIL_SETTINGS`, else
+//! `~/.srt-settings.json`, else the built-in default.
+//!
+//! A file that was named (by flag or variable) must exist; a file that exists
+//! must be valid. Either failure is one line naming the file (and the JSON
+//! path of the field) and the run stops: there is never a fallback to the
+//! default after a bad or missing named file.
+
+use anyhow::{Context, Result, bail};
+use oajail_policy::Policy;
+use oajail_policy::srt::Loaded;
+use std::path::{Path, PathBuf};
+
+/// Where the effective policy came from.
+#[derive(Debug, Clone)]
+pub enum Origin {
+    /// A settings file.
+    File(PathBuf),
+    /// The built-in default.
+    Builtin,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::File(p) => write!(f, "{}", p.display()),
+            Origin::Builtin => f.write_str("built-in default policy"),
+        }
+    }
+}
+
+/// Find and load the effective policy.
+pub fn load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
+    let named = flag.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os("OAJAIL_SETTINGS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(path) = named {
+        return load_file(&path);
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let path = Path::new(&home).join(".srt-settings.json");
+        if path.exists() {
+            return load_file(&path);
+        }
+    }
+    let loaded = Loaded {
+        policy: Policy::builtin_default(),
+        warnings: Vec::new(),
+    };
+    Ok((loaded, Origin::Builtin))
+}
+
+fn load_file(path: &Path) -> Result<(Loaded, Origin)> {
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{shown}: settings file not found")
+        }
+        Err(e) => return Err(e).with_context(|| format!("{shown}: cannot read settings file")),
+    };
+    if text.trim().is_empty() {
+        bail!("{shown}: settings file is empty");
+    }
+    let loaded = Policy::from_settings_json(&text, &shown).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok((loaded, Origin::File(path.to_path_buf())))
+}
