@@ -1,0 +1,193 @@
+//! Unit tests of the filesystem plans on a fake filesystem.
+
+use super::mounts::{MountPlan, MountStep};
+use super::*;
+use crate::{PathEntry, Policy};
+use std::path::Path;
+
+fn facts() -> HostFacts {
+    HostFacts {
+        home: "/home/u".into(),
+        cwd: "/home/u/ws".into(),
+        uid: 1000,
+        gid: 1000,
+        exe: "/usr/bin/oajail".into(),
+        settings_path: Some("/home/u/.srt-settings.json".into()),
+        ssh_auth_sock: None,
+        mem_total_bytes: Some(8 << 30),
+    }
+}
+
+fn fake() -> MemFs {
+    MemFs::new()
+        .dirs(&[
+            "/usr/bin",
+            "/etc",
+            "/proc",
+            "/dev",
+            "/sys",
+            "/tmp",
+            "/run/user/1000",
+            "/home/u/ws/src/a/b",
+        ])
+        .files(&[
+            "/usr/bin/oajail",
+            "/home/u/.srt-settings.json",
+            "/home/u/.ssh/id_ed25519",
+            "/home/u/.bashrc",
+        ])
+        .files(&[
+            "/home/u/ws/src/a/b/.bashrc",
+            "/home/u/ws/.git/HEAD",
+            "/home/u/ws/.git/hooks/pre-commit",
+        ])
+        .files(&["/home/u/notes.txt"])
+}
+
+fn entries(paths: &[&str]) -> Vec<PathEntry> {
+    paths
+        .iter()
+        .map(|p| PathEntry {
+            path: (*p).to_owned(),
+            literal: false,
+        })
+        .collect()
+}
+
+fn policy(
+    deny_read: &[&str],
+    allow_read: &[&str],
+    allow_write: &[&str],
+    deny_write: &[&str],
+) -> Policy {
+    let mut p = Policy::builtin_default();
+    p.filesystem.deny_read = entries(deny_read);
+    p.filesystem.allow_read = entries(allow_read);
+    p.filesystem.allow_write = entries(allow_write);
+    p.filesystem.deny_write = entries(deny_write);
+    p
+}
+
+fn plan(p: &Policy, fs: &MemFs) -> MountPlan {
+    match compile_filesystem(p, &facts(), fs) {
+        Ok((m, _)) => m,
+        Err(e) => panic!("compile failed: {e}"),
+    }
+}
+
+fn step<'a>(plan: &'a MountPlan, path: &str) -> Option<&'a MountStep> {
+    plan.steps.iter().find(|s| s.path() == path)
+}
+
+#[test]
+fn deny_read_dir_is_masked_and_reallow_is_bound_from_the_host() {
+    let p = policy(&["~/.ssh"], &["~/.ssh/known_hosts"], &[], &[]);
+    let fs = fake().files(&["/home/u/.ssh/known_hosts"]);
+    let m = plan(&p, &fs);
+    match step(&m, "/home/u/.ssh") {
+        Some(MountStep::MaskDir { skeleton, .. }) => assert_eq!(skeleton.len(), 1),
+        other => panic!("expected a mask, got {other:?}"),
+    }
+    assert!(matches!(
+        step(&m, "/home/u/.ssh/known_hosts"),
+        Some(MountStep::Bind {
+            writable: false,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn deny_write_beats_allow_write_even_from_an_ancestor() {
+    let p = policy(&[], &[], &["~/ws/src"], &["~/ws"]);
+    let m = plan(&p, &fake());
+    assert!(step(&m, "/home/u/ws/src").is_none(), "{m:#?}");
+}
+
+#[test]
+fn mandatory_denies_hold_at_depth_and_missing_ones_get_placeholders() {
+    let p = policy(&[], &[], &["."], &[]);
+    let m = plan(&p, &fake());
+    assert!(matches!(
+        step(&m, "/home/u/ws/src/a/b/.bashrc"),
+        Some(MountStep::Bind {
+            writable: false,
+            ..
+        })
+    ));
+    for pin in [
+        "/home/u/ws/src",
+        "/home/u/ws/src/a",
+        "/home/u/ws/src/a/b",
+        "/home/u/ws/.git",
+    ] {
+        assert!(
+            matches!(step(&m, pin), Some(MountStep::Bind { writable: true, .. })),
+            "{pin}: {m:#?}"
+        );
+    }
+    assert!(matches!(
+        step(&m, "/home/u/ws/.git/hooks"),
+        Some(MountStep::Bind {
+            writable: false,
+            ..
+        })
+    ));
+    assert!(matches!(
+        step(&m, "/home/u/ws/.git/config"),
+        Some(MountStep::MaskFile { .. })
+    ));
+    assert!(
+        m.placeholders
+            .iter()
+            .any(|p| p.path == "/home/u/ws/.vscode")
+    );
+    assert!(
+        m.placeholders
+            .iter()
+            .any(|p| p.path == "/home/u/ws/.claude")
+    );
+}
+
+#[test]
+fn symlinked_allow_write_is_dropped() {
+    let p = policy(&[], &[], &["./build"], &[]);
+    let fs = fake().link("/home/u/ws/build", "/home/u");
+    let m = plan(&p, &fs);
+    assert!(step(&m, "/home/u").is_none());
+    assert!(
+        m.warnings.iter().any(|w| w.contains("symlink")),
+        "{:?}",
+        m.warnings
+    );
+}
+
+#[test]
+fn host_socket_dirs_are_masked_and_tmp_is_private() {
+    let m = plan(&policy(&[], &[], &[], &[]), &fake());
+    assert!(matches!(step(&m, "/run"), Some(MountStep::MaskDir { .. })));
+    assert!(
+        matches!(step(&m, "/tmp"), Some(MountStep::Tmpfs { size_bytes, .. }) if *size_bytes == 1 << 30)
+    );
+}
+
+#[test]
+fn landlock_grants_read_on_the_complement_of_a_denied_dir() {
+    let p = policy(&["~/.ssh"], &[], &["."], &[]);
+    let (_, ll) = match compile_filesystem(&p, &facts(), &fake()) {
+        Ok(plans) => plans,
+        Err(e) => panic!("{e}"),
+    };
+    let rule = |path: &str| {
+        ll.fs_rules
+            .iter()
+            .find(|r| r.path == path)
+            .map(|r| r.access.clone())
+    };
+    assert!(rule("/home/u/.ssh").is_none());
+    assert_eq!(rule("/home/u").map(|a| a.len()), Some(1));
+    assert!(rule("/home/u/notes.txt").is_some());
+    assert!(rule("/usr").is_some());
+    assert!(rule("/home/u/ws").is_some_and(|a| a.contains(&landlock::FsAccess::MakeReg)));
+    assert!(Path::new("/").is_absolute());
+}

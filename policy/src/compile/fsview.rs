@@ -1,0 +1,201 @@
+//! The read-only view of the host filesystem that compilation sees.
+//!
+//! Compilation never calls the kernel itself: it asks an [`FsView`]. The jail
+//! crate implements it on the real filesystem; [`MemFs`] is an in-memory
+//! tree for snapshot tests and for `oajail explain` on a fixed layout.
+//!
+//! Canonicalisation is done here, on top of `lstat`/`readlink`, rather than by
+//! the implementation, so a fake and the real filesystem resolve symlinks
+//! with exactly the same rules (absolute and relative targets, `..`, a
+//! 40-link limit, and a missing tail kept lexically).
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// What `lstat` says a path is (symlinks are not followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FileKind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link.
+    Symlink,
+    /// A socket, fifo or device node.
+    Other,
+}
+
+/// Read-only questions compilation asks about the host filesystem.
+pub trait FsView {
+    /// `lstat(path)`: the kind, or `None` when nothing is there (or it
+    /// cannot be examined, which compilation treats the same way).
+    fn kind(&self, path: &Path) -> Option<FileKind>;
+    /// The entries of a directory (names and `lstat` kinds), sorted by name.
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, FileKind)>>;
+    /// The target of a symbolic link, as stored.
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+}
+
+/// The most symlinks followed while resolving one path (the kernel's limit).
+const MAX_LINKS: usize = 40;
+
+/// Resolve every symlink in `path` (absolute); a missing tail is appended
+/// lexically. Errors only on a symlink loop or an unreadable link.
+pub(crate) fn canonicalize(fs: &dyn FsView, path: &Path) -> io::Result<PathBuf> {
+    let mut todo: Vec<PathBuf> = components_rev(path);
+    let mut out = PathBuf::from("/");
+    let mut links = 0;
+    let mut missing = false;
+    while let Some(part) = todo.pop() {
+        if part.as_os_str() == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&part);
+        if missing {
+            out = next;
+            continue;
+        }
+        match fs.kind(&next) {
+            Some(FileKind::Symlink) => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(io::Error::other("too many levels of symbolic links"));
+                }
+                let target = fs.read_link(&next)?;
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                todo.extend(components_rev(&target));
+            }
+            Some(_) => out = next,
+            None => {
+                missing = true;
+                out = next;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Normal and `..` components of `path`, last first (a stack).
+fn components_rev(path: &Path) -> Vec<PathBuf> {
+    let mut parts: Vec<PathBuf> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(PathBuf::from(name)),
+            Component::ParentDir => Some(PathBuf::from("..")),
+            _ => None,
+        })
+        .collect();
+    parts.reverse();
+    parts
+}
+
+/// True when some component of `path` (absolute, lexically clean) is a symlink.
+pub(crate) fn has_symlink(fs: &dyn FsView, path: &Path) -> bool {
+    path.ancestors()
+        .any(|p| p != Path::new("/") && fs.kind(p) == Some(FileKind::Symlink))
+}
+
+/// An in-memory filesystem tree: the fake [`FsView`] used by tests and
+/// examples. Parents are created implicitly.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemFs {
+    nodes: BTreeMap<PathBuf, Node>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Dir,
+    File,
+    Other,
+    Link(PathBuf),
+}
+
+impl MemFs {
+    /// An empty tree (only `/`).
+    pub fn new() -> MemFs {
+        let mut fs = MemFs::default();
+        fs.nodes.insert(PathBuf::from("/"), Node::Dir);
+        fs
+    }
+
+    /// Add directories (and their parents).
+    pub fn dirs(mut self, paths: &[&str]) -> MemFs {
+        for p in paths {
+            self.insert(Path::new(p), Node::Dir);
+        }
+        self
+    }
+
+    /// Add regular files (and their parent directories).
+    pub fn files(mut self, paths: &[&str]) -> MemFs {
+        for p in paths {
+            self.insert(Path::new(p), Node::File);
+        }
+        self
+    }
+
+    /// Add sockets or other special files.
+    pub fn others(mut self, paths: &[&str]) -> MemFs {
+        for p in paths {
+            self.insert(Path::new(p), Node::Other);
+        }
+        self
+    }
+
+    /// Add a symlink `path -> target`.
+    pub fn link(mut self, path: &str, target: &str) -> MemFs {
+        self.insert(Path::new(path), Node::Link(PathBuf::from(target)));
+        self
+    }
+
+    fn insert(&mut self, path: &Path, node: Node) {
+        for parent in path.ancestors().skip(1) {
+            self.nodes.entry(parent.to_path_buf()).or_insert(Node::Dir);
+        }
+        self.nodes.insert(path.to_path_buf(), node);
+    }
+}
+
+impl FsView for MemFs {
+    fn kind(&self, path: &Path) -> Option<FileKind> {
+        self.nodes.get(path).map(|node| match node {
+            Node::Dir => FileKind::Dir,
+            Node::File => FileKind::File,
+            Node::Other => FileKind::Other,
+            Node::Link(_) => FileKind::Symlink,
+        })
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, FileKind)>> {
+        if self.kind(path) != Some(FileKind::Dir) {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        let mut out = Vec::new();
+        for (child, _) in self.nodes.range(path.to_path_buf()..) {
+            if child == path {
+                continue;
+            }
+            if !child.starts_with(path) {
+                break;
+            }
+            if child.parent() == Some(path) {
+                let name = child.file_name().map(|n| n.to_string_lossy().into_owned());
+                if let (Some(name), Some(kind)) = (name, self.kind(child)) {
+                    out.push((name, kind));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        match self.nodes.get(path) {
+            Some(Node::Link(target)) => Ok(target.clone()),
+            _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
+        }
+    }
+}

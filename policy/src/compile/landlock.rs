@@ -1,0 +1,238 @@
+//! The Landlock plan: an allow-only second layer under the mount namespace,
+//! applied by `oajail_jail::landlock::restrict` in the command process just
+//! before seccomp, so that escaping the mount layout alone widens nothing.
+//!
+//! - Read (read_file, read_dir, execute) is granted where host content is
+//!   visible. A `denyRead` region is expressed by granting read on its
+//!   complement: each ancestor of a denied path gets only `read_dir` (its
+//!   names stay listable) and each sibling along the way gets full read,
+//!   enumerated through the [`FsView`] at compile time. Entries created
+//!   later directly in such an ancestor are therefore not readable.
+//! - Write rights are granted only on writable roots, the private `/tmp`,
+//!   `/dev/shm`, the new devpts and the harmless device nodes. Landlock cannot
+//!   take rights away below a rule, so write denies inside a writable root
+//!   (`denyWrite`, mandatory denies) are held by the mount layer alone.
+//! - TCP: connect only to the proxy port, bind nowhere, unless
+//!   `allowLocalBinding` (then TCP is not restricted: Landlock cannot filter
+//!   by address; the network namespace holds only loopback).
+//! - Scopes (ABI 6): signals and abstract unix sockets stay inside the domain.
+
+use super::rules::{Rules, TMP};
+use super::{CompileError, FileKind, FsView};
+use crate::Policy;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The Landlock ABI this plan is written for (Linux 6.12+).
+pub const TARGET_ABI: u8 = 7;
+/// The lowest ABI that enforces every part of the plan (scopes need 6).
+pub const MIN_ABI: u8 = 6;
+/// The port of the proxy listener inside the jail's network namespace.
+pub const PROXY_PORT: u16 = 3128;
+/// The most rules one plan may hold (each costs an open at restrict time).
+pub const RULE_BUDGET: usize = 20_000;
+
+/// One filesystem access right (Landlock `LANDLOCK_ACCESS_FS_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsAccess {
+    /// Execute a file.
+    Execute,
+    /// Open a file for writing.
+    WriteFile,
+    /// Open a file for reading.
+    ReadFile,
+    /// List a directory.
+    ReadDir,
+    /// Remove a directory.
+    RemoveDir,
+    /// Remove a file.
+    RemoveFile,
+    /// Create a character device.
+    MakeChar,
+    /// Create a directory.
+    MakeDir,
+    /// Create a regular file.
+    MakeReg,
+    /// Create a unix socket.
+    MakeSock,
+    /// Create a fifo.
+    MakeFifo,
+    /// Create a block device.
+    MakeBlock,
+    /// Create a symlink.
+    MakeSym,
+    /// Link or rename across directories (ABI 2).
+    Refer,
+    /// Truncate (ABI 3).
+    Truncate,
+    /// ioctl on device files (ABI 5).
+    IoctlDev,
+}
+
+/// Rights granted for reading.
+pub const READ: &[FsAccess] = &[FsAccess::Execute, FsAccess::ReadFile, FsAccess::ReadDir];
+/// Rights granted on writable roots (device creation is never granted).
+pub const WRITE: &[FsAccess] = &[
+    FsAccess::WriteFile,
+    FsAccess::RemoveDir,
+    FsAccess::RemoveFile,
+    FsAccess::MakeDir,
+    FsAccess::MakeReg,
+    FsAccess::MakeSock,
+    FsAccess::MakeFifo,
+    FsAccess::MakeSym,
+    FsAccess::Refer,
+    FsAccess::Truncate,
+    FsAccess::IoctlDev,
+];
+/// Rights on device nodes that may be read and written.
+pub const DEVICE_RW: &[FsAccess] = &[
+    FsAccess::ReadFile,
+    FsAccess::WriteFile,
+    FsAccess::Truncate,
+    FsAccess::IoctlDev,
+];
+
+/// A Landlock scope (ABI 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// No signals to processes outside the domain.
+    Signal,
+    /// No connecting to abstract unix sockets created outside the domain.
+    AbstractUnixSocket,
+}
+
+/// One path-beneath rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FsRule {
+    /// Absolute jail path; a missing path is skipped at restrict time
+    /// (that only narrows access).
+    pub path: String,
+    /// Rights granted beneath it (directory-only rights are dropped for files).
+    pub access: BTreeSet<FsAccess>,
+}
+
+/// The Landlock plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LandlockPlan {
+    /// ABI the plan is written for.
+    pub target_abi: u8,
+    /// Lowest ABI that enforces all of it (a lower kernel is "partial").
+    pub min_abi: u8,
+    /// Filesystem rules; every right of [`FsAccess`] is handled.
+    pub fs_rules: Vec<FsRule>,
+    /// Whether TCP bind/connect are restricted.
+    pub restrict_tcp: bool,
+    /// Ports `connect()` may reach when restricted.
+    pub tcp_connect: Vec<u16>,
+    /// Ports `bind()` may use when restricted.
+    pub tcp_bind: Vec<u16>,
+    /// Scopes.
+    pub scopes: Vec<Scope>,
+}
+
+/// Build the Landlock plan from resolved rules.
+pub(crate) fn build(
+    rules: &Rules,
+    policy: &Policy,
+    fs: &dyn FsView,
+) -> Result<LandlockPlan, CompileError> {
+    let mut acc: BTreeMap<PathBuf, BTreeSet<FsAccess>> = BTreeMap::new();
+    let points = rules.read_points();
+    read_rules(rules, fs, &points, Path::new("/"), &mut acc)?;
+    for root in &rules.allow_write {
+        if rules.writable(root) {
+            grant(&mut acc, root, READ);
+            grant(&mut acc, root, WRITE);
+        }
+    }
+    grant(&mut acc, Path::new(TMP), READ);
+    grant(&mut acc, Path::new(TMP), WRITE);
+    grant(&mut acc, Path::new("/proc"), READ);
+    grant(&mut acc, Path::new("/dev"), READ);
+    grant(&mut acc, Path::new("/dev/shm"), WRITE);
+    for dev in [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/tty",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/pts",
+    ] {
+        grant(&mut acc, Path::new(dev), DEVICE_RW);
+    }
+    if acc.len() > RULE_BUDGET {
+        return Err(CompileError::WalkBudget {
+            what: "the Landlock read complement".into(),
+            root: "/".into(),
+            budget: RULE_BUDGET,
+        });
+    }
+    let local = policy.network.allow_local_binding;
+    Ok(LandlockPlan {
+        target_abi: TARGET_ABI,
+        min_abi: MIN_ABI,
+        fs_rules: acc
+            .into_iter()
+            .map(|(path, access)| FsRule {
+                path: path.display().to_string(),
+                access,
+            })
+            .collect(),
+        restrict_tcp: !local,
+        tcp_connect: if local { Vec::new() } else { vec![PROXY_PORT] },
+        tcp_bind: Vec::new(),
+        scopes: vec![Scope::Signal, Scope::AbstractUnixSocket],
+    })
+}
+
+fn grant(acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>, path: &Path, rights: &[FsAccess]) {
+    acc.entry(path.to_path_buf())
+        .or_default()
+        .extend(rights.iter().copied());
+}
+
+/// Grant read where host content is visible, splitting around denied paths.
+fn read_rules(
+    rules: &Rules,
+    fs: &dyn FsView,
+    points: &BTreeSet<PathBuf>,
+    dir: &Path,
+    acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>,
+) -> Result<(), CompileError> {
+    let below = points.iter().any(|p| p.starts_with(dir) && p != dir);
+    let visible = rules.visible(dir);
+    if !below {
+        if visible {
+            grant(acc, dir, READ);
+        }
+        return Ok(());
+    }
+    if visible {
+        grant(acc, dir, &[FsAccess::ReadDir]);
+    }
+    if acc.len() > RULE_BUDGET {
+        return Err(CompileError::WalkBudget {
+            what: "the Landlock read complement".into(),
+            root: dir.display().to_string(),
+            budget: RULE_BUDGET,
+        });
+    }
+    let entries = fs.read_dir(dir).unwrap_or_default();
+    for (name, kind) in entries {
+        let child = dir.join(name);
+        let leads = points.iter().any(|p| p.starts_with(&child));
+        if leads && kind == FileKind::Dir {
+            read_rules(rules, fs, points, &child, acc)?;
+        } else if rules.visible(&child) {
+            grant(acc, &child, READ);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! srt's mandatory write denies, at any depth under every writable root.
+//!
+//! srt scans three levels below the cwd with ripgrep; oajail walks every
+//! writable root completely through the [`FsView`] (symlinks are not
+//! followed, write-protected subtrees are not entered) within
+//! [`WALK_BUDGET`] entries, and refuses to compile past it (fail closed,
+//! naming the root) rather than protect only part of the tree.
+//!
+//! A protected path that does not exist yet cannot be created: its first
+//! missing component becomes a placeholder that the supervisor creates on
+//! the host before the jail starts (and removes at exit), masked read-only in
+//! the jail. Missing names are protected at depth 0 of each writable root and
+//! inside every existing `.git` directory; deeper missing names and
+//! repositories created during the run are not (see docs/enforcement.md).
+
+use super::rules::Rules;
+use super::{CompileError, FileKind, FsView};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The most directory entries the mandatory-deny walk visits, all roots together.
+pub const WALK_BUDGET: usize = 250_000;
+
+/// Files protected wherever they appear (srt's list plus the other login-shell
+/// startup files).
+pub const PROTECTED_FILES: &[&str] = &[
+    ".bash_login",
+    ".bash_logout",
+    ".bash_profile",
+    ".bashrc",
+    ".gitconfig",
+    ".gitmodules",
+    ".mcp.json",
+    ".profile",
+    ".ripgreprc",
+    ".zlogin",
+    ".zlogout",
+    ".zprofile",
+    ".zshenv",
+    ".zshrc",
+];
+
+/// Directories protected wherever they appear.
+pub const PROTECTED_DIRS: &[&str] = &[".idea", ".vscode"];
+
+/// Entries protected inside a `.claude` directory (srt's two plus Claude
+/// Code's settings files, which can add hooks and permissions).
+pub const PROTECTED_CLAUDE: &[(&str, FileKind)] = &[
+    ("agents", FileKind::Dir),
+    ("commands", FileKind::Dir),
+    ("settings.json", FileKind::File),
+    ("settings.local.json", FileKind::File),
+];
+
+/// Add the mandatory denies (and user `denyWrite` placeholders) to `rules`.
+pub(crate) fn add(
+    rules: &mut Rules,
+    fs: &dyn FsView,
+    allow_git_config: bool,
+) -> Result<(), CompileError> {
+    let missing_user: Vec<PathBuf> = rules
+        .deny_write
+        .iter()
+        .filter(|p| fs.kind(p).is_none())
+        .cloned()
+        .collect();
+    for path in missing_user {
+        rules.deny_write.remove(&path);
+        protect_missing(rules, fs, &path, FileKind::File);
+    }
+    let roots: Vec<PathBuf> = rules.allow_write.iter().cloned().collect();
+    let mut walked = BTreeSet::new();
+    let mut budget = WALK_BUDGET;
+    for root in roots {
+        if rules.kind(&root) != Some(FileKind::Dir) || !rules.writable(&root) {
+            continue;
+        }
+        protect_missing_at_root(rules, fs, &root, allow_git_config);
+        walk(rules, fs, &root, allow_git_config, &mut walked, &mut budget)?;
+    }
+    Ok(())
+}
+
+fn walk(
+    rules: &mut Rules,
+    fs: &dyn FsView,
+    root: &Path,
+    allow_git_config: bool,
+    walked: &mut BTreeSet<PathBuf>,
+    budget: &mut usize,
+) -> Result<(), CompileError> {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        if !walked.insert(dir.clone()) {
+            continue;
+        }
+        let entries = fs.read_dir(&dir).map_err(|e| CompileError::ReadDir {
+            what: "mandatory-deny scan".into(),
+            path: dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        if entries.len() > *budget {
+            return Err(CompileError::WalkBudget {
+                what: "the mandatory-deny scan".into(),
+                root: root.display().to_string(),
+                budget: WALK_BUDGET,
+            });
+        }
+        *budget -= entries.len();
+        for (name, kind) in entries {
+            let path = dir.join(&name);
+            check_entry(rules, fs, &path, &name, kind, allow_git_config);
+            if kind == FileKind::Dir && rules.writable(&path) {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Protect `path` if its name is on the lists.
+fn check_entry(
+    rules: &mut Rules,
+    fs: &dyn FsView,
+    path: &Path,
+    name: &str,
+    kind: FileKind,
+    allow_git_config: bool,
+) {
+    if PROTECTED_FILES.contains(&name) || PROTECTED_DIRS.contains(&name) {
+        protect(rules, path, kind);
+    } else if name == ".claude" && kind == FileKind::Dir {
+        for (child, child_kind) in PROTECTED_CLAUDE {
+            let p = path.join(child);
+            match fs.kind(&p) {
+                Some(k) => protect(rules, &p, k),
+                None if is_depth0_child(rules, path) => protect_missing(rules, fs, &p, *child_kind),
+                None => {}
+            }
+        }
+    } else if name == ".git" {
+        if kind == FileKind::Dir {
+            protect_git_dir(rules, fs, path, allow_git_config);
+        } else {
+            // A worktree or submodule `.git` file names the real git dir.
+            protect(rules, path, kind);
+        }
+    }
+}
+
+/// `.git/hooks` always, `.git/config` unless allowed; missing ones too.
+fn protect_git_dir(rules: &mut Rules, fs: &dyn FsView, git: &Path, allow_git_config: bool) {
+    let mut wanted = vec![("hooks", FileKind::Dir)];
+    if !allow_git_config {
+        wanted.push(("config", FileKind::File));
+    }
+    for (child, child_kind) in wanted {
+        let p = git.join(child);
+        match fs.kind(&p) {
+            Some(k) => protect(rules, &p, k),
+            None => protect_missing(rules, fs, &p, child_kind),
+        }
+    }
+}
+
+fn is_depth0_child(rules: &Rules, path: &Path) -> bool {
+    path.parent()
+        .is_some_and(|parent| rules.allow_write.contains(parent))
+}
+
+/// At the top of a writable root every protected name is protected whether
+/// or not it exists (srt does the same in the cwd).
+fn protect_missing_at_root(
+    rules: &mut Rules,
+    fs: &dyn FsView,
+    root: &Path,
+    allow_git_config: bool,
+) {
+    let mut wanted: Vec<(PathBuf, FileKind)> = Vec::new();
+    wanted.extend(
+        PROTECTED_FILES
+            .iter()
+            .map(|n| (root.join(n), FileKind::File)),
+    );
+    wanted.extend(PROTECTED_DIRS.iter().map(|n| (root.join(n), FileKind::Dir)));
+    wanted.extend(
+        PROTECTED_CLAUDE
+            .iter()
+            .map(|(n, k)| (root.join(".claude").join(n), *k)),
+    );
+    wanted.push((root.join(".git/hooks"), FileKind::Dir));
+    if !allow_git_config {
+        wanted.push((root.join(".git/config"), FileKind::File));
+    }
+    for (path, kind) in wanted {
+        if fs.kind(&path).is_none() {
+            protect_missing(rules, fs, &path, kind);
+        }
+    }
+}
+
+fn protect(rules: &mut Rules, path: &Path, kind: FileKind) {
+    if rules.writable(path) {
+        rules.kinds.insert(path.to_path_buf(), kind);
+        rules.deny_write.insert(path.to_path_buf());
+    }
+}
+
+/// Protect a missing `path` by a placeholder at its first missing component.
+fn protect_missing(rules: &mut Rules, fs: &dyn FsView, path: &Path, leaf_kind: FileKind) {
+    let mut first = path.to_path_buf();
+    for ancestor in path.ancestors().skip(1) {
+        if fs.kind(ancestor).is_some() {
+            break;
+        }
+        first = ancestor.to_path_buf();
+    }
+    let parent_ok = first
+        .parent()
+        .is_some_and(|p| fs.kind(p) == Some(FileKind::Dir) && rules.writable(p));
+    if !parent_ok || rules.deny_write.iter().any(|d| first.starts_with(d)) {
+        // Nothing in the jail can create it (or it is already protected).
+        return;
+    }
+    let kind = if first == path {
+        leaf_kind
+    } else {
+        FileKind::Dir
+    };
+    rules.kinds.insert(first.clone(), kind);
+    rules.placeholders.insert(first.clone(), kind);
+    rules.deny_write.insert(first);
+}

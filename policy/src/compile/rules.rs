@@ -1,0 +1,362 @@
+//! Policy paths resolved against the host, and the read/write state they give
+//! every path (shared by the mount and Landlock plans).
+//!
+//! Precedence (srt's Linux behaviour, `srt-semantics.md` §2.4):
+//! - read: among the rules on a path and its ancestors, the deepest one
+//!   decides; `allowRead` and `allowWrite` count as allows, `denyRead`, the
+//!   implicit host masks and the private `/tmp` as denies; on the same path
+//!   an allow wins. No rule: readable;
+//! - write: writable iff visible, some `allowWrite` covers it and no
+//!   protected path (`denyWrite`, mandatory denies, the settings file, the
+//!   oajail binary) covers it: a deny beats an allow even from an ancestor.
+//!
+//! Every rule path is canonical (symlinks resolved through the [`FsView`]),
+//! except that an `allowRead` or `allowWrite` entry with a symlink component
+//! is dropped with a warning: re-allowing or making writable whatever a link
+//! points at is how a planted link widens access (attacks A4, srt's
+//! `symlink-write-path`).
+
+use super::fsview::{canonicalize, has_symlink};
+use super::{CompileError, FileKind, FsView, HostFacts};
+use crate::paths::PathMatcher;
+use crate::{PathEntry, Policy};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The private tmpfs every jail gets.
+pub(crate) const TMP: &str = "/tmp";
+
+/// Host directories masked by default: they hold unix sockets of host
+/// services (D-Bus, the user's runtime dir with ssh/gpg agents, docker,
+/// systemd). A read-only bind would not stop `connect()`, so they are hidden.
+pub(crate) const HOST_SOCKET_DIRS: &[&str] =
+    &["/run", "/var/run", "/var/run/docker.sock", "/var/run/dbus"];
+
+/// The most entries a glob expansion may visit.
+const GLOB_BUDGET: usize = 100_000;
+
+/// Resolved rule paths and the state they imply.
+#[derive(Debug, Default)]
+pub(crate) struct Rules {
+    /// `denyRead` entries (resolved, globs expanded).
+    pub deny_read: BTreeSet<PathBuf>,
+    /// Implicit host masks (socket directories that exist).
+    pub masks: BTreeSet<PathBuf>,
+    /// `allowRead` entries plus implicit re-allows (the cwd under `/tmp`…).
+    pub allow_read: BTreeSet<PathBuf>,
+    /// `allowWrite` entries that exist and have no symlink component.
+    pub allow_write: BTreeSet<PathBuf>,
+    /// Write-protected paths: `denyWrite`, mandatory denies, settings, binary.
+    pub deny_write: BTreeSet<PathBuf>,
+    /// Paths the walk found kinds for, including missing protected leaves.
+    pub kinds: BTreeMap<PathBuf, FileKind>,
+    /// Missing protected paths the supervisor must create before the run.
+    pub placeholders: BTreeMap<PathBuf, FileKind>,
+    /// Human-readable notes about entries that were dropped or narrowed.
+    pub warnings: Vec<String>,
+}
+
+impl Rules {
+    /// Resolve the policy's filesystem lists for this host.
+    pub(crate) fn build(
+        policy: &Policy,
+        facts: &HostFacts,
+        fs: &dyn FsView,
+    ) -> Result<Rules, CompileError> {
+        let home = canonical_fact(fs, "home", &facts.home)?;
+        let cwd = canonical_fact(fs, "cwd", &facts.cwd)?;
+        let fsp = &policy.filesystem;
+        let mut rules = Rules::default();
+        for entry in &fsp.deny_read {
+            for path in rules.expand(fs, "denyRead", entry, &home, &cwd)? {
+                rules.deny_read.insert(path);
+            }
+        }
+        rules.expand_denied_root(fs);
+        for entry in &fsp.allow_read {
+            for path in rules.expand_allow(fs, "allowRead", entry, &home, &cwd)? {
+                rules.allow_read.insert(path);
+            }
+        }
+        for entry in &fsp.allow_write {
+            for path in rules.expand_allow(fs, "allowWrite", entry, &home, &cwd)? {
+                rules.allow_write.insert(path);
+            }
+        }
+        for entry in &fsp.deny_write {
+            for path in rules.expand(fs, "denyWrite", entry, &home, &cwd)? {
+                rules.deny_write.insert(path);
+            }
+        }
+        rules.add_implicit(fs, facts, &cwd)?;
+        super::mandatory::add(&mut rules, fs, fsp.allow_git_config)?;
+        Ok(rules)
+    }
+
+    /// Resolve one entry: globs expanded through `fs`, plain entries canonicalised.
+    fn expand(
+        &mut self,
+        fs: &dyn FsView,
+        field: &str,
+        entry: &PathEntry,
+        home: &Path,
+        cwd: &Path,
+    ) -> Result<Vec<PathBuf>, CompileError> {
+        let matcher = whole_dir_matcher(entry, home, cwd);
+        let found = match &matcher {
+            PathMatcher::Exact(path) => vec![path.clone()],
+            PathMatcher::Glob { base, .. } => glob_walk(fs, field, &matcher, base)?,
+        };
+        let mut out = Vec::new();
+        for path in found {
+            let real = canonicalize(fs, &path).map_err(|e| CompileError::Path {
+                field: field.to_owned(),
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            self.note_kind(fs, &real);
+            out.push(real);
+        }
+        Ok(out)
+    }
+
+    /// Like `expand`, but an allow entry with a symlink component is dropped.
+    fn expand_allow(
+        &mut self,
+        fs: &dyn FsView,
+        field: &str,
+        entry: &PathEntry,
+        home: &Path,
+        cwd: &Path,
+    ) -> Result<Vec<PathBuf>, CompileError> {
+        let mut out = Vec::new();
+        for path in self.expand_lexical(fs, field, entry, home, cwd)? {
+            if has_symlink(fs, &path) {
+                self.warnings.push(format!(
+                    "filesystem.{field}: {} has a symlink component; ignored (write the real path)",
+                    path.display()
+                ));
+            } else if fs.kind(&path).is_none() {
+                self.warnings.push(format!(
+                    "filesystem.{field}: {} does not exist; ignored",
+                    path.display()
+                ));
+            } else {
+                self.note_kind(fs, &path);
+                out.push(path);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Lexical resolution (home and cwd canonical, the rest as written).
+    fn expand_lexical(
+        &mut self,
+        fs: &dyn FsView,
+        field: &str,
+        entry: &PathEntry,
+        home: &Path,
+        cwd: &Path,
+    ) -> Result<Vec<PathBuf>, CompileError> {
+        let matcher = whole_dir_matcher(entry, home, cwd);
+        match &matcher {
+            PathMatcher::Exact(path) => Ok(vec![path.clone()]),
+            PathMatcher::Glob { base, .. } => glob_walk(fs, field, &matcher, base),
+        }
+    }
+
+    /// srt: `denyRead: ["/"]` means every top-level directory except the
+    /// kernel filesystems; a tmpfs over `/` itself would leave nothing to run.
+    fn expand_denied_root(&mut self, fs: &dyn FsView) {
+        if !self.deny_read.remove(Path::new("/")) {
+            return;
+        }
+        for (name, _) in fs.read_dir(Path::new("/")).unwrap_or_default() {
+            if !matches!(name.as_str(), "proc" | "dev" | "sys") {
+                let path = Path::new("/").join(name);
+                self.note_kind(fs, &path);
+                self.deny_read.insert(path);
+            }
+        }
+    }
+
+    /// Host socket masks, the oajail binary and settings file, and re-allows
+    /// that keep the cwd and DNS configuration usable.
+    fn add_implicit(
+        &mut self,
+        fs: &dyn FsView,
+        facts: &HostFacts,
+        cwd: &Path,
+    ) -> Result<(), CompileError> {
+        let mut dirs: Vec<PathBuf> = HOST_SOCKET_DIRS.iter().map(PathBuf::from).collect();
+        if let Some(sock) = &facts.ssh_auth_sock {
+            dirs.extend(sock.parent().map(Path::to_path_buf));
+        }
+        for dir in dirs {
+            if let Ok(real) = canonicalize(fs, &dir)
+                && fs.kind(&real).is_some()
+                && real != Path::new("/")
+            {
+                self.note_kind(fs, &real);
+                self.masks.insert(real);
+            }
+        }
+        for file in [Some(&facts.exe), facts.settings_path.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(real) = canonicalize(fs, file)
+                && fs.kind(&real).is_some()
+            {
+                self.note_kind(fs, &real);
+                self.deny_write.insert(real);
+            }
+        }
+        // The cwd and /etc/resolv.conf's target stay readable when only the
+        // implicit masks (not the policy) would hide them.
+        let resolv = canonicalize(fs, Path::new("/etc/resolv.conf")).ok();
+        for path in [Some(cwd.to_path_buf()), resolv].into_iter().flatten() {
+            let hidden_by_implicit =
+                path.starts_with(TMP) || self.masks.iter().any(|m| path.starts_with(m));
+            if hidden_by_implicit && fs.kind(&path).is_some() && self.policy_visible(&path) {
+                self.note_kind(fs, &path);
+                self.allow_read.insert(path);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn note_kind(&mut self, fs: &dyn FsView, path: &Path) {
+        if let Some(kind) = fs.kind(path) {
+            self.kinds.insert(path.to_path_buf(), kind);
+        }
+    }
+
+    /// The kind of a rule path (`None` when missing).
+    pub(crate) fn kind(&self, path: &Path) -> Option<FileKind> {
+        self.kinds.get(path).copied()
+    }
+
+    /// Whether the policy's own lists (not the implicit masks) leave `path` readable.
+    fn policy_visible(&self, path: &Path) -> bool {
+        decide(
+            path,
+            &[&self.deny_read],
+            &[&self.allow_read, &self.allow_write],
+        )
+    }
+
+    /// Whether host content at `path` is visible in the jail.
+    pub(crate) fn visible(&self, path: &Path) -> bool {
+        let tmp: BTreeSet<PathBuf> = [PathBuf::from(TMP)].into();
+        decide(
+            path,
+            &[&self.deny_read, &self.masks, &tmp],
+            &[&self.allow_read, &self.allow_write],
+        )
+    }
+
+    /// Whether host content at `path` is writable from the jail.
+    pub(crate) fn writable(&self, path: &Path) -> bool {
+        self.visible(path)
+            && self.allow_write.iter().any(|w| path.starts_with(w))
+            && !self.deny_write.iter().any(|d| path.starts_with(d))
+    }
+
+    /// Every path any rule names, for plans that need all of them.
+    pub(crate) fn read_points(&self) -> BTreeSet<PathBuf> {
+        let mut all = BTreeSet::new();
+        for set in [
+            &self.deny_read,
+            &self.masks,
+            &self.allow_read,
+            &self.allow_write,
+        ] {
+            all.extend(set.iter().cloned());
+        }
+        all.insert(PathBuf::from(TMP));
+        all
+    }
+}
+
+/// `dir/**` (with a literal `dir`) means the directory itself, as in srt: one
+/// mask that also covers files created later. Other globs match as written.
+fn whole_dir_matcher(entry: &PathEntry, home: &Path, cwd: &Path) -> PathMatcher {
+    if entry.is_glob()
+        && let Some(dir) = entry.path.strip_suffix("/**")
+        && !crate::paths::has_glob_chars(dir)
+    {
+        let literal = PathEntry {
+            path: dir.to_owned(),
+            literal: false,
+        };
+        return PathMatcher::Exact(literal.resolve(home, cwd));
+    }
+    entry.matcher(home, cwd)
+}
+
+/// The deepest rule covering `path` decides; allows win ties; none: allowed.
+fn decide(path: &Path, denies: &[&BTreeSet<PathBuf>], allows: &[&BTreeSet<PathBuf>]) -> bool {
+    let deepest = |sets: &[&BTreeSet<PathBuf>]| {
+        sets.iter()
+            .flat_map(|s| s.iter())
+            .filter(|p| path.starts_with(p))
+            .map(|p| p.components().count())
+            .max()
+    };
+    match (deepest(denies), deepest(allows)) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(d), Some(a)) => a >= d,
+    }
+}
+
+fn canonical_fact(fs: &dyn FsView, name: &str, path: &Path) -> Result<PathBuf, CompileError> {
+    let err = |reason: String| CompileError::Path {
+        field: name.to_owned(),
+        path: path.display().to_string(),
+        reason,
+    };
+    if !path.is_absolute() {
+        return Err(err("not an absolute path".into()));
+    }
+    canonicalize(fs, path).map_err(|e| err(e.to_string()))
+}
+
+/// Every existing path under `base` that `matcher` matches (symlinks are
+/// matched but not descended). A glob is a snapshot: paths created after
+/// compilation are not covered.
+fn glob_walk(
+    fs: &dyn FsView,
+    field: &str,
+    matcher: &PathMatcher,
+    base: &Path,
+) -> Result<Vec<PathBuf>, CompileError> {
+    let mut out = Vec::new();
+    let mut stack = vec![base.to_path_buf()];
+    let mut visited = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs.read_dir(&dir) else {
+            continue;
+        };
+        for (name, kind) in entries {
+            visited += 1;
+            if visited > GLOB_BUDGET {
+                return Err(CompileError::WalkBudget {
+                    what: format!("glob expansion of filesystem.{field}"),
+                    root: base.display().to_string(),
+                    budget: GLOB_BUDGET,
+                });
+            }
+            let path = dir.join(&name);
+            if matcher.matches(&path) {
+                // A match covers everything below it: do not descend.
+                out.push(path);
+            } else if kind == FileKind::Dir {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
