@@ -1,1 +1,204 @@
-//! oajail-proxy (placeholder until its work lands).
+//! oajail-proxy: the jail's only way out.
+//!
+//! One listener (created inside the jail's network namespace and handed to
+//! the supervisor, so host processes cannot reach it) serves HTTP/1.1
+//! absolute-form requests, `CONNECT` tunnels and SOCKS5 `CONNECT`,
+//! dispatched on the first byte. Every destination goes through one path
+//! (`route.rs`):
+//!
+//! canonicalise → deny list → allow list → resolve once → every address
+//! public (or deliberately admitted) → dial exactly the checked address →
+//! only then answer success → for tunnels, peek the TLS ClientHello and
+//! require SNI == the CONNECT host.
+//!
+//! Invariants:
+//! - a refused name is never sent to DNS;
+//! - the address dialed is the address checked (no second resolution);
+//! - no success answer (`200`, SOCKS `0`) before the upstream connection
+//!   exists; no client byte reaches the upstream before the allow;
+//! - malformed input gets an error answer and a close, never a panic, and
+//!   other connections keep being served;
+//! - every decision and every closed tunnel writes one JSON log line.
+#![deny(missing_docs)]
+
+mod addr;
+mod conn;
+mod forward;
+mod helper;
+mod http;
+mod log;
+mod relay;
+mod resolve;
+mod response;
+mod route;
+mod server;
+mod socks;
+mod tls;
+
+pub use addr::{LocalAddrs, classify};
+pub use helper::ssh_connect_helper;
+pub use log::Summary;
+pub use resolve::{Resolver, SystemResolver};
+
+use oajail_policy::egress::EgressPlan;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the supervisor hands the proxy.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// The compiled allowlist.
+    pub egress: EgressPlan,
+    /// `--log-json FILE`: one JSON line per decision and per closed tunnel.
+    pub log_json: Option<PathBuf>,
+    /// Timeouts and size limits.
+    pub limits: Limits,
+}
+
+/// Timeouts and size limits; the defaults are what oajail runs with.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once; more get `503` (SOCKS: reply 1).
+    pub max_connections: usize,
+    /// A request head must be complete this long after its first byte
+    /// (slowloris); also the wait for the next request on keep-alive.
+    pub header_timeout: Duration,
+    /// A tunnel with no traffic either way for this long is closed.
+    pub idle_timeout: Duration,
+    /// A tunnel's first client bytes (the ClientHello) must arrive within.
+    pub peek_timeout: Duration,
+    /// Dialing the upstream.
+    pub connect_timeout: Duration,
+    /// One name resolution.
+    pub dns_timeout: Duration,
+    /// Largest request or response head, in bytes (`431` above it).
+    pub max_head_bytes: usize,
+    /// Most header fields in one head (`431` above it).
+    pub max_headers: usize,
+    /// Most bytes buffered while looking for the complete ClientHello.
+    pub max_client_hello: usize,
+    /// Relay buffer per direction, allocated only while data flows.
+    pub relay_buffer: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(600),
+            peek_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            dns_timeout: Duration::from_secs(5),
+            max_head_bytes: 16 * 1024,
+            max_headers: 100,
+            max_client_hello: 64 * 1024,
+            relay_buffer: 64 * 1024,
+        }
+    }
+}
+
+/// Errors of the proxy's own operations (never of a client's input, which
+/// is answered and logged instead).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The tokio runtime could not start.
+    #[error("proxy: cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// A listener could not be registered with the runtime.
+    #[error("proxy: cannot use the listener: {0}")]
+    Listener(std::io::Error),
+    /// `--log-json` could not be opened.
+    #[error("proxy: cannot open the decision log {path}: {source}")]
+    Log {
+        /// The log path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The ssh helper could not reach the proxy or relay.
+    #[error("ssh-proxy: {0}")]
+    Helper(String),
+}
+
+/// Extra start-up options; [`start`] uses the defaults (system resolver).
+#[derive(Clone)]
+pub struct StartOptions {
+    resolver: Arc<dyn Resolver>,
+    worker_threads: usize,
+    #[cfg(feature = "test-lab")]
+    lab_public: Vec<std::net::IpAddr>,
+}
+
+impl Default for StartOptions {
+    fn default() -> Self {
+        Self {
+            resolver: Arc::new(SystemResolver),
+            worker_threads: 2,
+            #[cfg(feature = "test-lab")]
+            lab_public: Vec::new(),
+        }
+    }
+}
+
+impl StartOptions {
+    /// Resolve names with `resolver` instead of the system resolver.
+    pub fn resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    /// Runtime worker threads (default 2).
+    pub fn worker_threads(mut self, n: usize) -> Self {
+        self.worker_threads = n.max(1);
+        self
+    }
+
+    /// Test-only (`test-lab` feature): treat exactly these addresses as
+    /// public internet hosts, so hermetic tests can exercise the real
+    /// public-address check against loopback stand-ins.
+    #[cfg(feature = "test-lab")]
+    pub fn lab_public(mut self, addrs: Vec<std::net::IpAddr>) -> Self {
+        self.lab_public = addrs;
+        self
+    }
+}
+
+/// The running proxy.
+pub struct ProxyHandle {
+    inner: server::Running,
+}
+
+impl ProxyHandle {
+    /// The addresses the listeners are bound to.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.inner.local_addrs()
+    }
+
+    /// Stop accepting, close every connection, flush the log and return the
+    /// summary of denials.
+    pub fn shutdown(self) -> Summary {
+        self.inner.shutdown()
+    }
+}
+
+/// Start the proxy on its own multi-thread runtime (background threads) and
+/// serve every listener. The caller may be a plain synchronous program.
+pub fn start(
+    config: ProxyConfig,
+    listeners: Vec<std::net::TcpListener>,
+) -> Result<ProxyHandle, ProxyError> {
+    start_with(config, listeners, StartOptions::default())
+}
+
+/// [`start`] with explicit options (an injected resolver, for tests).
+pub fn start_with(
+    config: ProxyConfig,
+    listeners: Vec<std::net::TcpListener>,
+    options: StartOptions,
+) -> Result<ProxyHandle, ProxyError> {
+    server::Running::start(config, listeners, options).map(|inner| ProxyHandle { inner })
+}

@@ -1,0 +1,296 @@
+//! Plain HTTP: absolute-form requests forwarded to the checked address.
+//!
+//! The decision is made on the URL's host (never on the `Host` header),
+//! for every request of a keep-alive connection. The request line and
+//! `Host` are rebuilt from the canonical URL; hop-by-hop and `Proxy-*`
+//! headers are dropped; bodies are re-framed after their framing was
+//! checked (`Content-Length` and `Transfer-Encoding` together are refused,
+//! which closes request smuggling through the proxy). Each request gets its
+//! own upstream connection (`Connection: close` upstream), so a reused
+//! connection can never carry a request for another host.
+use crate::conn::{BufConn, ReadError};
+use crate::http::{Reject, Request, bad, refusal_response};
+use crate::route::{self, Ctx};
+use crate::server::Shared;
+use oajail_policy::host::{self, Host};
+use tokio::io::AsyncWriteExt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+struct Url {
+    host: Host,
+    port: u16,
+    path: String,
+}
+
+/// Forward one request. `Ok(true)`: the client connection may carry
+/// another request. `Err`: answer the rejection and close.
+pub(crate) async fn forward(
+    shared: &Shared,
+    ctx: &Ctx,
+    client: &mut BufConn,
+    req: Request,
+) -> Result<bool, (String, Reject)> {
+    let fail = |r: Reject| (req.method.clone(), r);
+    let url = parse_absolute(&req.target).map_err(fail)?;
+    let body = request_body(&req).map_err(fail)?;
+    let websocket = check_upgrade(&req).map_err(fail)?;
+    let host_headers: Vec<&[u8]> = req.values("host").collect();
+    if host_headers.len() > 1 {
+        return Err(fail(bad("more than one Host header")));
+    }
+    let authority = if url.port == 80 {
+        url.host.to_string()
+    } else {
+        url.host.authority(url.port)
+    };
+    let mut route = match route::open(shared, ctx, &req.method, &url.host, url.port).await {
+        Ok(r) => r,
+        Err(refusal) => {
+            let _ = client.stream.write_all(&refusal_response(&refusal)).await;
+            return Ok(false);
+        }
+    };
+    let mut rec = ctx.record("decision", "allowed");
+    rec.decision = Some("allow");
+    rec.method = Some(req.method.clone());
+    rec.host = Some(url.host.to_string());
+    rec.port = Some(url.port);
+    rec.resolved = Some(route.addr.to_string());
+    rec.entry = Some(route.allowed.entry.clone());
+    rec.client_host_header = host_headers
+        .first()
+        .map(|h| String::from_utf8_lossy(h).into_owned())
+        .filter(|h| !h.eq_ignore_ascii_case(&authority));
+    shared.log.write(rec);
+
+    let head = upstream_head(&req, &url.path, &authority, body, websocket);
+    let idle = shared.limits.idle_timeout;
+    let sent = async {
+        route
+            .stream
+            .write_all(head.as_bytes())
+            .await
+            .map_err(ReadError::Io)?;
+        match body {
+            Body::Length(n) => client.relay_exact(n, &mut route.stream, idle).await,
+            Body::Chunked => client.relay_chunked(&mut route.stream, idle).await,
+            Body::None => Ok(()),
+        }
+    };
+    if let Err(e) = sent.await {
+        return Err(fail(bad(format!("request body: {e}"))));
+    }
+    let client_keep = req.version == 1 && !connection_has(&req.headers, "close") && !websocket;
+    let upstream = BufConn::new(route.stream);
+    crate::response::relay(
+        shared,
+        ctx,
+        client,
+        upstream,
+        &req.method,
+        client_keep,
+        websocket,
+    )
+    .await
+    .map_err(|r| (req.method.clone(), r))
+}
+
+fn parse_absolute(target: &str) -> Result<Url, Reject> {
+    if target.starts_with('/') || target == "*" {
+        return Err(bad(
+            "origin-form request: this is a proxy, send an absolute http:// URL",
+        ));
+    }
+    let (scheme, rest) = target
+        .split_once("://")
+        .ok_or_else(|| bad("the request target must be an absolute http:// URL"))?;
+    if scheme.eq_ignore_ascii_case("https") {
+        return Err(bad("https:// URLs must go through CONNECT"));
+    }
+    if !scheme.eq_ignore_ascii_case("http") {
+        return Err(bad(format!(
+            "the {scheme}:// scheme is not supported; only http://"
+        )));
+    }
+    if target.contains('#') || target.contains('\\') {
+        return Err(bad("'#' and '\\' are not accepted in the request target"));
+    }
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    if authority.contains('@') {
+        return Err(bad("userinfo in the URL is not accepted"));
+    }
+    let (h, port) = if authority.ends_with(']') || !authority.contains(':') {
+        (authority, 80)
+    } else {
+        host::split_authority(authority).ok_or_else(|| bad("bad port in the URL"))?
+    };
+    let host = host::canonicalize(h).map_err(|e| bad(format!("URL host: {e}")))?;
+    let path = match path.chars().next() {
+        None => "/".to_owned(),
+        Some('?') => format!("/{path}"),
+        Some(_) => path.to_owned(),
+    };
+    Ok(Url { host, port, path })
+}
+
+/// The request body's framing; every ambiguity is refused.
+fn request_body(req: &Request) -> Result<Body, Reject> {
+    let te: Vec<&[u8]> = req.values("transfer-encoding").collect();
+    let cl: Vec<&[u8]> = req.values("content-length").collect();
+    if !te.is_empty() {
+        if !cl.is_empty() {
+            return Err(bad("both Content-Length and Transfer-Encoding"));
+        }
+        if req.version == 0 {
+            return Err(bad("Transfer-Encoding in an HTTP/1.0 request"));
+        }
+        if te.len() != 1 || !te[0].trim_ascii().eq_ignore_ascii_case(b"chunked") {
+            return Err(bad("only Transfer-Encoding: chunked is accepted"));
+        }
+        return Ok(Body::Chunked);
+    }
+    match cl.as_slice() {
+        [] => Ok(Body::None),
+        [v] => parse_length(v)
+            .map(Body::Length)
+            .ok_or_else(|| bad("bad Content-Length")),
+        _ => Err(bad("more than one Content-Length")),
+    }
+}
+
+pub(crate) fn parse_length(v: &[u8]) -> Option<u64> {
+    let v = v.trim_ascii();
+    if v.is_empty() || v.len() > 18 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// `Upgrade: websocket` is forwarded (the tunnel then goes to the same,
+/// checked host); `h2c` and anything else is refused.
+fn check_upgrade(req: &Request) -> Result<bool, Reject> {
+    let mut websocket = false;
+    for v in req.values("upgrade") {
+        let v = String::from_utf8_lossy(v).to_ascii_lowercase();
+        for proto in v.split(',').map(str::trim) {
+            if proto.starts_with("h2c") {
+                return Err(Reject {
+                    status: 403,
+                    reason: "h2c_refused",
+                    message: "Upgrade: h2c is refused".into(),
+                });
+            }
+            if proto != "websocket" {
+                return Err(bad(format!("Upgrade: {proto} is not supported")));
+            }
+            websocket = true;
+        }
+    }
+    Ok(websocket)
+}
+
+/// Does a `Connection` header list `token`?
+pub(crate) fn connection_has(headers: &[(String, Vec<u8>)], token: &str) -> bool {
+    connection_tokens(headers).iter().any(|t| t == token)
+}
+
+pub(crate) fn connection_tokens(headers: &[(String, Vec<u8>)]) -> Vec<String> {
+    headers
+        .iter()
+        .filter(|(n, _)| n == "connection")
+        .flat_map(|(_, v)| {
+            String::from_utf8_lossy(v)
+                .split(',')
+                .map(|t| t.trim().to_ascii_lowercase())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Headers never forwarded in either direction.
+pub(crate) fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
+    matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "content-length"
+            | "host"
+    ) || name.starts_with("proxy-")
+        || listed.iter().any(|l| l == name)
+}
+
+fn upstream_head(
+    req: &Request,
+    path: &str,
+    authority: &str,
+    body: Body,
+    websocket: bool,
+) -> String {
+    let listed = connection_tokens(&req.headers);
+    let mut out = format!("{} {path} HTTP/1.1\r\nHost: {authority}\r\n", req.method);
+    for (name, value) in &req.headers {
+        if !is_hop_by_hop(name, &listed) {
+            out.push_str(name);
+            out.push_str(": ");
+            out.push_str(&String::from_utf8_lossy(value));
+            out.push_str("\r\n");
+        }
+    }
+    match body {
+        Body::Length(n) => out.push_str(&format!("Content-Length: {n}\r\n")),
+        Body::Chunked => out.push_str("Transfer-Encoding: chunked\r\n"),
+        Body::None => {}
+    }
+    out.push_str(if websocket {
+        "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    } else {
+        "Connection: close\r\n\r\n"
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let u = parse_absolute("http://API.allowed.com:8080?q=1").unwrap();
+        assert_eq!(
+            (u.host.to_string(), u.port, u.path.as_str()),
+            ("api.allowed.com".into(), 8080, "/?q=1")
+        );
+        let u = parse_absolute("http://[::1]/x").unwrap();
+        assert_eq!((u.host.to_string(), u.port), ("[::1]".into(), 80));
+        for bad_url in [
+            "/x",
+            "*",
+            "https://a.com/",
+            "ftp://a.com/",
+            "gopher://a.com/",
+            "file:///etc/passwd",
+            "http://a.com@evil.com/",
+            "http://evil.com#@a.com/",
+            "http://evil.com\\@a.com/",
+            "http://a.com%2f@evil.com/",
+            "http://evil.com%00.a.com/",
+            "http://a.com:0/",
+            "http://a.com:/",
+            "http://a.com:99999/",
+            "http:///x",
+        ] {
+            assert!(parse_absolute(bad_url).is_err(), "{bad_url}");
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Tunnels: the ClientHello check, then bytes both ways until both sides
+//! are done, with an idle timeout and one close record per tunnel.
+//!
+//! Buffers are allocated only while data flows and freed after a second of
+//! silence, so an idle tunnel costs two sockets and a task, not 2 × 64 KiB.
+use crate::conn::BufConn;
+use crate::log::Record;
+use crate::route::{Ctx, Route};
+use crate::server::Shared;
+use crate::tls::{self, ALERT_ACCESS_DENIED, Peek};
+use oajail_policy::host::Host;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+/// Keep the relay buffer this long after the last read.
+const BUFFER_LINGER: Duration = Duration::from_secs(1);
+
+/// Writes the tunnel's close record exactly once: at the end, or when the
+/// task is dropped (proxy shutdown).
+struct CloseGuard<'a> {
+    shared: &'a Shared,
+    rec: Option<Record>,
+    started: Instant,
+    up: AtomicU64,
+    down: AtomicU64,
+}
+
+impl CloseGuard<'_> {
+    fn finish(&mut self, reason: &str) {
+        if let Some(mut rec) = self.rec.take() {
+            rec.reason = reason.to_owned();
+            rec.bytes_up = Some(self.up.load(Ordering::Relaxed));
+            rec.bytes_down = Some(self.down.load(Ordering::Relaxed));
+            rec.duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            self.shared.log.write(rec);
+        }
+    }
+}
+
+impl Drop for CloseGuard<'_> {
+    fn drop(&mut self) {
+        self.finish("shutdown");
+    }
+}
+
+/// After the success answer: judge the first bytes, log the decision, relay.
+pub(crate) async fn tunnel(
+    shared: &Shared,
+    ctx: &Ctx,
+    mut client: BufConn,
+    route: Route,
+    method: &str,
+    host: Host,
+    port: u16,
+) {
+    let peeked = tls::peek(
+        shared,
+        &mut client,
+        &route.stream,
+        &host,
+        port,
+        route.allowed.explicit_port,
+    )
+    .await;
+    let mut rec = ctx.record("decision", "allowed");
+    rec.method = Some(method.to_owned());
+    rec.host = Some(host.to_string());
+    rec.port = Some(port);
+    rec.resolved = Some(route.addr.to_string());
+    rec.entry = Some(route.allowed.entry.clone());
+    match peeked {
+        Ok(peek) => {
+            rec.decision = Some("allow");
+            match peek {
+                Peek::Tls { sni } => rec.sni = sni,
+                Peek::Raw => rec.reason = "allowed_raw".into(),
+            }
+        }
+        Err(d) => {
+            rec.decision = Some("deny");
+            rec.reason = d.reason.into();
+            rec.message = Some(d.message);
+            rec.sni = d.sni;
+            shared.log.write(rec);
+            if d.tls {
+                let _ = client.stream.write_all(&ALERT_ACCESS_DENIED).await;
+            }
+            return;
+        }
+    }
+    let close = Record {
+        event: "close",
+        decision: None,
+        reason: String::new(),
+        message: None,
+        ..clone_record(&rec)
+    };
+    shared.log.write(rec);
+    let mut upstream = BufConn::new(route.stream);
+    run(shared, close, &mut client, &mut upstream).await;
+}
+
+/// After a `101 Switching Protocols` to a websocket upgrade.
+pub(crate) async fn websocket(
+    shared: &Shared,
+    ctx: &Ctx,
+    client: &mut BufConn,
+    mut upstream: BufConn,
+) {
+    let close = ctx.record("close", "");
+    run(shared, close, client, &mut upstream).await;
+}
+
+fn clone_record(r: &Record) -> Record {
+    Record {
+        conn: r.conn,
+        client: r.client.clone(),
+        proto: r.proto,
+        method: r.method.clone(),
+        host: r.host.clone(),
+        port: r.port,
+        resolved: r.resolved.clone(),
+        entry: r.entry.clone(),
+        sni: r.sni.clone(),
+        ..Record::default()
+    }
+}
+
+async fn run(shared: &Shared, close: Record, client: &mut BufConn, upstream: &mut BufConn) {
+    let mut guard = CloseGuard {
+        shared,
+        rec: Some(close),
+        started: Instant::now(),
+        up: AtomicU64::new(0),
+        down: AtomicU64::new(0),
+    };
+    let reason = match relay_both(shared, client, upstream, &guard).await {
+        Ok(()) => "closed",
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => "idle",
+        Err(_) => "error",
+    };
+    guard.finish(reason);
+}
+
+async fn relay_both(
+    shared: &Shared,
+    client: &mut BufConn,
+    upstream: &mut BufConn,
+    guard: &CloseGuard<'_>,
+) -> io::Result<()> {
+    // Bytes read ahead (the ClientHello, or data after a response head).
+    if !client.buf.is_empty() {
+        upstream.stream.write_all(&client.buf).await?;
+        guard
+            .up
+            .fetch_add(client.buf.len() as u64, Ordering::Relaxed);
+        client.buf.clear();
+    }
+    if !upstream.buf.is_empty() {
+        client.stream.write_all(&upstream.buf).await?;
+        guard
+            .down
+            .fetch_add(upstream.buf.len() as u64, Ordering::Relaxed);
+        upstream.buf.clear();
+    }
+    let last = AtomicU64::new(0);
+    let started = Instant::now();
+    let size = shared.limits.relay_buffer;
+    let (c, u) = (&client.stream, &upstream.stream);
+    let both = async {
+        tokio::try_join!(
+            pump(c, u, size, &guard.up, &last, started),
+            pump(u, c, size, &guard.down, &last, started)
+        )
+    };
+    tokio::select! {
+        r = both => r.map(|_| ()),
+        () = watchdog(shared.limits.idle_timeout, &last, started) => Err(io::ErrorKind::TimedOut.into()),
+    }
+}
+
+/// Resolves when nothing has moved for `idle`.
+async fn watchdog(idle: Duration, last: &AtomicU64, started: Instant) {
+    loop {
+        let last_ms = Duration::from_millis(last.load(Ordering::Relaxed));
+        let due = started + last_ms + idle;
+        if Instant::now() >= due {
+            return;
+        }
+        tokio::time::sleep_until(due.into()).await;
+    }
+}
+
+/// One direction: read what is there, write it all, repeat; at end of
+/// stream pass the FIN on (half-close) and finish.
+async fn pump(
+    src: &TcpStream,
+    dst: &TcpStream,
+    size: usize,
+    count: &AtomicU64,
+    last: &AtomicU64,
+    started: Instant,
+) -> io::Result<()> {
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        if buf.is_empty() {
+            src.readable().await?;
+            buf = vec![0; size];
+        } else if tokio::time::timeout(BUFFER_LINGER, src.readable())
+            .await
+            .is_err()
+        {
+            buf = Vec::new();
+            continue;
+        }
+        let n = match src.try_read(&mut buf) {
+            Ok(0) => {
+                let _ =
+                    nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write);
+                return Ok(());
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        };
+        write_all(dst, &buf[..n]).await?;
+        count.fetch_add(n as u64, Ordering::Relaxed);
+        last.store(
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+async fn write_all(dst: &TcpStream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        dst.writable().await?;
+        match dst.try_write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! The one decision path every protocol uses: decide → resolve once →
+//! check every address → dial exactly a checked address.
+use crate::addr::{classify, never_dialable};
+use crate::log::{Record, client_text};
+use crate::server::Shared;
+use oajail_policy::egress::{Allowed, Decision, DenyKind};
+use oajail_policy::host::Host;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+/// Per-connection facts for the log.
+#[derive(Debug, Clone)]
+pub(crate) struct Ctx {
+    pub id: u64,
+    pub client: SocketAddr,
+    pub proto: &'static str,
+    pub started: Instant,
+}
+
+impl Ctx {
+    /// A log record pre-filled with the connection's facts.
+    pub(crate) fn record(&self, event: &'static str, reason: &str) -> Record {
+        Record {
+            event,
+            conn: self.id,
+            client: client_text(self.client),
+            proto: self.proto,
+            reason: reason.to_owned(),
+            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            ..Record::default()
+        }
+    }
+}
+
+/// Why no upstream connection was made.
+#[derive(Debug, Clone)]
+pub(crate) enum Refusal {
+    /// Policy said no (answer 403 / SOCKS 2).
+    Denied {
+        reason: &'static str,
+        message: String,
+    },
+    /// Allowed, but resolution or the dial failed (answer 502 / SOCKS 4).
+    Unreachable { message: String },
+}
+
+impl Refusal {
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            Refusal::Denied { message, .. } | Refusal::Unreachable { message } => message,
+        }
+    }
+}
+
+/// A dialed upstream and why it was allowed.
+#[derive(Debug)]
+pub(crate) struct Route {
+    pub stream: TcpStream,
+    pub addr: SocketAddr,
+    pub allowed: Allowed,
+}
+
+pub(crate) fn deny_code(kind: DenyKind) -> &'static str {
+    match kind {
+        DenyKind::NoNetwork => "no_network",
+        DenyKind::DenyList => "deny_list",
+        DenyKind::IpLiteral => "ip_literal",
+        DenyKind::PortNotAllowed => "port_not_allowed",
+        DenyKind::NotAllowed => "not_allowed",
+    }
+}
+
+/// Decide, resolve, check and dial. Failures are logged here (one decision
+/// line); on success the caller logs the decision once it is final (a
+/// tunnel still has its ClientHello check to pass).
+pub(crate) async fn open(
+    shared: &Shared,
+    ctx: &Ctx,
+    method: &str,
+    host: &Host,
+    port: u16,
+) -> Result<Route, Refusal> {
+    let result = open_inner(shared, host, port).await;
+    if let Err(refusal) = &result {
+        let (decision, reason) = match refusal {
+            Refusal::Denied { reason, .. } => ("deny", *reason),
+            Refusal::Unreachable { .. } => ("error", "upstream_unreachable"),
+        };
+        let mut rec = ctx.record("decision", reason);
+        rec.method = Some(method.to_owned());
+        rec.host = Some(host.to_string());
+        rec.port = Some(port);
+        rec.decision = Some(decision);
+        rec.message = Some(refusal.message().to_owned());
+        shared.log.write(rec);
+    }
+    result
+}
+
+async fn open_inner(shared: &Shared, host: &Host, port: u16) -> Result<Route, Refusal> {
+    let allowed = match shared.plan.decide(host, port) {
+        Decision::Deny(d) => {
+            return Err(Refusal::Denied {
+                reason: deny_code(d.kind),
+                message: d.message,
+            });
+        }
+        Decision::Allow(a) => a,
+    };
+    let addrs = match host {
+        Host::Name(name) => resolve(shared, name).await?,
+        other => other.ip().into_iter().collect(),
+    };
+    for ip in &addrs {
+        check_one(shared, host, *ip, port)?;
+    }
+    let mut last_err = String::from("no address");
+    for ip in addrs {
+        let addr = SocketAddr::new(ip, port);
+        match timeout(shared.limits.connect_timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(Route {
+                    stream,
+                    addr,
+                    allowed,
+                });
+            }
+            Ok(Err(e)) => last_err = format!("{addr}: {e}"),
+            Err(_) => last_err = format!("{addr}: connect timed out"),
+        }
+    }
+    Err(Refusal::Unreachable {
+        message: format!("cannot connect to {}: {last_err}", host.authority(port)),
+    })
+}
+
+async fn resolve(shared: &Shared, name: &str) -> Result<Vec<IpAddr>, Refusal> {
+    let unreachable = |why: String| Refusal::Unreachable {
+        message: format!("cannot resolve {name}: {why}"),
+    };
+    match timeout(shared.limits.dns_timeout, shared.resolver.resolve(name)).await {
+        Err(_) => Err(unreachable("timed out".into())),
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Ok(Ok(list)) if list.is_empty() => Err(unreachable("no addresses".into())),
+        Ok(Ok(list)) => Ok(list),
+    }
+}
+
+/// One address: never-dialable → class (with the host's own interfaces)
+/// → the plan's deny entries and opt-ins.
+fn check_one(shared: &Shared, host: &Host, ip: IpAddr, port: u16) -> Result<(), Refusal> {
+    let deny = |message: String| Refusal::Denied {
+        reason: "private_address",
+        message,
+    };
+    let class = if shared.is_lab_public(ip) {
+        None
+    } else if never_dialable(ip) {
+        return Err(deny(format!("{ip} can never be a destination")));
+    } else if let Some(c) = classify(ip) {
+        Some(c)
+    } else if shared.local.contains(ip) {
+        Some("an address of this host")
+    } else {
+        None
+    };
+    shared.plan.check_address(ip, port, class).map_err(|d| {
+        let reason = if d.kind == DenyKind::DenyList {
+            "deny_list"
+        } else {
+            "private_address"
+        };
+        let message = match host {
+            Host::Name(n) => format!(
+                "{n} resolved to {}",
+                d.message.trim_start_matches("address ")
+            ),
+            _ => d.message,
+        };
+        Refusal::Denied { reason, message }
+    })
+}
