@@ -35,11 +35,17 @@ pub(crate) fn read(root: &Map<String, Value>, origin: &str) -> Result<Loaded, Po
 fn check_claimed_hash(claimed: &Value, policy: &Policy) -> Result<(), Problem> {
     let path = JsonPath::root().key("policySha256");
     let Value::String(claimed) = claimed else {
-        return Err(Problem::new(&path, format!("expected a string, found {}", type_name(claimed))));
+        return Err(Problem::new(
+            &path,
+            format!("expected a string, found {}", type_name(claimed)),
+        ));
     };
     let actual = policy.sha256();
     if *claimed != actual {
-        return Err(Problem::new(&path, format!("does not match the policy, whose sha256 is {actual}")));
+        return Err(Problem::new(
+            &path,
+            format!("does not match the policy, whose sha256 is {actual}"),
+        ));
     }
     Ok(())
 }
@@ -68,16 +74,32 @@ fn draft_from_policy(policy: &Policy) -> Draft {
     let f = &policy.filesystem;
     let o = &policy.oajail;
     Draft {
-        allowed_domains: list(&net, "allowedDomains", n.allowed_domains.iter().map(|d| d.as_str().to_owned())),
-        denied_domains: list(&net, "deniedDomains", n.denied_domains.iter().map(|d| d.as_str().to_owned())),
+        allowed_domains: list(
+            &net,
+            "allowedDomains",
+            n.allowed_domains.iter().map(|d| d.as_str().to_owned()),
+        ),
+        denied_domains: list(
+            &net,
+            "deniedDomains",
+            n.denied_domains.iter().map(|d| d.as_str().to_owned()),
+        ),
         denied_domain_reasons: (n.denied_domain_reasons.iter())
             .map(|(k, v)| (net.key("deniedDomainReasons").key(k), k.clone(), v.clone()))
             .collect(),
-        denied_resolved_addresses: list(&net, "deniedResolvedAddresses", n.denied_resolved_addresses.iter().cloned()),
+        denied_resolved_addresses: list(
+            &net,
+            "deniedResolvedAddresses",
+            n.denied_resolved_addresses.iter().cloned(),
+        ),
         allow_all_unix_sockets: n.allow_all_unix_sockets,
         allow_local_binding: n.allow_local_binding,
-        http_proxy_port: n.http_proxy_port.map(|p| (net.key("httpProxyPort"), i128::from(p))),
-        socks_proxy_port: n.socks_proxy_port.map(|p| (net.key("socksProxyPort"), i128::from(p))),
+        http_proxy_port: n
+            .http_proxy_port
+            .map(|p| (net.key("httpProxyPort"), i128::from(p))),
+        socks_proxy_port: n
+            .socks_proxy_port
+            .map(|p| (net.key("socksProxyPort"), i128::from(p))),
         deny_read: entries(&fs, "denyRead", &f.deny_read),
         allow_read: entries(&fs, "allowRead", &f.allow_read),
         allow_write: entries(&fs, "allowWrite", &f.allow_write),
@@ -94,13 +116,24 @@ fn draft_from_policy(policy: &Policy) -> Draft {
         env_keep: list(&settings, "envKeep", o.env_keep.iter().cloned()),
         env_deny: list(&settings, "envDeny", o.env_deny.iter().cloned()),
         allow_degraded: o.allow_degraded,
-        allow_private_destinations: list(&settings, "allowPrivateDestinations", o.allow_private_destinations.iter().cloned()),
+        allow_private_destinations: list(
+            &settings,
+            "allowPrivateDestinations",
+            o.allow_private_destinations.iter().cloned(),
+        ),
     }
 }
 
-fn list(parent: &JsonPath, key: &str, items: impl Iterator<Item = String>) -> Vec<(JsonPath, String)> {
+fn list(
+    parent: &JsonPath,
+    key: &str,
+    items: impl Iterator<Item = String>,
+) -> Vec<(JsonPath, String)> {
     let path = parent.key(key);
-    items.enumerate().map(|(i, item)| (path.index(i), item)).collect()
+    items
+        .enumerate()
+        .map(|(i, item)| (path.index(i), item))
+        .collect()
 }
 
 fn entries(parent: &JsonPath, key: &str, items: &[PathEntry]) -> Vec<(JsonPath, (String, bool))> {

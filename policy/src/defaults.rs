@@ -17,23 +17,38 @@ use crate::{FilesystemPolicy, NetworkPolicy, OajailSettings, PathEntry, Policy, 
 /// Paths the built-in policy denies reading, each with the reason.
 pub const DEFAULT_DENY_READ: &[(&str, &str)] = &[
     // Keys and agents.
-    ("~/.ssh", "ssh private keys, known_hosts and config naming every host"),
+    (
+        "~/.ssh",
+        "ssh private keys, known_hosts and config naming every host",
+    ),
     ("~/.gnupg", "gpg private keys"),
-    ("~/.pki", "nss database: client certificates and their keys (chromium, curl-nss)"),
+    (
+        "~/.pki",
+        "nss database: client certificates and their keys (chromium, curl-nss)",
+    ),
     ("~/.password-store", "pass(1) password store"),
     ("~/.local/share/keyrings", "gnome keyring files"),
     ("~/.local/share/kwalletd", "kde wallet files"),
     // Cloud and cluster credentials.
     ("~/.aws", "aws access keys and sso tokens"),
     ("~/.azure", "azure cli tokens"),
-    ("~/.config/gcloud", "google cloud credentials and access tokens"),
+    (
+        "~/.config/gcloud",
+        "google cloud credentials and access tokens",
+    ),
     ("~/.oci", "oracle cloud api keys"),
     ("~/.kube", "kubernetes cluster credentials"),
     ("~/.docker/config.json", "registry credentials"),
-    ("~/.config/containers/auth.json", "podman/buildah registry credentials"),
+    (
+        "~/.config/containers/auth.json",
+        "podman/buildah registry credentials",
+    ),
     ("~/.config/doctl", "digitalocean api token"),
     ("~/.config/hcloud", "hetzner cloud api token"),
-    ("~/.terraform.d/credentials.tfrc.json", "terraform cloud api tokens"),
+    (
+        "~/.terraform.d/credentials.tfrc.json",
+        "terraform cloud api tokens",
+    ),
     ("~/.vault-token", "hashicorp vault token"),
     ("~/.s3cfg", "s3cmd access keys"),
     ("~/.boto", "boto/gsutil credentials"),
@@ -41,13 +56,25 @@ pub const DEFAULT_DENY_READ: &[(&str, &str)] = &[
     ("~/.databrickscfg", "databricks tokens"),
     ("~/.fly", "fly.io access token"),
     // Forges and version control.
-    ("~/.git-credentials", "git credential-store passwords and tokens"),
-    ("~/.config/git/credentials", "git credential-store (xdg location)"),
-    ("~/.cache/git/credential", "git credential-cache daemon socket"),
+    (
+        "~/.git-credentials",
+        "git credential-store passwords and tokens",
+    ),
+    (
+        "~/.config/git/credentials",
+        "git credential-store (xdg location)",
+    ),
+    (
+        "~/.cache/git/credential",
+        "git credential-cache daemon socket",
+    ),
     ("~/.config/gh", "github cli oauth token"),
     ("~/.config/hub", "hub github token"),
     ("~/.config/glab-cli", "gitlab cli token"),
-    ("~/.netrc", "logins and passwords for any host (curl, git, ftp)"),
+    (
+        "~/.netrc",
+        "logins and passwords for any host (curl, git, ftp)",
+    ),
     // Package registries.
     ("~/.npmrc", "npm registry tokens"),
     ("~/.yarnrc.yml", "yarn registry tokens"),
@@ -57,8 +84,14 @@ pub const DEFAULT_DENY_READ: &[(&str, &str)] = &[
     ("~/.gem/credentials", "rubygems api key"),
     ("~/.m2/settings.xml", "maven repository passwords"),
     ("~/.m2/settings-security.xml", "maven master password"),
-    ("~/.gradle/gradle.properties", "gradle repository and signing credentials"),
-    ("~/.config/pip/pip.conf", "pip index urls with embedded credentials"),
+    (
+        "~/.gradle/gradle.properties",
+        "gradle repository and signing credentials",
+    ),
+    (
+        "~/.config/pip/pip.conf",
+        "pip index urls with embedded credentials",
+    ),
     // Databases.
     ("~/.pgpass", "postgresql passwords"),
     ("~/.my.cnf", "mysql passwords"),
@@ -83,7 +116,10 @@ pub const DEFAULT_DENY_READ: &[(&str, &str)] = &[
     ("~/.psql_history", "psql history"),
     ("~/.mysql_history", "mysql client history"),
     ("~/.sqlite_history", "sqlite shell history"),
-    ("~/.rediscli_history", "redis-cli history (often AUTH commands)"),
+    (
+        "~/.rediscli_history",
+        "redis-cli history (often AUTH commands)",
+    ),
     ("~/.local/share/atuin", "atuin history database and its key"),
     // System secrets, readable when oajail runs as root.
     ("/etc/shadow", "password hashes"),

@@ -32,14 +32,36 @@ use std::ffi::OsString;
 
 /// Substrings (of the upper-cased name) that mark a secret.
 pub const SECRET_SUBSTRINGS: &[&str] = &[
-    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "APIKEY",
 ];
 
 /// `_`-separated words (of the upper-cased name) that mark a secret; a word
 /// ending in `KEY` (`APIKEY`, `PRIVKEY`) counts as `KEY`.
 pub const SECRET_SEGMENTS: &[&str] = &[
-    "KEY", "KEYS", "AUTH", "OAUTH", "AUTHN", "AUTHZ", "AUTHORIZATION", "AUTHENTICATION", "BEARER",
-    "COOKIE", "COOKIES", "PASS", "PWD", "PAT", "JWT", "DSN", "WEBHOOK", "SIGNING",
+    "KEY",
+    "KEYS",
+    "AUTH",
+    "OAUTH",
+    "AUTHN",
+    "AUTHZ",
+    "AUTHORIZATION",
+    "AUTHENTICATION",
+    "BEARER",
+    "COOKIE",
+    "COOKIES",
+    "PASS",
+    "PWD",
+    "PAT",
+    "JWT",
+    "DSN",
+    "WEBHOOK",
+    "SIGNING",
 ];
 
 /// Name prefixes that mark a secret.
@@ -48,23 +70,65 @@ pub const SECRET_PREFIXES: &[&str] = &["AWS_", "OP_SESSION_", "BW_SESSION"];
 /// Variables that point at a socket, agent, display or ticket outside the
 /// jail: unreachable from inside (or a way out if they were reachable).
 pub const SOCKET_NAMES: &[&str] = &[
-    "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_ASKPASS", "SUDO_ASKPASS", "GIT_ASKPASS",
-    "GPG_AGENT_INFO", "GNOME_KEYRING_CONTROL", "GNOME_KEYRING_PID",
-    "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "XDG_RUNTIME_DIR", "SESSION_MANAGER",
-    "DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET", "SWAYSOCK", "I3SOCK",
-    "HYPRLAND_INSTANCE_SIGNATURE", "PULSE_SERVER", "PIPEWIRE_REMOTE",
-    "DOCKER_HOST", "DOCKER_CERT_PATH", "CONTAINER_HOST", "KRB5CCNAME", "KRB5_KTNAME",
-    "KRB5_CLIENT_KTNAME", "TMUX", "TMUX_PANE", "STY", "NVIM", "NVIM_LISTEN_ADDRESS",
-    "KITTY_LISTEN_ON", "ALACRITTY_SOCKET", "WEZTERM_UNIX_SOCKET", "VSCODE_IPC_HOOK",
-    "VSCODE_IPC_HOOK_CLI", "VSCODE_GIT_IPC_HANDLE", "VSCODE_GIT_ASKPASS_NODE",
-    "VSCODE_GIT_ASKPASS_MAIN", "VSCODE_GIT_ASKPASS_EXTRA_ARGS", "NOTIFY_SOCKET", "LISTEN_FDS",
-    "LISTEN_PID", "LISTEN_FDNAMES",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "GIT_ASKPASS",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "GNOME_KEYRING_PID",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+    "SESSION_MANAGER",
+    "DISPLAY",
+    "XAUTHORITY",
+    "WAYLAND_DISPLAY",
+    "WAYLAND_SOCKET",
+    "SWAYSOCK",
+    "I3SOCK",
+    "HYPRLAND_INSTANCE_SIGNATURE",
+    "PULSE_SERVER",
+    "PIPEWIRE_REMOTE",
+    "DOCKER_HOST",
+    "DOCKER_CERT_PATH",
+    "CONTAINER_HOST",
+    "KRB5CCNAME",
+    "KRB5_KTNAME",
+    "KRB5_CLIENT_KTNAME",
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "KITTY_LISTEN_ON",
+    "ALACRITTY_SOCKET",
+    "WEZTERM_UNIX_SOCKET",
+    "VSCODE_IPC_HOOK",
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+    "VSCODE_GIT_ASKPASS_NODE",
+    "VSCODE_GIT_ASKPASS_MAIN",
+    "VSCODE_GIT_ASKPASS_EXTRA_ARGS",
+    "NOTIFY_SOCKET",
+    "LISTEN_FDS",
+    "LISTEN_PID",
+    "LISTEN_FDNAMES",
 ];
 
 /// Proxy variables set (and so owned) by oajail when a proxy is configured.
 const PROXY_URL_NAMES: &[&str] = &[
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-    "GRPC_PROXY", "grpc_proxy", "DOCKER_HTTP_PROXY", "DOCKER_HTTPS_PROXY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "GRPC_PROXY",
+    "grpc_proxy",
+    "DOCKER_HTTP_PROXY",
+    "DOCKER_HTTPS_PROXY",
 ];
 
 /// What `NO_PROXY` says inside the jail: loopback only.
@@ -160,7 +224,9 @@ fn is_secret_name(upper: &str) -> bool {
 fn has_userinfo(value: &str) -> bool {
     value.match_indices("://").any(|(at, _)| {
         let authority = &value[at + 3..];
-        let end = authority.find(['/', '?', '#', ' ']).unwrap_or(authority.len());
+        let end = authority
+            .find(['/', '?', '#', ' '])
+            .unwrap_or(authority.len());
         authority[..end].contains('@')
     })
 }
@@ -177,7 +243,12 @@ fn is_kept(name: &str, keep: &[String]) -> bool {
 pub fn plan(inputs: &EnvInputs<'_>) -> EnvPlan {
     let owned = owned_variables(inputs);
     let settings = &inputs.policy.oajail;
-    let keep: Vec<String> = settings.env_keep.iter().chain(inputs.extra_keep).cloned().collect();
+    let keep: Vec<String> = settings
+        .env_keep
+        .iter()
+        .chain(inputs.extra_keep)
+        .cloned()
+        .collect();
     let mut plan = EnvPlan::default();
     let mut seen: Vec<&str> = Vec::new();
     for (name, value) in inputs.inherited {
@@ -220,7 +291,10 @@ fn owned_variables(inputs: &EnvInputs<'_>) -> Vec<(String, String)> {
     let mut vars = vec![
         ("SANDBOX_RUNTIME".to_owned(), "1".to_owned()),
         ("OAJAIL".to_owned(), "1".to_owned()),
-        ("OAJAIL_POLICY_SHA256".to_owned(), inputs.policy_sha256.to_owned()),
+        (
+            "OAJAIL_POLICY_SHA256".to_owned(),
+            inputs.policy_sha256.to_owned(),
+        ),
         ("TMPDIR".to_owned(), "/tmp".to_owned()),
     ];
     // TMP and TEMP are only replaced when present, so that a tool reading
@@ -230,7 +304,9 @@ fn owned_variables(inputs: &EnvInputs<'_>) -> Vec<(String, String)> {
             vars.push((name.to_owned(), "/tmp".to_owned()));
         }
     }
-    let Some(proxy) = inputs.proxy else { return vars };
+    let Some(proxy) = inputs.proxy else {
+        return vars;
+    };
     for name in PROXY_URL_NAMES {
         vars.push(((*name).to_owned(), proxy.url.clone()));
     }
@@ -240,7 +316,10 @@ fn owned_variables(inputs: &EnvInputs<'_>) -> Vec<(String, String)> {
     // Windows only, so `fetch` fails inside srt on Linux).
     vars.push(("NODE_USE_ENV_PROXY".to_owned(), "1".to_owned()));
     if !proxy.ssh_helper.is_empty() {
-        vars.push(("GIT_SSH_COMMAND".to_owned(), git_ssh_command(&proxy.ssh_helper)));
+        vars.push((
+            "GIT_SSH_COMMAND".to_owned(),
+            git_ssh_command(&proxy.ssh_helper),
+        ));
     }
     vars
 }
@@ -261,9 +340,15 @@ fn git_safe_directories(policy: &Policy, base: usize) -> Vec<(String, String)> {
     if dirs.is_empty() {
         return Vec::new();
     }
-    let mut vars = vec![("GIT_CONFIG_COUNT".to_owned(), (base + dirs.len()).to_string())];
+    let mut vars = vec![(
+        "GIT_CONFIG_COUNT".to_owned(),
+        (base + dirs.len()).to_string(),
+    )];
     for (i, dir) in dirs.iter().enumerate() {
-        vars.push((format!("GIT_CONFIG_KEY_{}", base + i), "safe.directory".to_owned()));
+        vars.push((
+            format!("GIT_CONFIG_KEY_{}", base + i),
+            "safe.directory".to_owned(),
+        ));
         vars.push((format!("GIT_CONFIG_VALUE_{}", base + i), dir.clone()));
     }
     vars
@@ -274,9 +359,15 @@ fn git_safe_directories(policy: &Policy, base: usize) -> Vec<(String, String)> {
 /// tokens), then the whole option is quoted again for the shell git runs
 /// `GIT_SSH_COMMAND` with.
 pub fn git_ssh_command(helper: &[String]) -> String {
-    let words: Vec<String> = helper.iter().map(|w| shell_quote(&w.replace('%', "%%"))).collect();
+    let words: Vec<String> = helper
+        .iter()
+        .map(|w| shell_quote(&w.replace('%', "%%")))
+        .collect();
     let proxy_command = format!("ProxyCommand={} %h %p", words.join(" "));
-    format!("ssh -o ControlMaster=no -o ControlPath=none -o {}", shell_quote(&proxy_command))
+    format!(
+        "ssh -o ControlMaster=no -o ControlPath=none -o {}",
+        shell_quote(&proxy_command)
+    )
 }
 
 /// `word` quoted for POSIX `sh` (unchanged when it has no special characters).

@@ -2,7 +2,10 @@ use super::*;
 use std::os::unix::ffi::OsStringExt;
 
 fn inherited(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
-    pairs.iter().map(|(n, v)| (OsString::from(n), OsString::from(v))).collect()
+    pairs
+        .iter()
+        .map(|(n, v)| (OsString::from(n), OsString::from(v)))
+        .collect()
 }
 
 fn proxy() -> ProxyEnv {
@@ -12,7 +15,12 @@ fn proxy() -> ProxyEnv {
     }
 }
 
-fn run(env: &[(OsString, OsString)], policy: &Policy, keep: &[String], proxy: Option<&ProxyEnv>) -> EnvPlan {
+fn run(
+    env: &[(OsString, OsString)],
+    policy: &Policy,
+    keep: &[String],
+    proxy: Option<&ProxyEnv>,
+) -> EnvPlan {
     plan(&EnvInputs {
         inherited: env,
         policy,
@@ -23,7 +31,10 @@ fn run(env: &[(OsString, OsString)], policy: &Policy, keep: &[String], proxy: Op
 }
 
 fn value<'a>(plan: &'a EnvPlan, name: &str) -> Option<&'a str> {
-    plan.set.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    plan.set
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
 }
 
 #[test]
@@ -47,19 +58,32 @@ fn secrets_and_sockets_are_dropped_and_the_rest_passes_in_order() {
     let policy = Policy::builtin_default();
     let plan = run(&env, &policy, &[], None);
     let passed: Vec<&str> = plan.set.iter().map(|(n, _)| n.as_str()).take(6).collect();
-    assert_eq!(passed, ["PATH", "HOME", "GIT_AUTHOR_NAME", "PWD", "LANG", "TERM"]);
+    assert_eq!(
+        passed,
+        ["PATH", "HOME", "GIT_AUTHOR_NAME", "PWD", "LANG", "TERM"]
+    );
     assert_eq!(
         plan.dropped,
         [
-            "AWS_REGION", "DATABASE_URL", "DBUS_SESSION_BUS_ADDRESS", "GITHUB_TOKEN", "MYSQL_PWD",
-            "NPM_CONFIG__AUTH", "OPENAI_API_KEY", "SSH_AUTH_SOCK"
+            "AWS_REGION",
+            "DATABASE_URL",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "GITHUB_TOKEN",
+            "MYSQL_PWD",
+            "NPM_CONFIG__AUTH",
+            "OPENAI_API_KEY",
+            "SSH_AUTH_SOCK"
         ]
     );
 }
 
 #[test]
 fn oajail_variables_are_set_after_the_inherited_ones() {
-    let env = inherited(&[("PATH", "/bin"), ("TMPDIR", "/home/u/tmp"), ("OAJAIL_POLICY_SHA256", "forged")]);
+    let env = inherited(&[
+        ("PATH", "/bin"),
+        ("TMPDIR", "/home/u/tmp"),
+        ("OAJAIL_POLICY_SHA256", "forged"),
+    ]);
     let policy = Policy::builtin_default();
     let plan = run(&env, &policy, &[], None);
     assert_eq!(
@@ -95,9 +119,14 @@ fn proxy_variables_overwrite_inherited_ones() {
     assert_eq!(value(&plan, "NODE_USE_ENV_PROXY"), Some("1"));
     assert_eq!(
         value(&plan, "GIT_SSH_COMMAND"),
-        Some("ssh -o ControlMaster=no -o ControlPath=none -o 'ProxyCommand=/usr/local/bin/oajail ssh-proxy-helper %h %p'")
+        Some(
+            "ssh -o ControlMaster=no -o ControlPath=none -o 'ProxyCommand=/usr/local/bin/oajail ssh-proxy-helper %h %p'"
+        )
     );
-    assert_eq!(plan.replaced, ["GIT_SSH_COMMAND", "HTTPS_PROXY", "no_proxy"]);
+    assert_eq!(
+        plan.replaced,
+        ["GIT_SSH_COMMAND", "HTTPS_PROXY", "no_proxy"]
+    );
     assert_eq!(plan.dropped, ["FTP_PROXY"]);
     let names: Vec<&str> = plan.set.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names.iter().filter(|n| **n == "HTTPS_PROXY").count(), 1);
@@ -105,7 +134,10 @@ fn proxy_variables_overwrite_inherited_ones() {
 
 #[test]
 fn without_a_proxy_no_proxy_variables_are_set_and_inherited_ones_go() {
-    let env = inherited(&[("HTTP_PROXY", "http://corp:8080"), ("GIT_SSH_COMMAND", "ssh -i key")]);
+    let env = inherited(&[
+        ("HTTP_PROXY", "http://corp:8080"),
+        ("GIT_SSH_COMMAND", "ssh -i key"),
+    ]);
     let policy = Policy::builtin_default();
     let plan = run(&env, &policy, &[], None);
     assert_eq!(value(&plan, "HTTP_PROXY"), None);
@@ -153,10 +185,18 @@ fn malformed_and_repeated_entries_are_dropped() {
 fn safe_directories_become_git_config_variables() {
     let mut policy = Policy::builtin_default();
     policy.process.git_safe_directories = vec!["/repo".into(), "/work/*".into()];
-    let env = inherited(&[("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "http.extraHeader")]);
+    let env = inherited(&[
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "http.extraHeader"),
+    ]);
     let plan = run(&env, &policy, &[], None);
     assert_eq!(plan.dropped, ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0"]);
-    let git: Vec<(String, String)> = plan.set.iter().filter(|(n, _)| n.starts_with("GIT_CONFIG")).cloned().collect();
+    let git: Vec<(String, String)> = plan
+        .set
+        .iter()
+        .filter(|(n, _)| n.starts_with("GIT_CONFIG"))
+        .cloned()
+        .collect();
     let expected = [
         ("GIT_CONFIG_COUNT", "2"),
         ("GIT_CONFIG_KEY_0", "safe.directory"),
@@ -196,17 +236,51 @@ fn tmp_and_temp_follow_tmpdir_only_when_present() {
 #[test]
 fn secret_name_rules() {
     let secret = [
-        "GITHUB_TOKEN", "GH_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY",
-        "AWS_PROFILE", "PGPASSWORD", "DB_PASS", "MYSQL_PWD", "STRIPE_APIKEY", "SIGNING_KEY",
-        "GOOGLE_APPLICATION_CREDENTIALS", "CLAUDE_CODE_OAUTH_TOKEN", "X_AUTH", "SENTRY_DSN",
-        "GITLAB_PAT", "SLACK_WEBHOOK_URL", "my_secret", "BW_SESSION", "OP_SESSION_abc", "SSH_PRIVKEY",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_PROFILE",
+        "PGPASSWORD",
+        "DB_PASS",
+        "MYSQL_PWD",
+        "STRIPE_APIKEY",
+        "SIGNING_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "X_AUTH",
+        "SENTRY_DSN",
+        "GITLAB_PAT",
+        "SLACK_WEBHOOK_URL",
+        "my_secret",
+        "BW_SESSION",
+        "OP_SESSION_abc",
+        "SSH_PRIVKEY",
     ];
     for name in secret {
-        assert_eq!(drop_reason(name, "v"), Some(DropReason::SecretName), "{name}");
+        assert_eq!(
+            drop_reason(name, "v"),
+            Some(DropReason::SecretName),
+            "{name}"
+        );
     }
     let harmless = [
-        "PATH", "PWD", "OLDPWD", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "HOME", "LANG", "TERM",
-        "EDITOR", "XDG_SESSION_ID", "KEYMAP", "HISTCONTROL", "PATHEXT", "COLORTERM", "SHLVL",
+        "PATH",
+        "PWD",
+        "OLDPWD",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "HOME",
+        "LANG",
+        "TERM",
+        "EDITOR",
+        "XDG_SESSION_ID",
+        "KEYMAP",
+        "HISTCONTROL",
+        "PATHEXT",
+        "COLORTERM",
+        "SHLVL",
     ];
     for name in harmless {
         assert_eq!(drop_reason(name, "/usr/bin"), None, "{name}");
@@ -215,8 +289,14 @@ fn secret_name_rules() {
 
 #[test]
 fn urls_with_user_information_are_credentials() {
-    assert_eq!(drop_reason("DATABASE_URL", "postgres://u:p@h/db"), Some(DropReason::CredentialUrl));
-    assert_eq!(drop_reason("REMOTE", "https://ghp_x@github.com/o/r"), Some(DropReason::CredentialUrl));
+    assert_eq!(
+        drop_reason("DATABASE_URL", "postgres://u:p@h/db"),
+        Some(DropReason::CredentialUrl)
+    );
+    assert_eq!(
+        drop_reason("REMOTE", "https://ghp_x@github.com/o/r"),
+        Some(DropReason::CredentialUrl)
+    );
     assert_eq!(drop_reason("HOMEPAGE", "https://example.com/a@b"), None);
     assert_eq!(drop_reason("MAIL", "user@example.com"), None);
 }

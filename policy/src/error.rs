@@ -152,9 +152,15 @@ mod tests {
 
     #[test]
     fn paths_render_like_javascript_accessors() {
-        let path = JsonPath::root().key("network").key("allowedDomains").index(2);
+        let path = JsonPath::root()
+            .key("network")
+            .key("allowedDomains")
+            .index(2);
         assert_eq!(path.to_string(), "network.allowedDomains[2]");
-        let odd = JsonPath::root().key("network").key("deniedDomainReasons").key("evil.com");
+        let odd = JsonPath::root()
+            .key("network")
+            .key("deniedDomainReasons")
+            .key("evil.com");
         assert_eq!(odd.to_string(), "network.deniedDomainReasons[\"evil.com\"]");
         assert_eq!(JsonPath::root().to_string(), "(root)");
         let weird = JsonPath::root().key("a\nb");
@@ -165,7 +171,9 @@ mod tests {
     fn errors_are_one_line() {
         let err = Problem::new(&JsonPath::root().key("x"), "bad").with_origin("f.json");
         assert_eq!(err.to_string(), "f.json: x: bad");
-        let empty = PolicyError::Empty { origin: "f.json".into() };
+        let empty = PolicyError::Empty {
+            origin: "f.json".into(),
+        };
         assert_eq!(empty.to_string(), "f.json: (root): empty file");
     }
 }

@@ -102,7 +102,10 @@ mod tests {
         let value = json!({"b": [3, "x\ny", {"z": null, "a": true}], "a": "\u{1f}é/"});
         let mut out = String::new();
         write_canonical(&value, &mut out);
-        assert_eq!(out, r#"{"a":"\u001fé/","b":[3,"x\ny",{"a":true,"z":null}]}"#);
+        assert_eq!(
+            out,
+            r#"{"a":"\u001fé/","b":[3,"x\ny",{"a":true,"z":null}]}"#
+        );
     }
 
     #[test]

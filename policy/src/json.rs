@@ -135,27 +135,33 @@ mod tests {
     #[test]
     fn nested_duplicates_are_refused() {
         let text = r#"{"network": {"allowedDomains": [], "allowedDomains": ["x.com"]}}"#;
-        assert!(matches!(
-            parse(text, "f"),
-            Err(PolicyError::Syntax { .. })
-        ));
+        assert!(matches!(parse(text, "f"), Err(PolicyError::Syntax { .. })));
     }
 
     #[test]
     fn syntax_errors_name_line_and_column() {
         let err = parse("{\n  \"a\": [1,]\n}", "f").unwrap_err();
-        assert_eq!(err.to_string(), "f: line 2 column 11: invalid json: trailing comma");
+        assert_eq!(
+            err.to_string(),
+            "f: line 2 column 11: invalid json: trailing comma"
+        );
     }
 
     #[test]
     fn blank_text_is_empty() {
-        assert!(matches!(parse(" \n\t", "f"), Err(PolicyError::Empty { .. })));
+        assert!(matches!(
+            parse(" \n\t", "f"),
+            Err(PolicyError::Empty { .. })
+        ));
         assert!(matches!(parse("", "f"), Err(PolicyError::Empty { .. })));
     }
 
     #[test]
     fn values_survive() {
         let value = parse(r#"{"a": [true, null, -1, 2, 1.5, "s"]}"#, "f").unwrap();
-        assert_eq!(value, serde_json::json!({"a": [true, null, -1, 2, 1.5, "s"]}));
+        assert_eq!(
+            value,
+            serde_json::json!({"a": [true, null, -1, 2, 1.5, "s"]})
+        );
     }
 }

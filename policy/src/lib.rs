@@ -35,7 +35,7 @@ pub mod srt;
 
 pub use defaults::DEFAULT_DENY_READ;
 pub use error::{JsonPath, PolicyError};
-pub use paths::{Anchor, PathError, PathMatcher};
 pub use model::{
     FilesystemPolicy, Limits, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy,
 };
+pub use paths::{Anchor, PathError, PathMatcher};

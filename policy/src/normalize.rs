@@ -78,7 +78,12 @@ impl Draft {
             allow_degraded: self.allow_degraded,
             allow_private_destinations: addresses(&self.allow_private_destinations)?,
         };
-        Ok(Policy { network, filesystem, process, oajail })
+        Ok(Policy {
+            network,
+            filesystem,
+            process,
+            oajail,
+        })
     }
 }
 
@@ -91,7 +96,9 @@ fn sorted<T: Ord>(mut items: Vec<T>) -> Vec<T> {
 fn domains(items: &[At<String>], kind: ListKind) -> Result<Vec<DomainPattern>, Problem> {
     let parsed = items
         .iter()
-        .map(|(path, text)| DomainPattern::parse(text, kind).map_err(|e| Problem::new(path, e.to_string())))
+        .map(|(path, text)| {
+            DomainPattern::parse(text, kind).map_err(|e| Problem::new(path, e.to_string()))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(sorted(parsed))
 }
@@ -112,7 +119,10 @@ fn reasons(
         }
         let entry = DomainPattern::parse(key, ListKind::Deny).ok();
         let Some(entry) = entry.filter(|e| denied.contains(e)) else {
-            warnings.push(format!("{path}: no deniedDomains entry is {} (ignored)", quote(key)));
+            warnings.push(format!(
+                "{path}: no deniedDomains entry is {} (ignored)",
+                quote(key)
+            ));
             continue;
         };
         let canonical = entry.as_str().to_owned();
@@ -150,10 +160,15 @@ fn entries(items: &[At<(String, bool)>]) -> Result<Vec<PathEntry>, Problem> {
 }
 
 fn port(value: Option<At<i128>>) -> Result<Option<u16>, Problem> {
-    let Some((path, n)) = value else { return Ok(None) };
+    let Some((path, n)) = value else {
+        return Ok(None);
+    };
     match u16::try_from(n) {
         Ok(p) if p != 0 => Ok(Some(p)),
-        _ => Err(Problem::new(&path, format!("must be an integer from 1 to 65535, found {n}"))),
+        _ => Err(Problem::new(
+            &path,
+            format!("must be an integer from 1 to 65535, found {n}"),
+        )),
     }
 }
 
@@ -162,24 +177,39 @@ fn port(value: Option<At<i128>>) -> Result<Option<u16>, Problem> {
 fn safe_directories(items: &[At<String>]) -> Result<Vec<String>, Problem> {
     for (path, text) in items {
         if text.is_empty() {
-            return Err(Problem::new(path, "empty entry (git would read it as a reset of the list)"));
+            return Err(Problem::new(
+                path,
+                "empty entry (git would read it as a reset of the list)",
+            ));
         }
     }
     Ok(sorted(items.iter().map(|(_, t)| t.clone()).collect()))
 }
 
-fn env_lists(keep: &[At<String>], deny: &[At<String>]) -> Result<(Vec<String>, Vec<String>), Problem> {
+fn env_lists(
+    keep: &[At<String>],
+    deny: &[At<String>],
+) -> Result<(Vec<String>, Vec<String>), Problem> {
     for (path, name) in keep {
         if !valid_env_pattern(name) {
-            return Err(Problem::new(path, format!("{} is not an environment variable name", quote(name))));
+            return Err(Problem::new(
+                path,
+                format!("{} is not an environment variable name", quote(name)),
+            ));
         }
     }
     for (path, name) in deny {
         if !valid_env_name(name) {
-            return Err(Problem::new(path, format!("{} is not an environment variable name", quote(name))));
+            return Err(Problem::new(
+                path,
+                format!("{} is not an environment variable name", quote(name)),
+            ));
         }
         if keep.iter().any(|(_, k)| k == name) {
-            return Err(Problem::new(path, format!("{} is also in oajail.envKeep", quote(name))));
+            return Err(Problem::new(
+                path,
+                format!("{} is also in oajail.envKeep", quote(name)),
+            ));
         }
     }
     let keep = sorted(keep.iter().map(|(_, n)| n.clone()).collect());
@@ -188,7 +218,9 @@ fn env_lists(keep: &[At<String>], deny: &[At<String>]) -> Result<(Vec<String>, V
 }
 
 fn limits(value: Option<At<Limits>>) -> Result<Limits, Problem> {
-    let Some((path, limits)) = value else { return Ok(Limits::default()) };
+    let Some((path, limits)) = value else {
+        return Ok(Limits::default());
+    };
     let max = MAX_SAFE_INTEGER as u64;
     let checks = [
         ("coreBytes", limits.core_bytes, 0),
@@ -243,9 +275,11 @@ pub(crate) fn parse_address(text: &str) -> Result<String, String> {
     let max: u32 = if addr.is_ipv4() { 32 } else { 128 };
     let prefix = match prefix_text {
         None => max,
-        Some(p) if (1..=3).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()) => {
-            p.parse::<u32>().ok().filter(|n| *n <= max).ok_or_else(bad)?
-        }
+        Some(p) if (1..=3).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()) => p
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n <= max)
+            .ok_or_else(bad)?,
         Some(_) => return Err(bad()),
     };
     let (addr, prefix) = match addr {
@@ -258,7 +292,11 @@ pub(crate) fn parse_address(text: &str) -> Result<String, String> {
     };
     let network = mask(addr, prefix);
     let full = if network.is_ipv4() { 32 } else { 128 };
-    Ok(if prefix == full { network.to_string() } else { format!("{network}/{prefix}") })
+    Ok(if prefix == full {
+        network.to_string()
+    } else {
+        format!("{network}/{prefix}")
+    })
 }
 
 fn mask(addr: IpAddr, prefix: u32) -> IpAddr {
@@ -280,7 +318,9 @@ mod tests {
 
     #[test]
     fn addresses_are_canonical() {
-        let ok = |input: &str, expected: &str| assert_eq!(parse_address(input).unwrap(), expected, "{input}");
+        let ok = |input: &str, expected: &str| {
+            assert_eq!(parse_address(input).unwrap(), expected, "{input}")
+        };
         ok("10.1.2.3/8", "10.0.0.0/8");
         ok("192.168.1.10", "192.168.1.10");
         ok("192.168.1.10/32", "192.168.1.10");
@@ -289,7 +329,16 @@ mod tests {
         ok("fe80::1%eth0", "fe80::1");
         ok("::ffff:1.2.3.4", "1.2.3.4");
         ok("::ffff:10.0.0.0/104", "10.0.0.0/8");
-        for bad in ["", "10.0.0.0/33", "10.0.0.0/", "10.0.0.0/08x", "[::1]", "::ffff:1.2.3.4/64", "host", "1.2.3"] {
+        for bad in [
+            "",
+            "10.0.0.0/33",
+            "10.0.0.0/",
+            "10.0.0.0/08x",
+            "[::1]",
+            "::ffff:1.2.3.4/64",
+            "host",
+            "1.2.3",
+        ] {
             assert!(parse_address(bad).is_err(), "{bad}");
         }
     }

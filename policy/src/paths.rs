@@ -105,7 +105,10 @@ impl PathEntry {
         if !self.is_glob() {
             return self.path.clone();
         }
-        let cut = self.path.find(['*', '?', '[', ']']).unwrap_or(self.path.len());
+        let cut = self
+            .path
+            .find(['*', '?', '[', ']'])
+            .unwrap_or(self.path.len());
         let prefix = &self.path[..cut];
         let dir = match prefix.rfind('/') {
             Some(0) => "/",
@@ -248,7 +251,8 @@ impl PathMatcher {
     /// True when `path` or one of its ancestors matches (a deny of a
     /// directory covers everything below it).
     pub fn covers(&self, path: &Path) -> bool {
-        path.ancestors().any(|p| !p.as_os_str().is_empty() && self.matches(p))
+        path.ancestors()
+            .any(|p| !p.as_os_str().is_empty() && self.matches(p))
     }
 }
 
@@ -297,7 +301,13 @@ fn tokenize(pattern: &str) -> Vec<GlobToken> {
             '/' => push_and_next(&mut tokens, GlobToken::Separator, i),
             '?' => push_and_next(&mut tokens, GlobToken::AnyChar, i),
             '*' => stars(&chars, i, &mut tokens),
-            _ => bracket(&chars, i, &mut tokens, &mut text, &mut brackets_are_text_until),
+            _ => bracket(
+                &chars,
+                i,
+                &mut tokens,
+                &mut text,
+                &mut brackets_are_text_until,
+            ),
         };
     }
     if !text.is_empty() {
@@ -341,7 +351,10 @@ fn bracket(
     text: &mut Vec<char>,
     brackets_are_text_until: &mut usize,
 ) -> usize {
-    let close = chars[open + 1..].iter().position(|&c| c == ']').map(|p| p + open + 1);
+    let close = chars[open + 1..]
+        .iter()
+        .position(|&c| c == ']')
+        .map(|p| p + open + 1);
     let Some(close) = close else {
         *brackets_are_text_until = chars.len();
         text.push('[');

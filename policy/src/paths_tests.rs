@@ -37,7 +37,10 @@ fn normalisation_is_lexical_and_keeps_anchors_symbolic() {
 
 #[test]
 fn bad_entries_are_refused() {
-    assert_eq!(PathEntry::parse("", false).unwrap_err().to_string(), "empty path");
+    assert_eq!(
+        PathEntry::parse("", false).unwrap_err().to_string(),
+        "empty path"
+    );
     assert!(PathEntry::parse("a\0b", false).is_err());
     assert_eq!(
         PathEntry::parse("~bob/x", false).unwrap_err().to_string(),
@@ -95,10 +98,16 @@ fn glob(pattern: &str) -> PathMatcher {
 #[test]
 fn glob_semantics_follow_srt() {
     let yes = |pattern: &str, path: &str| {
-        assert!(glob(pattern).matches(Path::new(path)), "{pattern} should match {path}");
+        assert!(
+            glob(pattern).matches(Path::new(path)),
+            "{pattern} should match {path}"
+        );
     };
     let no = |pattern: &str, path: &str| {
-        assert!(!glob(pattern).matches(Path::new(path)), "{pattern} should not match {path}");
+        assert!(
+            !glob(pattern).matches(Path::new(path)),
+            "{pattern} should not match {path}"
+        );
     };
     yes("/a/*.pem", "/a/k.pem");
     yes("/a/*.pem", "/a/.pem");
@@ -142,7 +151,7 @@ fn covers_includes_descendants() {
 
 #[test]
 fn pathological_patterns_stay_polynomial() {
-    let pattern = format!("/{}x", "*".repeat(1) + &"a*".repeat(30));
+    let pattern = format!("/{}x", "a*".repeat(30));
     let path = format!("/{}", "a".repeat(200));
     assert!(!glob(&pattern).matches(Path::new(&path)));
 }

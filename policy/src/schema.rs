@@ -85,15 +85,30 @@ pub(crate) struct Obj {
 }
 
 const fn req(name: &'static str, ty: Ty) -> Field {
-    Field { name, ty, required: true, using: Use::Used }
+    Field {
+        name,
+        ty,
+        required: true,
+        using: Use::Used,
+    }
 }
 
 const fn opt(name: &'static str, ty: Ty) -> Field {
-    Field { name, ty, required: false, using: Use::Used }
+    Field {
+        name,
+        ty,
+        required: false,
+        using: Use::Used,
+    }
 }
 
 const fn ign(name: &'static str, ty: Ty, why: &'static str) -> Field {
-    Field { name, ty, required: false, using: Use::Ignored(why) }
+    Field {
+        name,
+        ty,
+        required: false,
+        using: Use::Ignored(why),
+    }
 }
 
 /// The whole settings document.
@@ -103,23 +118,46 @@ pub(crate) static ROOT: Obj = Obj {
         req("network", Ty::Object(&NETWORK)),
         req("filesystem", Ty::Object(&FILESYSTEM)),
         opt("credentials", Ty::Object(&CREDENTIALS)),
-        ign("ignoreViolations", Ty::Record(&Ty::List(&Ty::Str)),
-            "violation reports are not filtered; enforcement is unchanged (ignored)"),
+        ign(
+            "ignoreViolations",
+            Ty::Record(&Ty::List(&Ty::Str)),
+            "violation reports are not filtered; enforcement is unchanged (ignored)",
+        ),
         opt("enableWeakerNestedSandbox", Ty::Bool),
         opt("allowNestedUserNamespaces", Ty::Bool),
         ign("enableWeakerNetworkIsolation", Ty::Bool, MACOS),
         ign("allowAppleEvents", Ty::Bool, MACOS),
-        ign("ripgrep", Ty::Object(&RIPGREP),
-            "oajail does not use ripgrep to find protected files (ignored)"),
-        ign("mandatoryDenySearchDepth", Ty::Int(1, 10),
-            "oajail protects the mandatory-deny names at any depth (ignored)"),
+        ign(
+            "ripgrep",
+            Ty::Object(&RIPGREP),
+            "oajail does not use ripgrep to find protected files (ignored)",
+        ),
+        ign(
+            "mandatoryDenySearchDepth",
+            Ty::Int(1, 10),
+            "oajail protects the mandatory-deny names at any depth (ignored)",
+        ),
         ign("allowPty", Ty::Bool, MACOS),
-        ign("seccomp", Ty::Object(&SECCOMP),
-            "oajail installs its own seccomp filter, not srt's apply-seccomp (ignored)"),
-        ign("bwrapPath", Ty::AbsPath, "oajail does not use bubblewrap (ignored)"),
-        ign("socatPath", Ty::AbsPath, "oajail does not use socat (ignored)"),
-        ign("javaAgentJarPath", Ty::AbsPath,
-            "no jvm proxy agent is injected; java reads the proxy variables only if told to (ignored)"),
+        ign(
+            "seccomp",
+            Ty::Object(&SECCOMP),
+            "oajail installs its own seccomp filter, not srt's apply-seccomp (ignored)",
+        ),
+        ign(
+            "bwrapPath",
+            Ty::AbsPath,
+            "oajail does not use bubblewrap (ignored)",
+        ),
+        ign(
+            "socatPath",
+            Ty::AbsPath,
+            "oajail does not use socat (ignored)",
+        ),
+        ign(
+            "javaAgentJarPath",
+            Ty::AbsPath,
+            "no jvm proxy agent is injected; java reads the proxy variables only if told to (ignored)",
+        ),
         ign("windows", Ty::Object(&WINDOWS), "windows only (ignored)"),
         opt("git", Ty::Object(&GIT)),
         opt("oajail", Ty::Object(&OAJAIL)),
@@ -137,33 +175,60 @@ static NETWORK: Obj = Obj {
         // oajail has no ask callback, so it is always strict: nothing to do.
         opt("strictAllowlist", Ty::Bool),
         opt("deniedResolvedAddresses", Ty::List(&Ty::Address)),
-        ign("allowUnixSockets", Ty::List(&Ty::Str),
-            "macos only (srt ignores it on linux too); use allowAllUnixSockets (ignored)"),
+        ign(
+            "allowUnixSockets",
+            Ty::List(&Ty::Str),
+            "macos only (srt ignores it on linux too); use allowAllUnixSockets (ignored)",
+        ),
         opt("allowAllUnixSockets", Ty::Bool),
         opt("allowLocalBinding", Ty::Bool),
         ign("allowMachLookup", Ty::List(&Ty::MachName), MACOS),
         opt("httpProxyPort", Ty::Int(1, 65535)),
         opt("socksProxyPort", Ty::Int(1, 65535)),
-        ign("mitmProxy", Ty::Object(&MITM),
-            "routing to a mitm proxy is not implemented; the domains are still decided by the lists (ignored)"),
-        ign("filterRequest", Ty::Never("filterRequest must be a function, which json cannot hold"), L7),
+        ign(
+            "mitmProxy",
+            Ty::Object(&MITM),
+            "routing to a mitm proxy is not implemented; the domains are still decided by the lists (ignored)",
+        ),
+        ign(
+            "filterRequest",
+            Ty::Never("filterRequest must be a function, which json cannot hold"),
+            L7,
+        ),
         ign("allowPlaintextHeaderSet", Ty::Bool, L7),
         ign("stripResponseHeaders", Ty::List(&Ty::NonEmpty), L7),
         ign("refuseOpaqueTunnels", Ty::Bool, L7),
-        ign("requireHostMatch", Ty::Bool,
-            "oajail always requires a tunnel's tls server name to match its connect host (ignored)"),
-        ign("ambiguousRequestTarget", Ty::OneOf(&["refuse", "asSpelled", "normalize"]), L7),
-        ign("tlsTerminate", Ty::Object(&TLS_TERMINATE),
-            "tls termination is not implemented; https stays end to end (ignored)"),
-        ign("parentProxy", Ty::Object(&PARENT_PROXY),
-            "chaining to a parent proxy is not implemented; destinations are dialled directly (ignored)"),
+        ign(
+            "requireHostMatch",
+            Ty::Bool,
+            "oajail always requires a tunnel's tls server name to match its connect host (ignored)",
+        ),
+        ign(
+            "ambiguousRequestTarget",
+            Ty::OneOf(&["refuse", "asSpelled", "normalize"]),
+            L7,
+        ),
+        ign(
+            "tlsTerminate",
+            Ty::Object(&TLS_TERMINATE),
+            "tls termination is not implemented; https stays end to end (ignored)",
+        ),
+        ign(
+            "parentProxy",
+            Ty::Object(&PARENT_PROXY),
+            "chaining to a parent proxy is not implemented; destinations are dialled directly (ignored)",
+        ),
     ],
 };
 
 static FILESYSTEM: Obj = Obj {
     strict: false,
     fields: &[
-        ign("disabled", Ty::Bool, "oajail always enforces the filesystem rules (ignored)"),
+        ign(
+            "disabled",
+            Ty::Bool,
+            "oajail always enforces the filesystem rules (ignored)",
+        ),
         req("denyRead", Ty::List(&Ty::Entry)),
         opt("allowRead", Ty::List(&Ty::Entry)),
         req("allowWrite", Ty::List(&Ty::Entry)),
@@ -238,7 +303,11 @@ static MITM: Obj = Obj {
 
 static PARENT_PROXY: Obj = Obj {
     strict: false,
-    fields: &[opt("http", Ty::Url), opt("https", Ty::Url), opt("noProxy", Ty::Str)],
+    fields: &[
+        opt("http", Ty::Url),
+        opt("https", Ty::Url),
+        opt("noProxy", Ty::Str),
+    ],
 };
 
 static TLS_TERMINATE: Obj = Obj {
@@ -255,7 +324,11 @@ static TLS_TERMINATE: Obj = Obj {
 
 static RIPGREP: Obj = Obj {
     strict: false,
-    fields: &[req("command", Ty::Str), opt("args", Ty::List(&Ty::Str)), opt("argv0", Ty::Str)],
+    fields: &[
+        req("command", Ty::Str),
+        opt("args", Ty::List(&Ty::Str)),
+        opt("argv0", Ty::Str),
+    ],
 };
 
 static SECCOMP: Obj = Obj {
@@ -318,16 +391,28 @@ static LIMITS: Obj = Obj {
 /// unknown key.
 pub(crate) fn check_document(root: &Value) -> Result<Vec<String>, Problem> {
     let mut warnings = Vec::new();
-    check(root, &Ty::Object(&ROOT), &JsonPath::root(), false, &mut warnings)?;
+    check(
+        root,
+        &Ty::Object(&ROOT),
+        &JsonPath::root(),
+        false,
+        &mut warnings,
+    )?;
     Ok(warnings)
 }
 
 /// Checks one value. `quiet` is set inside an ignored key, whose own warning
 /// already covers everything below it.
-fn check(value: &Value, ty: &Ty, path: &JsonPath, quiet: bool, warn: &mut Vec<String>) -> Result<(), Problem> {
+fn check(
+    value: &Value,
+    ty: &Ty,
+    path: &JsonPath,
+    quiet: bool,
+    warn: &mut Vec<String>,
+) -> Result<(), Problem> {
     match (ty, value) {
         (Ty::Nullable(_), Value::Null) => Ok(()),
-        (Ty::Nullable(inner), _) => check(value, inner, path, quiet, warn),
+        (Ty::Nullable(inner), Value::Number(_)) => check(value, inner, path, quiet, warn),
         (Ty::List(item) | Ty::List1(item), Value::Array(items)) => {
             if items.is_empty() && matches!(ty, Ty::List1(_)) {
                 return Err(Problem::new(path, "must not be empty"));
@@ -366,7 +451,10 @@ fn check_object(
 ) -> Result<(), Problem> {
     for field in obj.fields {
         if field.required && !members.contains_key(field.name) {
-            return Err(Problem::new(&path.key(field.name), "required key is missing"));
+            return Err(Problem::new(
+                &path.key(field.name),
+                "required key is missing",
+            ));
         }
     }
     for (key, value) in members {
@@ -405,13 +493,19 @@ fn check_literal_entry(members: &Map<String, Value>, path: &JsonPath) -> Result<
         Some(Value::String(text)) => check_string(text, &Ty::Entry, &path.key("path"))?,
         Some(other) => {
             let found = type_name(other);
-            return Err(Problem::new(&path.key("path"), format!("expected a string, found {found}")));
+            return Err(Problem::new(
+                &path.key("path"),
+                format!("expected a string, found {found}"),
+            ));
         }
         None => return Err(Problem::new(&path.key("path"), "required key is missing")),
     }
     match members.get("literal") {
         Some(Value::Bool(true)) => Ok(()),
-        None => Err(Problem::new(&path.key("literal"), "required key is missing")),
+        None => Err(Problem::new(
+            &path.key("literal"),
+            "required key is missing",
+        )),
         Some(_) => Err(Problem::new(
             &path.key("literal"),
             "must be true (write the path as a plain string otherwise)",
@@ -420,10 +514,8 @@ fn check_literal_entry(members: &Map<String, Value>, path: &JsonPath) -> Result<
 }
 
 fn check_int(value: &Value, min: i64, max: i64, path: &JsonPath) -> Result<(), Problem> {
-    if let Some(n) = as_integer(value) {
-        if (i128::from(min)..=i128::from(max)).contains(&n) {
-            return Ok(());
-        }
+    if as_integer(value).is_some_and(|n| (i128::from(min)..=i128::from(max)).contains(&n)) {
+        return Ok(());
     }
     Err(Problem::new(
         path,
@@ -450,8 +542,18 @@ pub(crate) fn as_integer(value: &Value) -> Option<i128> {
 fn expects_string(ty: &Ty) -> bool {
     matches!(
         ty,
-        Ty::Str | Ty::NonEmpty | Ty::StrLen(..) | Ty::OneOf(_) | Ty::AbsPath | Ty::Domain(_)
-            | Ty::Address | Ty::Url | Ty::Uuid | Ty::EnvName | Ty::EnvPattern | Ty::MachName
+        Ty::Str
+            | Ty::NonEmpty
+            | Ty::StrLen(..)
+            | Ty::OneOf(_)
+            | Ty::AbsPath
+            | Ty::Domain(_)
+            | Ty::Address
+            | Ty::Url
+            | Ty::Uuid
+            | Ty::EnvName
+            | Ty::EnvPattern
+            | Ty::MachName
             | Ty::Entry
     )
 }
@@ -464,11 +566,17 @@ fn check_string(text: &str, ty: &Ty, path: &JsonPath) -> Result<(), Problem> {
         }
         Ty::OneOf(allowed) if !allowed.contains(&text) => Some(format!(
             "must be one of {}, found {}",
-            allowed.iter().map(|a| quote(a)).collect::<Vec<_>>().join(", "),
+            allowed
+                .iter()
+                .map(|a| quote(a))
+                .collect::<Vec<_>>()
+                .join(", "),
             quote(text)
         )),
         Ty::AbsPath if !text.starts_with('/') => Some("must be an absolute path".to_owned()),
-        Ty::Domain(kind) => DomainPattern::parse(text, *kind).err().map(|e| e.to_string()),
+        Ty::Domain(kind) => DomainPattern::parse(text, *kind)
+            .err()
+            .map(|e| e.to_string()),
         Ty::Address => parse_address(text).err(),
         Ty::Url if !looks_like_url(text) => Some(format!("{} is not a url", quote(text))),
         Ty::Uuid if !is_uuid(text) => Some(format!("{} is not a uuid", quote(text))),
@@ -497,14 +605,19 @@ fn check_port_range(items: &[Value], path: &JsonPath) -> Result<(), Problem> {
     check_int(high, i64::MIN, 65535, &path.index(1))?;
     let (low, high) = (as_integer(low).unwrap_or(0), as_integer(high).unwrap_or(0));
     if low > high || high - low > 64 {
-        return Err(Problem::new(path, "low must be <= high and the range at most 64 wide"));
+        return Err(Problem::new(
+            path,
+            "low must be <= high and the range at most 64 wide",
+        ));
     }
     Ok(())
 }
 
 /// A loose check for what WHATWG `new URL()` accepts: a scheme and a rest.
 fn looks_like_url(text: &str) -> bool {
-    let Some((scheme, rest)) = text.split_once(':') else { return false };
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
     let mut chars = scheme.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
@@ -577,7 +690,10 @@ mod tests {
     fn ignored_keys_are_still_type_checked() {
         let mut doc = minimal();
         doc["mandatoryDenySearchDepth"] = json!(11);
-        assert_eq!(problem(&doc), "mandatoryDenySearchDepth: must be an integer from 1 to 10, found 11");
+        assert_eq!(
+            problem(&doc),
+            "mandatoryDenySearchDepth: must be an integer from 1 to 10, found 11"
+        );
         let mut doc = minimal();
         doc["network"]["allowMachLookup"] = json!(["a*b"]);
         assert_eq!(

@@ -64,7 +64,10 @@ impl Policy {
             root.insert("allowNestedUserNamespaces".into(), Value::Bool(true));
         }
         if !process.git_safe_directories.is_empty() {
-            root.insert("git".into(), json!({"safeDirectories": process.git_safe_directories}));
+            root.insert(
+                "git".into(),
+                json!({"safeDirectories": process.git_safe_directories}),
+            );
         }
         // srt removes these variables itself (`--unsetenv`), so the srt
         // spelling keeps the meaning for both tools.
@@ -91,10 +94,16 @@ fn network_json(policy: &Policy) -> Value {
     out.insert("allowedDomains".into(), json!(names(&net.allowed_domains)));
     out.insert("deniedDomains".into(), json!(names(&net.denied_domains)));
     if !net.denied_domain_reasons.is_empty() {
-        out.insert("deniedDomainReasons".into(), json!(net.denied_domain_reasons));
+        out.insert(
+            "deniedDomainReasons".into(),
+            json!(net.denied_domain_reasons),
+        );
     }
     if !net.denied_resolved_addresses.is_empty() {
-        out.insert("deniedResolvedAddresses".into(), json!(net.denied_resolved_addresses));
+        out.insert(
+            "deniedResolvedAddresses".into(),
+            json!(net.denied_resolved_addresses),
+        );
     }
     if net.allow_all_unix_sockets {
         out.insert("allowAllUnixSockets".into(), Value::Bool(true));
@@ -113,9 +122,8 @@ fn network_json(policy: &Policy) -> Value {
 
 fn filesystem_json(policy: &Policy) -> Value {
     let fs = &policy.filesystem;
-    let list = |entries: &[PathEntry]| -> Value {
-        Value::Array(entries.iter().map(entry_json).collect())
-    };
+    let list =
+        |entries: &[PathEntry]| -> Value { Value::Array(entries.iter().map(entry_json).collect()) };
     let mut out = Map::new();
     out.insert("denyRead".into(), list(&fs.deny_read));
     out.insert("allowRead".into(), list(&fs.allow_read));
@@ -150,7 +158,10 @@ fn oajail_json(policy: &Policy) -> Map<String, Value> {
         out.insert("allowDegraded".into(), Value::Bool(true));
     }
     if !settings.allow_private_destinations.is_empty() {
-        out.insert("allowPrivateDestinations".into(), json!(settings.allow_private_destinations));
+        out.insert(
+            "allowPrivateDestinations".into(),
+            json!(settings.allow_private_destinations),
+        );
     }
     out
 }
@@ -158,7 +169,10 @@ fn oajail_json(policy: &Policy) -> Map<String, Value> {
 fn limits_json(limits: &Limits) -> Map<String, Value> {
     let defaults = Limits::default();
     let mut out = Map::new();
-    for ((key, value), (_, default)) in limit_fields(limits).into_iter().zip(limit_fields(&defaults)) {
+    for ((key, value), (_, default)) in limit_fields(limits)
+        .into_iter()
+        .zip(limit_fields(&defaults))
+    {
         if value != default {
             out.insert(key.into(), json!(value));
         }
@@ -187,7 +201,10 @@ fn object<'a>(parent: &'a Map<String, Value>, key: &str) -> Option<&'a Map<Strin
 }
 
 fn flag(parent: Option<&Map<String, Value>>, key: &str) -> bool {
-    parent.and_then(|p| p.get(key)).and_then(Value::as_bool).unwrap_or(false)
+    parent
+        .and_then(|p| p.get(key))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
 }
 
 fn strings(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> Vec<At<String>> {
@@ -199,7 +216,11 @@ fn strings(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> V
 }
 
 /// Path entries: a string, or `{"path": …, "literal": true}`.
-fn entries(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> Vec<At<(String, bool)>> {
+fn entries(
+    parent: Option<&Map<String, Value>>,
+    key: &str,
+    path: &JsonPath,
+) -> Vec<At<(String, bool)>> {
     let items = parent.and_then(|p| p.get(key)).and_then(Value::as_array);
     let path = path.key(key);
     let read = |(i, item): (usize, &Value)| match item {
@@ -210,7 +231,12 @@ fn entries(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> V
         }
         _ => None,
     };
-    items.into_iter().flatten().enumerate().filter_map(read).collect()
+    items
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(read)
+        .collect()
 }
 
 fn port(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> Option<At<i128>> {
@@ -255,26 +281,46 @@ fn draft_from_srt(root: &Map<String, Value>, warnings: &mut Vec<String>) -> Resu
 /// (added to `denyRead`) and every listed variable removed (added to
 /// `envDeny`), whatever the mode: the jail then sees less than under srt,
 /// never more. A `"mask"` entry says so in a warning.
-fn read_credentials(root: &Map<String, Value>, draft: &mut Draft, warnings: &mut Vec<String>) -> Result<(), Problem> {
-    let Some(creds) = object(root, "credentials") else { return Ok(()) };
+fn read_credentials(
+    root: &Map<String, Value>,
+    draft: &mut Draft,
+    warnings: &mut Vec<String>,
+) -> Result<(), Problem> {
+    let Some(creds) = object(root, "credentials") else {
+        return Ok(());
+    };
     let path = JsonPath::root().key("credentials");
-    let lists = [("files", "path", "the file is denied instead"), ("envVars", "name", "the variable is removed instead")];
+    let lists = [
+        ("files", "path", "the file is denied instead"),
+        ("envVars", "name", "the variable is removed instead"),
+    ];
     for (list, key, instead) in lists {
         let items = creds.get(list).and_then(Value::as_array);
         for (i, item) in items.into_iter().flatten().enumerate() {
             let item_path = path.key(list).index(i);
-            let (Some(text), Some(mode)) = (item.get(key).and_then(Value::as_str), item.get("mode").and_then(Value::as_str)) else {
+            let (Some(text), Some(mode)) = (
+                item.get(key).and_then(Value::as_str),
+                item.get("mode").and_then(Value::as_str),
+            ) else {
                 continue;
             };
             if mode == "mask" {
                 if list == "files" && text.ends_with('/') {
-                    let message = format!("credential mode \"mask\" applies to a single file, not a directory; use mode \"deny\" for {}", quote(text));
+                    let message = format!(
+                        "credential mode \"mask\" applies to a single file, not a directory; use mode \"deny\" for {}",
+                        quote(text)
+                    );
                     return Err(Problem::new(&item_path.key("path"), message));
                 }
-                warnings.push(format!("{}: \"mask\" is not implemented; {instead}", item_path.key("mode")));
+                warnings.push(format!(
+                    "{}: \"mask\" is not implemented; {instead}",
+                    item_path.key("mode")
+                ));
             }
             if list == "files" {
-                draft.deny_read.push((item_path.key(key), (text.to_owned(), false)));
+                draft
+                    .deny_read
+                    .push((item_path.key(key), (text.to_owned(), false)));
             } else {
                 draft.env_deny.push((item_path.key(key), text.to_owned()));
             }
@@ -288,7 +334,9 @@ fn read_oajail(settings: Option<&Map<String, Value>>, path: &JsonPath, draft: &m
     draft.env_deny.extend(strings(settings, "envDeny", path));
     draft.allow_degraded = flag(settings, "allowDegraded");
     draft.allow_private_destinations = strings(settings, "allowPrivateDestinations", path);
-    let Some(limits) = settings.and_then(|s| object(s, "limits")) else { return };
+    let Some(limits) = settings.and_then(|s| object(s, "limits")) else {
+        return;
+    };
     let mut out = Limits::default();
     let read = |key: &str, default: Option<u64>| match limits.get(key) {
         None => default,

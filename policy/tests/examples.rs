@@ -1,6 +1,9 @@
 //! Every example policy: snapshots of its canonical JSON, hash, warnings and
 //! srt output, and round trips through both formats under perturbation.
 
+// Helpers outside #[test] functions panic on purpose: a broken fixture is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use oajail_policy::Policy;
 use oajail_policy::srt::Loaded;
 use serde_json::Value;
@@ -47,7 +50,11 @@ fn snapshots_of_every_example() {
         let report = format!(
             "sha256: {}\nwarnings:\n{}\ncanonical:\n{}",
             loaded.policy.sha256(),
-            loaded.warnings.iter().map(|w| format!("  {w}\n")).collect::<String>(),
+            loaded
+                .warnings
+                .iter()
+                .map(|w| format!("  {w}\n"))
+                .collect::<String>(),
             serde_json::to_string_pretty(&canonical).unwrap(),
         );
         insta::assert_snapshot!(format!("{stem}.canonical"), report);
@@ -69,8 +76,13 @@ fn srt_output_round_trips_without_warnings() {
 #[test]
 fn srt_output_has_srt_required_keys_and_no_oajail_keys_outside_the_oajail_object() {
     let allowed_top = [
-        "network", "filesystem", "credentials", "enableWeakerNestedSandbox",
-        "allowNestedUserNamespaces", "git", "oajail",
+        "network",
+        "filesystem",
+        "credentials",
+        "enableWeakerNestedSandbox",
+        "allowNestedUserNamespaces",
+        "git",
+        "oajail",
     ];
     for (stem, text) in examples() {
         let srt = load(&text, &stem).policy.to_srt_json();
@@ -82,10 +94,16 @@ fn srt_output_has_srt_required_keys_and_no_oajail_keys_outside_the_oajail_object
             assert!(srt["network"][key].is_array(), "{stem}: network.{key}");
         }
         for key in ["denyRead", "allowWrite", "denyWrite"] {
-            assert!(srt["filesystem"][key].is_array(), "{stem}: filesystem.{key}");
+            assert!(
+                srt["filesystem"][key].is_array(),
+                "{stem}: filesystem.{key}"
+            );
         }
         if let Some(oajail) = root.get("oajail") {
-            assert!(!oajail.as_object().unwrap().is_empty(), "{stem}: empty oajail object");
+            assert!(
+                !oajail.as_object().unwrap().is_empty(),
+                "{stem}: empty oajail object"
+            );
         }
     }
 }
@@ -103,7 +121,11 @@ fn canonical_json_round_trips_with_and_without_its_hash() {
         assert_eq!(load(&with_hash.to_string(), &stem).policy, policy, "{stem}");
         with_hash["policySha256"] = Value::String("0".repeat(64));
         let err = Policy::from_settings_json(&with_hash.to_string(), "p").unwrap_err();
-        assert!(err.to_string().starts_with("p: policySha256: does not match the policy"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("p: policySha256: does not match the policy"),
+            "{err}"
+        );
     }
 }
 
