@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 mod canonical;
+mod check;
 pub mod compile;
 mod defaults;
 pub mod domain;

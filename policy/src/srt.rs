@@ -2,9 +2,10 @@
 //! as srt settings.
 //!
 //! Reading is three steps: strict JSON (`json.rs`: repeated keys refused),
-//! the schema walk (`schema.rs`: types, required keys, ranges, warnings for
-//! ignored and unknown keys), then this module reads the implemented keys
-//! into a `Draft` that `normalize.rs` validates and normalises. A document
+//! the schema walk (`schema.rs` tables, `check.rs` walker: types, required
+//! keys, ranges, warnings for ignored and unknown keys), then this module
+//! reads the implemented keys into a `Draft` that `normalize.rs` validates
+//! and normalises. A document
 //! with a top-level `"process"` key is oajail's canonical JSON instead and is
 //! read by `canonical.rs`; srt has no such key.
 //!
@@ -13,10 +14,10 @@
 //! and oajail-only settings go in the `"oajail"` object, which srt ignores
 //! and which is left out when all of it is default.
 
+use crate::check::{self, as_integer};
 use crate::error::{JsonPath, Problem, quote};
 use crate::json::{self, type_name};
 use crate::normalize::{At, Draft};
-use crate::schema::{self, as_integer};
 use crate::{Limits, PathEntry, Policy, PolicyError};
 use serde_json::{Map, Value, json};
 
@@ -43,7 +44,7 @@ impl Policy {
             return crate::canonical::read(root, origin);
         }
         let loaded = (|| {
-            let mut warnings = schema::check_document(&value)?;
+            let mut warnings = check::check_document(&value)?;
             let draft = draft_from_srt(root, &mut warnings)?;
             let policy = draft.build(&mut warnings)?;
             Ok(Loaded { policy, warnings })
@@ -194,7 +195,7 @@ fn limit_fields(limits: &Limits) -> [(&'static str, Option<u64>); 8] {
     ]
 }
 
-// ---- reading: the document has passed `schema::check_document` ----------
+// ---- reading: the document has passed `check::check_document` ----------
 
 fn object<'a>(parent: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
     parent.get(key).and_then(Value::as_object)
