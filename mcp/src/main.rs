@@ -1,1 +1,180 @@
-fn main() {}
+//! `openagenda-mcp`: the code-mode MCP server binary.
+//!
+//! `openagenda-mcp` serves MCP on stdio; `openagenda-mcp print-egress-policy`
+//! prints the srt settings it needs from its wrapper. The hidden first
+//! argument `__execute-worker` turns the process into a single-use worker
+//! (see `openagenda_mcp::worker`).
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use openagenda_mcp::config::{self, Config, EgressAuthority, Limits};
+use openagenda_mcp::executor::Executor;
+use openagenda_mcp::spec::Catalogue;
+use openagenda_mcp::tools::Tools;
+use openagenda_mcp::{api, egress, log, mcp, worker};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "openagenda-mcp", version, about = "Code-mode MCP server (search_docs + execute) for the OpenAgenda v3 API or any OpenAPI")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    opts: Opts,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the egress policy (srt settings) this server needs from its wrapper.
+    PrintEgressPolicy {
+        /// `srt` (settings JSON) or `json` (settings plus policySha256).
+        #[arg(long, default_value = "srt")]
+        format: String,
+    },
+}
+
+#[derive(clap::Args)]
+struct Opts {
+    /// API base URL; calls go only to its host.
+    #[arg(long, env = "OA_BASE_URL", default_value = config::DEFAULT_BASE_URL, global = true)]
+    base_url: String,
+    /// Extra PEM CA bundle for the API client (development and tests).
+    #[arg(long, env = "OA_EXTRA_CA_CERTS")]
+    extra_ca_certs: Option<PathBuf>,
+    /// OpenAPI 3.0/3.1 file (YAML or JSON) replacing the built-in OpenAgenda v3 catalogue.
+    #[arg(long, env = "OA_OPENAPI")]
+    openapi: Option<PathBuf>,
+    /// Expose write operations (POST/PUT/PATCH/DELETE); execute is then annotated destructive.
+    #[arg(long)]
+    allow_writes: bool,
+    /// Disable execute (search_docs stays up).
+    #[arg(long, env = "OA_EXECUTE_DISABLED")]
+    execute_disabled: bool,
+    /// Deadline of one execute, in ms.
+    #[arg(long, env = "OA_SANDBOX_TIMEOUT_MS", default_value_t = 5000)]
+    timeout_ms: u64,
+    /// QuickJS heap cap of one execute, in MiB.
+    #[arg(long, env = "OA_SANDBOX_MEMORY_MB", default_value_t = 256)]
+    memory_mb: u64,
+    /// Executes running at once.
+    #[arg(long, env = "OA_MAX_CONCURRENCY", default_value_t = 4)]
+    max_concurrency: usize,
+    /// Executes allowed to wait for a slot.
+    #[arg(long, env = "OA_EXEC_MAX_QUEUE", default_value_t = 64)]
+    exec_max_queue: usize,
+    /// How long a queued execute waits before answering busy, in ms.
+    #[arg(long, env = "OA_EXEC_QUEUE_TIMEOUT_MS", default_value_t = 30_000)]
+    exec_queue_timeout_ms: u64,
+    /// API calls one execute may make.
+    #[arg(long, env = "OA_MAX_API_CALLS", default_value_t = 50)]
+    max_api_calls: u32,
+    /// Per-request timeout of the API client, in ms.
+    #[arg(long, env = "OA_API_TIMEOUT_MS", default_value_t = 10_000)]
+    api_timeout_ms: u64,
+    /// Pre-started workers (default: the concurrency).
+    #[arg(long, env = "OA_WORKER_POOL")]
+    worker_pool: Option<usize>,
+}
+
+impl Opts {
+    fn config(&self) -> Result<Config> {
+        let authority = std::env::var("OA_CODE_EGRESS_AUTHORITY").ok();
+        let egress = EgressAuthority::parse(authority.as_deref(), std::env::var_os("OAJAIL").is_some())?;
+        if self.timeout_ms == 0 || self.memory_mb < 8 || self.max_concurrency == 0 {
+            bail!("config: timeout must be > 0, memory at least 8 MiB and concurrency at least 1");
+        }
+        Ok(Config {
+            base_url: self.base_url.clone(),
+            extra_ca_certs: self.extra_ca_certs.clone(),
+            openapi: self.openapi.clone(),
+            allow_writes: self.allow_writes,
+            execute_disabled: self.execute_disabled,
+            egress,
+            limits: Limits {
+                timeout: Duration::from_millis(self.timeout_ms),
+                memory_mb: self.memory_mb,
+                output_cap: config::OUTPUT_CAP,
+                max_concurrency: self.max_concurrency,
+                max_queue: self.exec_max_queue,
+                queue_timeout: Duration::from_millis(self.exec_queue_timeout_ms),
+                max_api_calls: self.max_api_calls,
+                api_timeout: Duration::from_millis(self.api_timeout_ms),
+                pool_size: self.worker_pool.unwrap_or(self.max_concurrency),
+            },
+        })
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(worker::WORKER_ARG) {
+        std::process::exit(run_worker(&args));
+    }
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        log::line("error", &format!("{e:#}"));
+        std::process::exit(2);
+    }
+}
+
+fn run_worker(args: &[String]) -> i32 {
+    let num = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok());
+    let (Some(memory_mb), Some(timeout_ms)) = (num(2), num(3)) else {
+        log::line("error", "worker: usage: __execute-worker MEMORY_MB TIMEOUT_MS");
+        return 2;
+    };
+    match worker::child::run(memory_mb, timeout_ms) {
+        Ok(()) => 0,
+        Err(e) => {
+            log::line("error", &format!("worker: {e}"));
+            1
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let cfg = cli.opts.config()?;
+    if let Some(Command::PrintEgressPolicy { format }) = &cli.command {
+        let text = egress::print(format, &cfg.api_host()?, &egress::run_dir()?)?;
+        let mut out = std::io::stdout().lock();
+        std::io::Write::write_all(&mut out, format!("{text}\n").as_bytes())?;
+        return Ok(());
+    }
+    let host = cfg.api_host()?;
+    let egress_note = match cfg.egress {
+        EgressAuthority::Wrapper => {
+            egress::check_wrapper(&host, &egress::run_dir()?, std::env::var("OAJAIL_POLICY_SHA256").ok().as_deref())?;
+            format!("Egress is bounded by oajail to {host}.")
+        }
+        EgressAuthority::None => {
+            log::banner(egress::UNBOUNDED_BANNER);
+            "Egress of this server is not bounded by a jail.".to_owned()
+        }
+    };
+    let catalogue = Arc::new(match &cfg.openapi {
+        Some(path) => Catalogue::from_file(path, cfg.allow_writes)?,
+        None => Catalogue::builtin(cfg.allow_writes)?,
+    });
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio runtime")?;
+    rt.block_on(serve(cfg, catalogue, egress_note))
+}
+
+async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> Result<()> {
+    let key = std::env::var("OA_API_KEY").ok();
+    let executor = if cfg.execute_disabled {
+        log::line("info", "execute is disabled (OA_EXECUTE_DISABLED)");
+        None
+    } else {
+        let api = api::ApiClient::new(&cfg.base_url, key, cfg.extra_ca_certs.as_deref(), cfg.limits.api_timeout)?;
+        let exe = std::env::current_exe().context("locating this binary for workers")?;
+        let l = &cfg.limits;
+        let timeout_ms = u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX);
+        let pool = worker::pool::Pool::new(exe, l.memory_mb, timeout_ms, l.pool_size);
+        Some(Executor::new(pool, Arc::new(api), catalogue.clone(), l.clone()))
+    };
+    let tools = Tools::new(catalogue.clone(), executor, cfg.limits.timeout, cfg.limits.memory_mb, egress_note);
+    log::line("info", &format!("serving {} operations of {} on stdio", catalogue.ops.len(), catalogue.title));
+    mcp::Server::new(Arc::new(tools)).serve_stdio().await.map_err(anyhow::Error::msg)
+}

@@ -1,0 +1,263 @@
+//! The Rust-side API client that performs `oa.*` calls for the workers.
+//!
+//! Invariants:
+//! - requests go only to the base URL's scheme, host and port; URLs are
+//!   built from the base and the operation's path template, never taken
+//!   from the script;
+//! - redirects are never followed, so the key cannot be carried elsewhere;
+//! - the key is sent as a sensitive `Authorization: Bearer` header and is
+//!   replaced by `[redacted]` in every text this module returns;
+//! - proxies come from `HTTPS_PROXY`/`NO_PROXY` (inside oajail, the jail's
+//!   proxy); TLS roots are the compiled-in Mozilla set plus
+//!   `OA_EXTRA_CA_CERTS`.
+
+use crate::McpError;
+use crate::spec::{Operation, Param, ParamIn, Style};
+use reqwest::Url;
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// API responses larger than this are refused.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+/// Error bodies are cut to this many characters in excerpts.
+const EXCERPT_CHARS: usize = 2000;
+
+/// What one call gives back to the script, plus bookkeeping.
+pub struct ApiReply {
+    /// `{data, error}`.
+    pub json: Value,
+    /// HTTP status (0 for transport errors) when the call failed.
+    pub failed_status: Option<u16>,
+    /// Bounded, redacted excerpt of the failure.
+    pub excerpt: String,
+}
+
+/// The client.
+pub struct ApiClient {
+    http: reqwest::Client,
+    base: Url,
+    key: Option<String>,
+}
+
+impl ApiClient {
+    /// Builds the client for `base_url`.
+    pub fn new(
+        base_url: &str,
+        key: Option<String>,
+        extra_ca: Option<&Path>,
+        timeout: Duration,
+    ) -> Result<Self, McpError> {
+        let base = Url::parse(base_url).map_err(|e| McpError::Client(format!("base url: {e}")))?;
+        let tls = tls_config(extra_ca)?;
+        let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .user_agent(concat!("openagenda-mcp/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| McpError::Client(e.to_string()))?;
+        Ok(Self { http, base, key: key.filter(|k| !k.is_empty()) })
+    }
+
+    /// Replaces the key in `text`.
+    pub fn redact(&self, text: &str) -> String {
+        match &self.key {
+            Some(k) => text.replace(k.as_str(), "[redacted]"),
+            None => text.to_owned(),
+        }
+    }
+
+    /// Performs one operation with the script's `{path, query, body}`.
+    pub async fn call(&self, op: &Operation, args: &Value) -> ApiReply {
+        let url = match build_url(&self.base, op, args) {
+            Ok(u) => u,
+            Err(msg) => return self.failure(0, msg, None),
+        };
+        let method = reqwest::Method::from_bytes(op.method.as_bytes()).unwrap_or(reqwest::Method::GET);
+        let mut req = self.http.request(method, url);
+        if let Some(key) = &self.key
+            && let Ok(mut v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+        {
+            v.set_sensitive(true);
+            req = req.header(reqwest::header::AUTHORIZATION, v);
+        }
+        if let Some(body) = args.get("body").filter(|b| !b.is_null()) {
+            req = req.json(body);
+        }
+        match req.send().await {
+            Ok(resp) => self.read(resp).await,
+            Err(e) => self.failure(0, format!("request failed: {}", without_url(&e)), None),
+        }
+    }
+
+    async fn read(&self, mut resp: reqwest::Response) -> ApiReply {
+        let status = resp.status().as_u16();
+        let mut body = Vec::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    body.extend_from_slice(&chunk);
+                    if body.len() > MAX_BODY {
+                        return self.failure(status, format!("response larger than {MAX_BODY} bytes"), None);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return self.failure(status, format!("reading the response failed: {}", without_url(&e)), None),
+            }
+        }
+        let text = String::from_utf8_lossy(&body);
+        let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.to_string()));
+        if (200..300).contains(&status) {
+            return ApiReply { json: json!({"data": parsed, "error": null}), failed_status: None, excerpt: String::new() };
+        }
+        let message = parsed
+            .pointer("/error/message")
+            .or_else(|| parsed.get("message"))
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("HTTP {status}"), |m| format!("HTTP {status}: {m}"));
+        self.failure(status, message, Some(parsed))
+    }
+
+    fn failure(&self, status: u16, message: String, body: Option<Value>) -> ApiReply {
+        let message = self.redact(&message);
+        let excerpt_src = body.as_ref().map_or_else(|| message.clone(), Value::to_string);
+        let excerpt: String = self.redact(&excerpt_src).chars().take(EXCERPT_CHARS).collect();
+        let body = body.map(|b| {
+            let text = self.redact(&b.to_string());
+            serde_json::from_str(&text).unwrap_or(Value::String(excerpt.clone()))
+        });
+        let mut error = json!({"status": status, "message": message});
+        if let Some(b) = body {
+            error["body"] = b;
+        }
+        ApiReply { json: json!({"data": null, "error": error}), failed_status: Some(status), excerpt }
+    }
+}
+
+fn without_url(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn tls_config(extra_ca: Option<&Path>) -> Result<rustls::ClientConfig, McpError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = extra_ca {
+        let certs = CertificateDer::pem_file_iter(path)
+            .map_err(|e| McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display())))?;
+        for cert in certs {
+            let cert = cert.map_err(|e| McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display())))?;
+            roots
+                .add(cert)
+                .map_err(|e| McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display())))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| McpError::Client(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// Builds the request URL from the base, the path template and the args.
+pub fn build_url(base: &Url, op: &Operation, args: &Value) -> Result<Url, String> {
+    let path_args = args.get("path");
+    let mut url = base.clone();
+    {
+        let mut segs = url.path_segments_mut().map_err(|()| "base url cannot have a path".to_string())?;
+        segs.pop_if_empty();
+        for seg in op.path.split('/').filter(|s| !s.is_empty()) {
+            segs.push(&fill_segment(seg, op, path_args)?);
+        }
+    }
+    let query = args.get("query").and_then(Value::as_object);
+    if let Some(q) = query.filter(|q| !q.is_empty()) {
+        let mut pairs = url.query_pairs_mut();
+        for (name, value) in q {
+            let spec = op.params.iter().find(|p| p.name == *name && p.location == ParamIn::Query);
+            for (k, v) in query_pairs(name, value, spec) {
+                pairs.append_pair(&k, &v);
+            }
+        }
+    }
+    for p in op.params.iter().filter(|p| p.required && p.location == ParamIn::Query) {
+        if query.and_then(|q| q.get(&p.name)).is_none_or(Value::is_null) {
+            return Err(format!("query parameter {} is required", p.name));
+        }
+    }
+    if url.host_str() != base.host_str() || url.port_or_known_default() != base.port_or_known_default() {
+        return Err("refusing a request to another host".into());
+    }
+    Ok(url)
+}
+
+fn fill_segment(seg: &str, op: &Operation, path_args: Option<&Value>) -> Result<String, String> {
+    let mut out = seg.to_owned();
+    while let Some(start) = out.find('{') {
+        let end = out[start..].find('}').map(|e| start + e).ok_or("bad path template")?;
+        let name = out[start + 1..end].to_owned();
+        let value = path_args
+            .and_then(|p| p.get(&name))
+            .filter(|v| !v.is_null())
+            .ok_or_else(|| format!("path parameter {name} is required (pass {{ path: {{ {name} }} }})"))?;
+        let text = scalar(value).ok_or_else(|| format!("path parameter {name} must be a string or a number"))?;
+        if text.is_empty() {
+            return Err(format!("path parameter {name} is empty"));
+        }
+        out.replace_range(start..=end, &text);
+    }
+    let _ = op;
+    Ok(out)
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Serialises one query value by the parameter's style.
+fn query_pairs(name: &str, value: &Value, spec: Option<&Param>) -> Vec<(String, String)> {
+    let style = spec.map_or(Style::Form, |p| p.style);
+    let explode = spec.is_none_or(|p| p.explode);
+    match value {
+        Value::Null => Vec::new(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().filter_map(scalar).collect();
+            if explode {
+                items.into_iter().map(|v| (name.to_owned(), v)).collect()
+            } else {
+                vec![(name.to_owned(), items.join(","))]
+            }
+        }
+        Value::Object(map) if style == Style::DeepObject || explode => map
+            .iter()
+            .flat_map(|(k, v)| match v {
+                Value::Array(a) => a.iter().filter_map(scalar).map(|s| (format!("{name}[{k}]"), s)).collect(),
+                other => scalar(other).map(|s| (format!("{name}[{k}]"), s)).into_iter().collect::<Vec<_>>(),
+            })
+            .collect(),
+        Value::Object(map) => {
+            let flat: Vec<String> = map.iter().flat_map(|(k, v)| [k.clone(), scalar(v).unwrap_or_default()]).collect();
+            vec![(name.to_owned(), flat.join(","))]
+        }
+        other => scalar(other).map(|s| (name.to_owned(), s)).into_iter().collect(),
+    }
+}

@@ -1,0 +1,188 @@
+//! The egress policy this server asks its wrapper to enforce, and the boot
+//! check that the wrapper really enforces it.
+//!
+//! The policy is srt settings JSON: network allowed only to the API host;
+//! reads denied under `~` but re-allowed for `.` and for the directory of
+//! this binary (it re-executes itself for workers); no writes. Its hash is
+//! computed by `oajail-policy` from the very JSON text printed, so
+//! `print-egress-policy --format json` and `oajail policy hash` agree by
+//! construction.
+//!
+//! Confinement check (authority `wrapper`): `OAJAIL_POLICY_SHA256` must equal
+//! our hash; `/proc/self/status` must show `NoNewPrivs: 1` and `Seccomp: 2`;
+//! the network namespace must not be the initial one. "Initial" is detected
+//! two ways, both must pass: the namespace inode is not the kernel's fixed
+//! init-netns inode (`PROC_NET_INIT_INO`, 0xEFFFFFF9, fixed since Linux
+//! 6.x), and the namespace has no interface other than loopback (oajail's
+//! namespace has only `lo`; its one way out is the proxy listener on
+//! 127.0.0.1). The second test also catches older kernels, where the init
+//! inode is allocated dynamically, and any namespace that has a route out.
+
+use crate::McpError;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// `PROC_NET_INIT_INO` from the kernel's `proc_ns.h`.
+const INIT_NETNS_INODE: u64 = 0xEFFF_FFF9;
+
+/// The srt settings for an API host, with the binary's directory readable.
+pub fn srt_settings(api_host: &str, run_dir: &Path) -> Value {
+    json!({
+        "network": {"allowedDomains": [api_host], "deniedDomains": []},
+        "filesystem": {
+            "denyRead": ["~"],
+            "allowRead": [".", run_dir.display().to_string()],
+            "allowWrite": [],
+            "denyWrite": []
+        }
+    })
+}
+
+/// The directory this binary runs from.
+pub fn run_dir() -> Result<PathBuf, McpError> {
+    let exe = std::env::current_exe().map_err(|e| McpError::Io { what: "current executable".into(), source: e })?;
+    Ok(exe.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/")))
+}
+
+/// The policy hash of srt settings text, computed by `oajail-policy`.
+pub fn policy_hash(srt_text: &str) -> Result<String, McpError> {
+    let loaded = oajail_policy::Policy::from_settings_json(srt_text, "print-egress-policy")
+        .map_err(|e| McpError::Egress(format!("policy: {e}")))?;
+    Ok(loaded.policy.sha256())
+}
+
+/// The text printed by `print-egress-policy --format srt|json`.
+pub fn print(format: &str, api_host: &str, run_dir: &Path) -> Result<String, McpError> {
+    let settings = srt_settings(api_host, run_dir);
+    let text = serde_json::to_string_pretty(&settings).map_err(|e| McpError::Egress(e.to_string()))?;
+    match format {
+        "srt" => Ok(text),
+        "json" => {
+            let hash = policy_hash(&text)?;
+            let mut out = settings;
+            out["policySha256"] = json!(hash);
+            serde_json::to_string_pretty(&out).map_err(|e| McpError::Egress(e.to_string()))
+        }
+        other => Err(McpError::Config { field: "--format", message: format!("expected srt or json, got {other:?}") }),
+    }
+}
+
+/// What `/proc` says about this process's confinement.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Confinement {
+    /// `NoNewPrivs` is 1.
+    pub no_new_privs: bool,
+    /// `Seccomp` mode (2 = filter).
+    pub seccomp: u8,
+    /// Inode of `/proc/self/ns/net`.
+    pub netns_inode: u64,
+    /// Interfaces other than `lo`.
+    pub interfaces: Vec<String>,
+}
+
+impl Confinement {
+    /// Reads the facts from `/proc/self`.
+    pub fn read() -> Result<Self, McpError> {
+        use std::os::unix::fs::MetadataExt;
+        let io = |what: &str| {
+            let what = what.to_owned();
+            move |e| McpError::Io { what, source: e }
+        };
+        let status = std::fs::read_to_string("/proc/self/status").map_err(io("/proc/self/status"))?;
+        let field = |name: &str| {
+            status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
+        };
+        let netns_inode = std::fs::metadata("/proc/self/ns/net").map_err(io("/proc/self/ns/net"))?.ino();
+        let dev = std::fs::read_to_string("/proc/self/net/dev").map_err(io("/proc/self/net/dev"))?;
+        Ok(Self {
+            no_new_privs: field("NoNewPrivs:") == "1",
+            seccomp: field("Seccomp:").parse().unwrap_or(0),
+            netns_inode,
+            interfaces: parse_interfaces(&dev),
+        })
+    }
+
+    /// Problems that mean "not confined"; empty when confined.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.no_new_privs {
+            out.push("NoNewPrivs is not 1".to_owned());
+        }
+        if self.seccomp != 2 {
+            out.push(format!("Seccomp is {} (expected 2, filter mode)", self.seccomp));
+        }
+        if self.netns_inode == INIT_NETNS_INODE {
+            out.push("running in the initial network namespace".to_owned());
+        }
+        if !self.interfaces.is_empty() {
+            out.push(format!("network interfaces other than lo: {}", self.interfaces.join(", ")));
+        }
+        out
+    }
+}
+
+/// Interface names from `/proc/net/dev`, minus `lo`.
+pub fn parse_interfaces(dev: &str) -> Vec<String> {
+    dev.lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next())
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty() && n != "lo")
+        .collect()
+}
+
+/// The boot check for authority `wrapper`.
+pub fn check_wrapper(api_host: &str, run_dir: &Path, wrapper_hash: Option<&str>) -> Result<(), McpError> {
+    let text = print("srt", api_host, run_dir)?;
+    let ours = policy_hash(&text)?;
+    let regenerate = "openagenda-mcp print-egress-policy --format srt > openagenda-egress.json && \
+                      oajail --settings openagenda-egress.json -- openagenda-mcp";
+    match wrapper_hash {
+        None => {
+            return Err(McpError::Egress(format!(
+                "OAJAIL_POLICY_SHA256 is not set (expected {ours}); run under oajail: {regenerate}"
+            )));
+        }
+        Some(theirs) if theirs != ours => {
+            return Err(McpError::Egress(format!(
+                "policy mismatch: wrapper enforces {theirs}, this server needs {ours}; regenerate with: {regenerate}"
+            )));
+        }
+        Some(_) => {}
+    }
+    let problems = Confinement::read()?.problems();
+    if !problems.is_empty() {
+        return Err(McpError::Egress(format!("not confined: {}", problems.join("; "))));
+    }
+    Ok(())
+}
+
+/// The banner printed when nobody bounds egress.
+pub const UNBOUNDED_BANNER: &str = "\
+openagenda-mcp: ************************************************************
+openagenda-mcp: WARNING: egress is NOT bounded (OA_CODE_EGRESS_AUTHORITY=none).
+openagenda-mcp: Model-written code runs in seccomp'd QuickJS workers that
+openagenda-mcp: cannot open files or sockets, but this server process itself
+openagenda-mcp: is not jailed. Run it as `oajail -- openagenda-mcp` with the
+openagenda-mcp: policy from `openagenda-mcp print-egress-policy --format srt`.
+openagenda-mcp: ************************************************************
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interfaces_skip_header_and_lo() {
+        let dev = "Inter-| x\n face |y\n    lo: 1 2\n  eth0: 3 4\n";
+        assert_eq!(parse_interfaces(dev), vec!["eth0"]);
+    }
+
+    #[test]
+    fn initial_netns_is_a_problem() {
+        let c = Confinement { no_new_privs: true, seccomp: 2, netns_inode: INIT_NETNS_INODE, interfaces: vec![] };
+        assert_eq!(c.problems(), vec!["running in the initial network namespace"]);
+        let ok = Confinement { netns_inode: 4026532000, ..c };
+        assert!(ok.problems().is_empty());
+    }
+}

@@ -1,0 +1,59 @@
+//! The crate's one error type for start-up and configuration failures.
+//!
+//! Failures of a single `execute` are not errors of this type: they are
+//! tool results with a code (see [`crate::executor::ExecError`]).
+
+/// Everything that can stop the server from starting or a subcommand from
+/// completing.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// An OpenAPI document could not be read or understood.
+    #[error("openapi {origin}: {message}")]
+    Spec {
+        /// File name or `built-in`.
+        origin: String,
+        /// What was wrong, naming the field.
+        message: String,
+    },
+    /// A configuration value (flag or environment variable) is invalid.
+    #[error("config {field}: {message}")]
+    Config {
+        /// Flag or variable name.
+        field: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("api client: {0}")]
+    Client(String),
+    /// The egress boot check refused to start the server.
+    #[error("egress check: {0}")]
+    Egress(String),
+    /// The worker side failed to set up its sandbox.
+    #[error("worker setup {step}: {message}")]
+    Worker {
+        /// The step that failed (rlimit, seccomp, quickjs...).
+        step: &'static str,
+        /// The underlying error.
+        message: String,
+    },
+    /// Reading or writing a file or pipe failed.
+    #[error("io {what}: {source}")]
+    Io {
+        /// What was being read or written.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl McpError {
+    /// Shorthand for a spec error.
+    pub fn spec(origin: &str, message: impl Into<String>) -> Self {
+        Self::Spec {
+            origin: origin.to_owned(),
+            message: message.into(),
+        }
+    }
+}

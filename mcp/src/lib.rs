@@ -1,0 +1,34 @@
+//! openagenda-mcp: a code-mode MCP server over an OpenAPI-described API.
+//!
+//! The crate owns two tools, `search_docs` (a BM25 index over the loaded
+//! operations, [`search`] and [`render`]) and `execute` (model-written
+//! JavaScript run by QuickJS, [`executor`] and [`worker`]), the Rust-side API
+//! client ([`api`]), the egress policy it asks its wrapper for and the boot
+//! check of that wrapper ([`egress`]).
+//!
+//! Invariants:
+//! - JavaScript never runs in the server process: every `execute` runs in a
+//!   single-use worker process (this binary re-executed) that drops its
+//!   privileges (seccomp: no open, no socket, no exec, no ptrace; rlimits)
+//!   before it reads any code, and that the server kills on its deadline;
+//! - the API key lives only in the server's [`api::ApiClient`]; it is never
+//!   sent to a worker, never logged and redacted from every error text;
+//! - stdout carries MCP protocol only; every log line goes to stderr
+//!   ([`log`]); the MCP SDK is only used from [`mcp`].
+#![deny(missing_docs)]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod api;
+pub mod config;
+pub mod egress;
+pub mod error;
+pub mod executor;
+pub mod log;
+pub mod mcp;
+pub mod render;
+pub mod search;
+pub mod spec;
+pub mod tools;
+pub mod worker;
+
+pub use error::McpError;

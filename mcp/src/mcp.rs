@@ -1,0 +1,136 @@
+//! The only module that knows the MCP SDK (rmcp, pinned `=3.9.0`).
+//!
+//! rmcp provides the stdio framing and both protocol eras: the 2025-11-25
+//! `initialize` handshake and the stateless 2026-07-28 revision
+//! (`server/discover`, per-request `_meta` validation, `resultType`, cache
+//! hints). This module maps rmcp requests onto [`crate::tools::Tools`] and
+//! overrides rmcp's defaults that would answer methods we do not declare
+//! (prompts, resources, completion) so that only `tools` is served.
+//!
+//! Cancellation: rmcp cancels the request's token on
+//! `notifications/cancelled`; the executor then kills the worker. rmcp still
+//! writes a response for the cancelled request, which the spec asks clients
+//! to tolerate.
+
+use crate::tools::{ToolDef, ToolOutput, Tools};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
+    CompleteRequestParams, CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use std::sync::Arc;
+
+/// The MCP face of the tool set.
+#[derive(Clone)]
+pub struct Server {
+    tools: Arc<Tools>,
+    listed: Arc<Vec<Tool>>,
+}
+
+impl Server {
+    /// Wraps the tools.
+    pub fn new(tools: Arc<Tools>) -> Self {
+        let listed = Arc::new(tools.defs().into_iter().map(to_rmcp_tool).collect());
+        Self { tools, listed }
+    }
+
+    /// Serves MCP on stdin/stdout until stdin closes.
+    pub async fn serve_stdio(self) -> Result<(), String> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| format!("mcp start: {e}"))?;
+        running.waiting().await.map_err(|e| format!("mcp: {e}"))?;
+        Ok(())
+    }
+}
+
+fn to_rmcp_tool(def: ToolDef) -> Tool {
+    let schema = match def.input_schema {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    let annotations = ToolAnnotations::from_raw(
+        Some(def.title.to_owned()),
+        Some(def.read_only),
+        Some(def.destructive),
+        Some(false),
+        Some(def.open_world),
+    );
+    Tool::new(def.name, def.description, Arc::new(schema))
+        .with_title(def.title)
+        .with_annotations(annotations)
+}
+
+fn to_rmcp_result(out: ToolOutput) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(out.text)]);
+    result.structured_content = out.structured;
+    result.is_error = Some(out.is_error);
+    result
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("openagenda-mcp", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.tools.instructions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.listed.as_ref().clone())
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        match self.tools.call(&request.name, &args, &context.ct).await {
+            Some(out) => Ok(CallToolResponse::Complete(to_rmcp_result(out))),
+            None => Err(ErrorData::invalid_params("tool not found", None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListResourceTemplatesRequestMethod>())
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
+    }
+}

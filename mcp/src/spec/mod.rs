@@ -1,0 +1,186 @@
+//! The operations the server exposes, loaded from an OpenAPI document.
+//!
+//! One code path loads both the built-in OpenAgenda v3 read catalogue (a
+//! compact OpenAPI document written for this crate from the public spec's
+//! facts, `openagenda-v3-read.yaml`) and any `--openapi FILE`. Write
+//! operations are dropped unless writes are allowed, so neither the search
+//! index nor the `oa` client of a read-only server ever mentions them.
+
+mod openapi;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub use openapi::load_document;
+
+/// The built-in catalogue source.
+pub const BUILTIN_SOURCE: &str = include_str!("openagenda-v3-read.yaml");
+
+/// Where a parameter goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamIn {
+    /// A `{name}` segment of the path.
+    Path,
+    /// The query string.
+    Query,
+    /// A request header (passed through `query`-style args as `header`).
+    Header,
+}
+
+/// How an array or object query value is serialised (OpenAPI `style`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// `form`: repeated keys when exploded, comma-joined otherwise.
+    Form,
+    /// `deepObject`: `key[sub]=value`.
+    DeepObject,
+}
+
+/// One enum value and its human label (`x-enum-descriptions`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnumValue {
+    /// The wire value.
+    pub value: Value,
+    /// Its label, when the spec gives one.
+    pub label: Option<String>,
+}
+
+/// One operation parameter, with its schema flattened for rendering.
+#[derive(Clone, Debug)]
+pub struct Param {
+    /// Wire name.
+    pub name: String,
+    /// Location.
+    pub location: ParamIn,
+    /// Required by the spec.
+    pub required: bool,
+    /// Description (may be empty).
+    pub description: String,
+    /// Type for display: `integer`, `string[]`, `EventStatus[]`, `object`.
+    pub type_name: String,
+    /// Default value.
+    pub default: Option<Value>,
+    /// Inclusive minimum.
+    pub minimum: Option<f64>,
+    /// Inclusive maximum.
+    pub maximum: Option<f64>,
+    /// Allowed values, with labels.
+    pub enum_values: Vec<EnumValue>,
+    /// Serialisation style.
+    pub style: Style,
+    /// OpenAPI `explode` (default true for form).
+    pub explode: bool,
+}
+
+/// One API operation.
+#[derive(Clone, Debug)]
+pub struct Operation {
+    /// operationId (or one derived from method and path).
+    pub id: String,
+    /// The JS path under `oa`, e.g. `agendas.events.list`.
+    pub js_path: String,
+    /// Upper-case HTTP method.
+    pub method: String,
+    /// Path template relative to the base URL, e.g. `/agendas/{agendaUid}`.
+    pub path: String,
+    /// One-line summary.
+    pub summary: String,
+    /// Longer description.
+    pub description: String,
+    /// Parameters (path-level ones merged in).
+    pub params: Vec<Param>,
+    /// Request body schema, when the operation takes one.
+    pub body: Option<Value>,
+    /// Whether the body is required.
+    pub body_required: bool,
+    /// Success response schema (possibly a `$ref`).
+    pub response: Option<Value>,
+    /// `x-synonyms`.
+    pub synonyms: Vec<String>,
+    /// First `x-codeSamples` source.
+    pub example: Option<String>,
+    /// POST/PUT/PATCH/DELETE.
+    pub is_write: bool,
+}
+
+/// A loaded API description.
+#[derive(Clone, Debug, Default)]
+pub struct Catalogue {
+    /// `info.title`.
+    pub title: String,
+    /// Operations sorted by id (deterministic order everywhere).
+    pub ops: Vec<Operation>,
+    /// `components.schemas`, for response shapes and enum tables.
+    pub schemas: BTreeMap<String, Value>,
+}
+
+impl Catalogue {
+    /// Loads the built-in OpenAgenda v3 read catalogue.
+    pub fn builtin(allow_writes: bool) -> Result<Self, crate::McpError> {
+        load_document(BUILTIN_SOURCE, "built-in", allow_writes)
+    }
+
+    /// Loads an OpenAPI 3.0/3.1 file (YAML or JSON).
+    pub fn from_file(path: &std::path::Path, allow_writes: bool) -> Result<Self, crate::McpError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| crate::McpError::Io {
+            what: origin.clone(),
+            source: e,
+        })?;
+        load_document(&text, &origin, allow_writes)
+    }
+
+    /// Finds an operation by its id.
+    pub fn op(&self, id: &str) -> Option<&Operation> {
+        self.ops.iter().find(|o| o.id == id)
+    }
+
+    /// Whether any exposed operation writes.
+    pub fn has_writes(&self) -> bool {
+        self.ops.iter().any(|o| o.is_write)
+    }
+}
+
+/// The component name of a `$ref` like `#/components/schemas/Event`.
+pub fn ref_name(schema: &Value) -> Option<&str> {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+}
+
+/// A display type for a schema of the catalogue: a component name, a
+/// primitive, `T[]`, `A|B`.
+pub fn display_type(cat: &Catalogue, schema: &Value) -> String {
+    let has = |name: &str| cat.schemas.contains_key(name);
+    type_name_with(&has, schema)
+}
+
+/// A display type, with `has` telling whether a component exists.
+pub(crate) fn type_name_with(has: &dyn Fn(&str) -> bool, schema: &Value) -> String {
+    if let Some(name) = ref_name(schema) {
+        return if has(name) { name.to_owned() } else { "object".into() };
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(list) = schema.get(key).and_then(Value::as_array) {
+            let parts: Vec<String> = list.iter().map(|s| type_name_with(has, s)).collect();
+            return parts.join("|");
+        }
+    }
+    let ty = match schema.get("type") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(list)) => {
+            let names: Vec<&str> = list.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
+            names.join("|")
+        }
+        _ if schema.get("properties").is_some() => "object".into(),
+        _ if schema.get("allOf").is_some() => "object".into(),
+        _ => "any".into(),
+    };
+    if ty == "array" {
+        let items = schema.get("items").unwrap_or(&Value::Null);
+        let inner = type_name_with(has, items);
+        return if inner.contains('|') { format!("({inner})[]") } else { format!("{inner}[]") };
+    }
+    ty
+}

@@ -1,0 +1,265 @@
+//! The two tools, independent of the MCP SDK: definitions, argument
+//! checking, dispatch, result rendering and the audit line.
+//!
+//! [`crate::mcp`] only translates between these types and rmcp's.
+
+use crate::executor::{ExecError, ExecOutput, Executor};
+use crate::search::SearchIndex;
+use crate::spec::Catalogue;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Audit lines carry at most this much of the code.
+const AUDIT_CODE_BYTES: usize = 8 * 1024;
+/// Largest `code` accepted.
+const MAX_CODE_BYTES: usize = 256 * 1024;
+
+/// A tool as listed by `tools/list`.
+#[derive(Clone, Debug)]
+pub struct ToolDef {
+    /// Name.
+    pub name: &'static str,
+    /// Display title.
+    pub title: &'static str,
+    /// Description (the contract the model reads).
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// `readOnlyHint`.
+    pub read_only: bool,
+    /// `destructiveHint` (only meaningful when not read-only).
+    pub destructive: bool,
+    /// `openWorldHint`.
+    pub open_world: bool,
+}
+
+/// What a tool call returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutput {
+    /// Text rendering.
+    pub text: String,
+    /// Structured content, when the tool has one.
+    pub structured: Option<Value>,
+    /// `isError`.
+    pub is_error: bool,
+}
+
+/// The tool set of one server.
+pub struct Tools {
+    catalogue: Arc<Catalogue>,
+    index: SearchIndex,
+    executor: Option<Executor>,
+    timeout: Duration,
+    memory_mb: u64,
+    egress_note: String,
+}
+
+impl Tools {
+    /// Builds the tools; `executor` is `None` when execute is disabled.
+    pub fn new(
+        catalogue: Arc<Catalogue>,
+        executor: Option<Executor>,
+        timeout: Duration,
+        memory_mb: u64,
+        egress_note: String,
+    ) -> Self {
+        let index = SearchIndex::build(&catalogue);
+        Self { catalogue, index, executor, timeout, memory_mb, egress_note }
+    }
+
+    /// The MCP `instructions` text.
+    pub fn instructions(&self) -> String {
+        format!(
+            "Code-mode access to the {} API. Call search_docs first to find the operation and its exact call, \
+             then run JavaScript with execute. In execute, `oa.<operation>({{ path, query, body }})` resolves to \
+             `{{ data, error }}` and never throws on HTTP errors; `return` the value you need.",
+            self.catalogue.title
+        )
+    }
+
+    /// Tool definitions, in name order.
+    pub fn defs(&self) -> Vec<ToolDef> {
+        let mut defs = Vec::new();
+        if self.executor.is_some() {
+            defs.push(self.execute_def());
+        }
+        defs.push(ToolDef {
+            name: "search_docs",
+            title: "Search the API documentation",
+            description: format!(
+                "Search the {} API operations by what you want to do (e.g. \"upcoming events in a city\"). \
+                 Returns how to call the client, then the best operations with their exact `oa.` call, \
+                 parameters (types, enums with labels, defaults, ranges), response shape and an example.",
+                self.catalogue.title
+            ),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What you want to do, in a few words."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 30, "default": 8,
+                              "description": "How many operations to return."}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+            read_only: true,
+            destructive: false,
+            open_world: false,
+        });
+        defs
+    }
+
+    fn execute_def(&self) -> ToolDef {
+        let writes = self.catalogue.has_writes();
+        let description = format!(
+            "Run JavaScript against the {title} API. `code` is the body of an async function (use `return`) \
+             or a script whose last expression is the result; `await` works in both. \
+             `oa.<operation>({{ path, query, body }})` (see search_docs) resolves to `{{ data, error }}`: \
+             it never throws on HTTP errors, so check `error`. `console.log/info/warn/error` are captured. \
+             The reply is `{{ result, logs }}`. Nothing else exists: no fetch, no filesystem, no process, \
+             no modules, no timers. Limits: {ms} ms, {mb} MiB heap, 1 MiB of result plus logs. \
+             {mode} {egress}",
+            title = self.catalogue.title,
+            ms = self.timeout.as_millis(),
+            mb = self.memory_mb,
+            mode = if writes {
+                "Write operations are enabled: calls can modify data."
+            } else {
+                "Only read operations are exposed."
+            },
+            egress = self.egress_note,
+        );
+        ToolDef {
+            name: "execute",
+            title: "Run JavaScript against the API",
+            description,
+            input_schema: json!({
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "JavaScript to run."}},
+                "required": ["code"],
+                "additionalProperties": false
+            }),
+            read_only: !writes,
+            destructive: writes,
+            open_world: true,
+        }
+    }
+
+    /// Calls a tool; `None` when there is no tool of that name.
+    pub async fn call(&self, name: &str, args: &Map<String, Value>, cancel: &CancellationToken) -> Option<ToolOutput> {
+        let start = Instant::now();
+        let (out, audit) = match name {
+            "search_docs" => self.search_docs(args),
+            "execute" => self.execute(args, cancel).await?,
+            _ => return None,
+        };
+        let mut record = audit;
+        record["tool"] = json!(name);
+        record["durationMs"] = json!(start.elapsed().as_secs_f64() * 1000.0);
+        record["bytesOut"] = json!(out.text.len());
+        record["isError"] = json!(out.is_error);
+        crate::log::json(&json!({"audit": record}));
+        Some(out)
+    }
+
+    fn search_docs(&self, args: &Map<String, Value>) -> (ToolOutput, Value) {
+        let query = match args.get("query") {
+            Some(Value::String(q)) => q.clone(),
+            _ => return (invalid("search_docs needs `query` (a string)"), json!({"outcome": "invalid_params"})),
+        };
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => 8,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=30).contains(&n) => n as usize,
+                _ => return (invalid("`limit` must be an integer from 1 to 30"), json!({"outcome": "invalid_params"})),
+            },
+        };
+        let hits = self.index.search(&query, limit);
+        let text = crate::render::render(&self.catalogue, &hits, &query);
+        let audit = json!({"outcome": "ok", "query": query, "hits": hits.len()});
+        (ToolOutput { text, structured: None, is_error: false }, audit)
+    }
+
+    async fn execute(&self, args: &Map<String, Value>, cancel: &CancellationToken) -> Option<(ToolOutput, Value)> {
+        let executor = self.executor.as_ref()?;
+        let code = match args.get("code") {
+            Some(Value::String(c)) if !c.trim().is_empty() && c.len() <= MAX_CODE_BYTES => c.clone(),
+            Some(Value::String(c)) if c.len() > MAX_CODE_BYTES => {
+                return Some((invalid("`code` is larger than 256 KiB"), json!({"outcome": "invalid_params"})));
+            }
+            _ => return Some((invalid("execute needs `code` (a non-empty string)"), json!({"outcome": "invalid_params"}))),
+        };
+        let mut audit = json!({
+            "codeSha256": hex(&Sha256::digest(code.as_bytes())),
+            "code": excerpt(&code, AUDIT_CODE_BYTES),
+        });
+        let out = match executor.execute(&code, cancel).await {
+            Ok(ok) => {
+                audit["outcome"] = json!("ok");
+                audit["apiCalls"] = json!(ok.api_calls);
+                success(ok)
+            }
+            Err(e) => {
+                audit["outcome"] = json!(e.code);
+                audit["apiCalls"] = json!(e.api_calls);
+                failure(e)
+            }
+        };
+        Some((out, audit))
+    }
+}
+
+fn invalid(message: &str) -> ToolOutput {
+    failure(ExecError::new("invalid_params", message))
+}
+
+fn success(ok: ExecOutput) -> ToolOutput {
+    let structured = json!({"result": ok.result, "logs": ok.logs});
+    let mut text = serde_json::to_string_pretty(&ok.result).unwrap_or_else(|_| "null".into());
+    if !ok.logs.is_empty() {
+        text = format!("result:\n{text}\n\nlogs:");
+        for l in &ok.logs {
+            text.push_str(&format!("\n[{}] {}", l.level, l.text));
+        }
+    }
+    ToolOutput { text, structured: Some(structured), is_error: false }
+}
+
+fn failure(e: ExecError) -> ToolOutput {
+    let mut error = json!({"code": e.code, "message": e.message, "retryable": e.retryable});
+    let mut text = format!("{}: {}", e.code, e.message);
+    if let Some(stack) = &e.stack {
+        error["stack"] = json!(stack);
+        text.push_str(&format!("\n{stack}"));
+    }
+    if let Some(status) = e.status {
+        error["status"] = json!(status);
+    }
+    if let Some(x) = &e.excerpt {
+        error["excerpt"] = json!(x);
+        text.push_str(&format!("\nresponse: {x}"));
+    }
+    for l in &e.logs {
+        text.push_str(&format!("\n[{}] {}", l.level, l.text));
+    }
+    ToolOutput { text, structured: Some(json!({"error": error, "logs": e.logs})), is_error: true }
+}
+
+fn excerpt(code: &str, max: usize) -> String {
+    if code.len() <= max {
+        return code.to_owned();
+    }
+    let mut end = max;
+    while !code.is_char_boundary(end) {
+        end -= 1;
+    }
+    code[..end].to_owned()
+}
+
+/// Lower-case hex of a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,311 @@
+//! The worker side: sandbox, QuickJS, one script, exit.
+//!
+//! The JS world is a QuickJS context with the standard intrinsics, a
+//! `console` whose lines go to a Rust buffer, and `oa`, a tree of async
+//! functions whose only way out is one host function that writes a
+//! [`ToServer::Call`] frame and blocks for the answer. No module loader, no
+//! host objects: the host functions take and return strings.
+
+use super::frame::{self, FrameError};
+use super::{LogLine, Outcome, ToServer, ToWorker, sandbox};
+use crate::McpError;
+use rquickjs::context::EvalOptions;
+use rquickjs::{Context, Ctx, Function, Object, Promise, Runtime, Value, promise::PromiseState};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Native stack QuickJS may use before "Maximum call stack size exceeded".
+const JS_STACK_BYTES: usize = 1024 * 1024;
+/// Largest frame the worker accepts from the server (code, API results).
+const MAX_IN_FRAME: usize = 64 * 1024 * 1024;
+/// Error texts are cut to this many characters.
+pub const ERROR_TEXT_CAP: usize = 4000;
+
+/// Captured console output with its running size.
+#[derive(Default)]
+struct Logs {
+    lines: Vec<LogLine>,
+    bytes: usize,
+    overflow: bool,
+}
+
+/// Per-run state shared with the host functions and the interrupt handler.
+struct Shared {
+    deadline: Cell<Option<Instant>>,
+    interrupted: Cell<bool>,
+    logs: RefCell<Logs>,
+    output_cap: Cell<usize>,
+}
+
+/// Entry point of `openagenda-mcp __execute-worker MEMORY_MB TIMEOUT_MS`.
+pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
+    let cpu_secs = timeout_ms.div_ceil(1000) + 2;
+    sandbox::apply_rlimits(memory_mb, cpu_secs)?;
+    let qerr = |e: rquickjs::Error| McpError::Worker { step: "quickjs", message: e.to_string() };
+    let rt = Runtime::new().map_err(qerr)?;
+    rt.set_memory_limit(usize::try_from(memory_mb * 1024 * 1024).unwrap_or(usize::MAX));
+    rt.set_max_stack_size(JS_STACK_BYTES);
+    let shared = Rc::new(Shared {
+        deadline: Cell::new(None),
+        interrupted: Cell::new(false),
+        logs: RefCell::new(Logs::default()),
+        output_cap: Cell::new(0),
+    });
+    let handler_state = shared.clone();
+    rt.set_interrupt_handler(Some(Box::new(move || {
+        let late = handler_state.deadline.get().is_some_and(|d| Instant::now() >= d);
+        if late {
+            handler_state.interrupted.set(true);
+        }
+        late
+    })));
+    let ctx = Context::full(&rt).map_err(qerr)?;
+    sandbox::apply_seccomp()?;
+    let io = |e: FrameError| McpError::Worker { step: "pipe", message: e.to_string() };
+    let mut stdout = std::io::stdout().lock();
+    frame::write_sync(&mut stdout, &ToServer::Ready).map_err(io)?;
+    drop(stdout);
+    let exec: ToWorker = frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(io)?;
+    let ToWorker::Exec { code, timeout_ms, ops, output_cap } = exec else {
+        return Err(McpError::Worker { step: "pipe", message: "expected exec".into() });
+    };
+    shared.output_cap.set(output_cap);
+    shared.deadline.set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
+    let outcome = ctx.with(|ctx| run_script(&ctx, &shared, &code, &ops));
+    let outcome = enforce_output_cap(outcome, &shared);
+    let logs = std::mem::take(&mut shared.logs.borrow_mut().lines);
+    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Done { outcome, logs }).map_err(io)
+}
+
+fn enforce_output_cap(outcome: Outcome, shared: &Shared) -> Outcome {
+    let logs = shared.logs.borrow();
+    let result_len = match &outcome {
+        Outcome::Ok { result_json } => result_json.len(),
+        Outcome::Err { .. } => 0,
+    };
+    let cap = shared.output_cap.get();
+    if logs.overflow || logs.bytes + result_len > cap {
+        return Outcome::Err {
+            code: "output_limit".into(),
+            message: format!(
+                "result and logs exceed {cap} bytes (result {result_len} bytes, logs {} bytes{}); return only the data you need",
+                logs.bytes,
+                if logs.overflow { ", truncated" } else { "" }
+            ),
+            stack: None,
+        };
+    }
+    outcome
+}
+
+/// The JS side of `oa` and `console`: built once per run from the op list.
+fn shim(ops: &[(String, String)]) -> String {
+    let ops_json = serde_json::to_string(ops).unwrap_or_else(|_| "[]".into());
+    format!(
+        r#"(() => {{
+  const call = globalThis.__oa_call, log = globalThis.__oa_log;
+  delete globalThis.__oa_call; delete globalThis.__oa_log;
+  const fmt = (a) => typeof a === 'string' ? a : (() => {{ try {{ const s = JSON.stringify(a); return s === undefined ? String(a) : s; }} catch (e) {{ return String(a); }} }})();
+  const line = (level) => (...args) => {{ log(level, args.map(fmt).join(' ')); }};
+  globalThis.console = Object.freeze({{ log: line('log'), info: line('info'), warn: line('warn'), error: line('error'), debug: line('log') }});
+  const oa = {{}};
+  for (const [path, id] of {ops_json}) {{
+    const parts = path.split('.'); let node = oa;
+    for (const p of parts.slice(0, -1)) {{ if (node[p] === undefined) node[p] = {{}}; node = node[p]; }}
+    const leaf = parts[parts.length - 1];
+    const fn = async (args) => JSON.parse(call(id, JSON.stringify(args === undefined ? {{}} : args)));
+    if (node[leaf] !== undefined) Object.assign(fn, node[leaf]);
+    node[leaf] = fn;
+  }}
+  globalThis.oa = oa;
+}})();"#
+    )
+}
+
+fn install_host<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
+    let call = Function::new(ctx.clone(), |op: String, args: String| -> rquickjs::Result<String> {
+        host_call(op, args).map_err(|e| rquickjs::Error::new_from_js_message("host", "oa", e.to_string()))
+    })?;
+    let state = shared.clone();
+    let log = Function::new(ctx.clone(), move |level: String, text: String| {
+        let mut logs = state.logs.borrow_mut();
+        if logs.overflow {
+            return;
+        }
+        logs.bytes += text.len() + level.len() + 8;
+        if logs.bytes > state.output_cap.get() {
+            logs.overflow = true;
+            return;
+        }
+        logs.lines.push(LogLine { level, text });
+    })?;
+    ctx.globals().set("__oa_call", call)?;
+    ctx.globals().set("__oa_log", log)?;
+    Ok(())
+}
+
+/// One API call: ask the server over the pipe and block for the answer.
+fn host_call(op: String, args: String) -> Result<String, FrameError> {
+    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Call { op, args })?;
+    match frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME)? {
+        ToWorker::ApiResult { json } => Ok(json),
+        ToWorker::Exec { .. } => Err(FrameError::Io(std::io::Error::other("unexpected exec"))),
+    }
+}
+
+fn run_script(ctx: &Ctx<'_>, shared: &Rc<Shared>, code: &str, ops: &[(String, String)]) -> Outcome {
+    if let Err(e) = install_host(ctx, shared).and_then(|()| ctx.eval::<(), _>(shim(ops))) {
+        return internal(format!("setting up the JS world failed: {e}"));
+    }
+    let (promise, script_mode) = match start(ctx, code) {
+        Ok(started) => started,
+        Err(()) => return classify(ctx, shared, ctx.catch()),
+    };
+    drive(ctx, shared, &promise);
+    match promise.state() {
+        PromiseState::Pending if shared.interrupted.get() => timeout_outcome(),
+        PromiseState::Pending => Outcome::Err {
+            code: "timeout".into(),
+            message: "the script's promise can never settle (nothing left to run: an await on a promise that is never resolved)".into(),
+            stack: None,
+        },
+        PromiseState::Rejected => {
+            let _ = promise.result::<Value>();
+            classify(ctx, shared, ctx.catch())
+        }
+        PromiseState::Resolved => match promise.result::<Value>() {
+            Some(Ok(v)) => finish(ctx, shared, v, script_mode),
+            _ => classify(ctx, shared, ctx.catch()),
+        },
+    }
+}
+
+/// Starts the code: first as a script (last expression is the result, top-
+/// level await allowed); if that does not even parse — typically because of
+/// a top-level `return` — as the body of an async function.
+fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
+    let opts = |promise| {
+        let mut o = EvalOptions::default();
+        o.promise = promise;
+        o.backtrace_barrier = true;
+        o
+    };
+    match ctx.eval_with_options::<Promise, _>(code, opts(true)) {
+        Ok(p) => return Ok((p, true)),
+        Err(rquickjs::Error::Exception) => {
+            let exc = ctx.catch();
+            if !is_syntax_error(&exc) {
+                let _ = ctx.throw(exc);
+                return Err(());
+            }
+        }
+        Err(e) => {
+            let _ = ctx.throw(rquickjs::String::from_str(ctx.clone(), &e.to_string()).map_err(|_| ())?.into_value());
+            return Err(());
+        }
+    }
+    let wrapped = format!("(async () => {{{code}\n}})()");
+    match ctx.eval_with_options::<Promise, _>(wrapped, opts(false)) {
+        Ok(p) => Ok((p, false)),
+        Err(_) => Err(()),
+    }
+}
+
+fn is_syntax_error(exc: &Value<'_>) -> bool {
+    exc.as_object()
+        .and_then(|o| o.get::<_, Option<String>>("name").ok().flatten())
+        .is_some_and(|n| n == "SyntaxError")
+}
+
+/// Runs queued jobs until the promise settles, nothing is left, or time is up.
+fn drive(ctx: &Ctx<'_>, shared: &Shared, promise: &Promise<'_>) {
+    while promise.state() == PromiseState::Pending && !shared.interrupted.get() {
+        if !ctx.execute_pending_job() {
+            break;
+        }
+    }
+}
+
+fn finish<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>, value: Value<'js>, script_mode: bool) -> Outcome {
+    // An async script's promise resolves to `{ value: <completion value> }`.
+    let value = if script_mode {
+        value.as_object().and_then(|o| o.get::<_, Value>("value").ok()).unwrap_or(value)
+    } else {
+        value
+    };
+    match ctx.json_stringify(value) {
+        Ok(Some(s)) => match s.to_string() {
+            Ok(text) => Outcome::Ok { result_json: text },
+            Err(e) => internal(format!("result string: {e}")),
+        },
+        Ok(None) => Outcome::Ok { result_json: "null".into() },
+        Err(_) => {
+            let exc = ctx.catch();
+            match classify(ctx, shared, exc) {
+                Outcome::Err { code, message, stack } if code == "js_runtime_error" => Outcome::Err {
+                    code,
+                    message: format!("the result is not JSON-serialisable: {message}"),
+                    stack,
+                },
+                other => other,
+            }
+        }
+    }
+}
+
+fn timeout_outcome() -> Outcome {
+    Outcome::Err {
+        code: "timeout".into(),
+        message: "execution exceeded the deadline (possible infinite loop or too-heavy processing)".into(),
+        stack: None,
+    }
+}
+
+fn internal(message: String) -> Outcome {
+    Outcome::Err { code: "js_runtime_error".into(), message: cap_text(&message), stack: None }
+}
+
+/// Maps a thrown JS value to an outcome code and message.
+fn classify<'js>(ctx: &Ctx<'js>, shared: &Shared, exc: Value<'js>) -> Outcome {
+    if shared.interrupted.get() {
+        return timeout_outcome();
+    }
+    let (message, stack) = describe(ctx, &exc);
+    if message.contains("out of memory") {
+        return Outcome::Err {
+            code: "memory_limit".into(),
+            message: "the script ran out of memory (QuickJS heap limit reached)".into(),
+            stack: None,
+        };
+    }
+    Outcome::Err { code: "js_runtime_error".into(), message: cap_text(&message), stack: stack.map(|s| cap_text(&s)) }
+}
+
+fn describe<'js>(ctx: &Ctx<'js>, exc: &Value<'js>) -> (String, Option<String>) {
+    if let Some(s) = exc.as_string().and_then(|s| s.to_string().ok()) {
+        return (s, None);
+    }
+    let Some(obj) = exc.as_object() else {
+        let text = ctx.json_stringify(exc.clone()).ok().flatten().and_then(|s| s.to_string().ok());
+        return (format!("uncaught {}", text.unwrap_or_else(|| "value".into())), None);
+    };
+    let get = |o: &Object<'js>, k: &str| o.get::<_, Option<String>>(k).ok().flatten();
+    match (get(obj, "name"), get(obj, "message")) {
+        (Some(name), Some(message)) if obj.is_error() => (format!("{name}: {message}"), get(obj, "stack")),
+        _ => {
+            let text = ctx.json_stringify(exc.clone()).ok().flatten().and_then(|s| s.to_string().ok());
+            (format!("uncaught {}", text.unwrap_or_else(|| "object".into())), get(obj, "stack"))
+        }
+    }
+}
+
+/// Cuts a text to [`ERROR_TEXT_CAP`] characters.
+pub fn cap_text(text: &str) -> String {
+    if text.chars().count() <= ERROR_TEXT_CAP {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(ERROR_TEXT_CAP).collect();
+    out.push_str("… (truncated)");
+    out
+}

@@ -1,0 +1,79 @@
+//! Length-prefixed JSON framing over the worker's stdin/stdout pipes.
+//!
+//! A frame is a big-endian u32 length and that many bytes of JSON. Readers
+//! take a maximum length so a hostile worker cannot make the server allocate
+//! without bound; an oversized frame is an error before any allocation.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::io::{Read, Write};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The pipe failed or closed.
+    #[error("pipe: {0}")]
+    Io(#[from] std::io::Error),
+    /// The announced length is above the reader's maximum.
+    #[error("frame of {0} bytes is over the limit")]
+    TooLarge(usize),
+    /// The bytes are not the expected message.
+    #[error("bad frame: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
+    let body = serde_json::to_vec(msg)?;
+    let len = u32::try_from(body.len()).map_err(|_| FrameError::TooLarge(body.len()))?;
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// Writes one frame (blocking; worker side).
+pub fn write_sync<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<(), FrameError> {
+    w.write_all(&encode(msg)?)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one frame (blocking; worker side).
+pub fn read_sync<T: DeserializeOwned>(r: &mut impl Read, max: usize) -> Result<T, FrameError> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > max {
+        return Err(FrameError::TooLarge(len));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    Ok(serde_json::from_slice(&body)?)
+}
+
+/// Writes one frame (server side).
+pub async fn write_async<T: Serialize>(
+    w: &mut (impl tokio::io::AsyncWrite + Unpin),
+    msg: &T,
+) -> Result<(), FrameError> {
+    w.write_all(&encode(msg)?).await?;
+    w.flush().await?;
+    Ok(())
+}
+
+/// Reads one frame (server side).
+pub async fn read_async<T: DeserializeOwned>(
+    r: &mut (impl tokio::io::AsyncRead + Unpin),
+    max: usize,
+) -> Result<T, FrameError> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).await?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > max {
+        return Err(FrameError::TooLarge(len));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).await?;
+    Ok(serde_json::from_slice(&body)?)
+}

@@ -1,0 +1,93 @@
+//! The single-use worker process that runs one `execute`.
+//!
+//! The server re-executes its own binary with the hidden subcommand
+//! [`WORKER_ARG`]; the child ([`child`]) applies rlimits and a seccomp filter,
+//! builds a QuickJS context, says [`ToServer::Ready`] and waits for exactly one
+//! [`ToWorker::Exec`]. API calls go back to the server over the same pipes
+//! ([`ToServer::Call`] / [`ToWorker::ApiResult`]); the worker ends with
+//! [`ToServer::Done`] and exits. Messages are JSON, each preceded by its
+//! length as a big-endian u32 ([`frame`]).
+
+pub mod child;
+pub mod frame;
+pub mod pool;
+mod sandbox;
+
+use serde::{Deserialize, Serialize};
+
+/// argv[1] that turns the binary into a worker.
+pub const WORKER_ARG: &str = "__execute-worker";
+
+/// Server → worker.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum ToWorker {
+    /// Run this code (sent once).
+    Exec {
+        /// The model's code.
+        code: String,
+        /// Deadline, in ms from receipt, enforced by QuickJS's interrupt
+        /// handler (the server kills the process a little later anyway).
+        timeout_ms: u64,
+        /// `oa.` paths and the operation ids they call.
+        ops: Vec<(String, String)>,
+        /// Output cap (result plus logs) in bytes.
+        output_cap: usize,
+    },
+    /// The answer to one [`ToServer::Call`].
+    ApiResult {
+        /// `{data, error}` as JSON text.
+        json: String,
+    },
+}
+
+/// One captured console line.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LogLine {
+    /// `log`, `info`, `warn` or `error`.
+    pub level: String,
+    /// The formatted arguments.
+    pub text: String,
+}
+
+/// How the script ended, as seen from inside the worker.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The script's value, as JSON text (`null` for undefined).
+    Ok {
+        /// JSON text of the result.
+        result_json: String,
+    },
+    /// The script failed.
+    Err {
+        /// One of the `execute` error codes.
+        code: String,
+        /// Message (bounded by the worker).
+        message: String,
+        /// JS stack, when there is one.
+        stack: Option<String>,
+    },
+}
+
+/// Worker → server.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum ToServer {
+    /// Sandbox applied, context built; waiting for [`ToWorker::Exec`].
+    Ready,
+    /// Please perform this API call.
+    Call {
+        /// operationId.
+        op: String,
+        /// `{path, query, body}` as JSON text.
+        args: String,
+    },
+    /// The execute is over.
+    Done {
+        /// Result or error.
+        outcome: Outcome,
+        /// console lines, in order.
+        logs: Vec<LogLine>,
+    },
+}

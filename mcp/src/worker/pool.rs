@@ -1,0 +1,112 @@
+//! Server side of the workers: spawning, the warm pool, killing.
+//!
+//! A worker is spawned with an empty environment (the API key never reaches
+//! it), `/` as working directory and piped stdin/stdout. It is "ready" once
+//! it has sent [`ToServer::Ready`], i.e. once its sandbox is in place. The
+//! pool keeps up to `size` ready workers; [`Pool::take`] hands one out and
+//! starts a replacement, so a worker never serves two executes.
+
+use super::frame;
+use super::{ToServer, WORKER_ARG};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Mutex;
+
+/// How long a fresh worker may take to become ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One started, sandboxed worker waiting for its code.
+pub struct Worker {
+    /// The process (killed on drop).
+    pub child: Child,
+    /// Server → worker pipe.
+    pub stdin: ChildStdin,
+    /// Worker → server pipe.
+    pub stdout: ChildStdout,
+}
+
+/// The pool of ready workers.
+pub struct Pool {
+    exe: PathBuf,
+    memory_mb: u64,
+    timeout_ms: u64,
+    size: usize,
+    ready: Mutex<Vec<Worker>>,
+    starting: AtomicUsize,
+}
+
+impl Pool {
+    /// A pool that spawns `exe` (this binary) as workers.
+    pub fn new(exe: PathBuf, memory_mb: u64, timeout_ms: u64, size: usize) -> Arc<Self> {
+        Arc::new(Self {
+            exe,
+            memory_mb,
+            timeout_ms,
+            size,
+            ready: Mutex::new(Vec::new()),
+            starting: AtomicUsize::new(0),
+        })
+    }
+
+    /// Spawns one worker and waits until it is ready.
+    pub async fn spawn_ready(&self) -> Result<Worker, String> {
+        let mut child = Command::new(&self.exe)
+            .arg(WORKER_ARG)
+            .arg(self.memory_mb.to_string())
+            .arg(self.timeout_ms.to_string())
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("spawning a worker failed: {e}"))?;
+        let (Some(stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("worker pipes missing".into());
+        };
+        match tokio::time::timeout(READY_TIMEOUT, frame::read_async::<ToServer>(&mut stdout, 64)).await {
+            Ok(Ok(ToServer::Ready)) => Ok(Worker { child, stdin, stdout }),
+            Ok(Ok(other)) => Err(format!("worker said {other:?} instead of ready")),
+            Ok(Err(e)) => Err(format!("worker did not start: {e}")),
+            Err(_) => Err("worker did not become ready in time".into()),
+        }
+    }
+
+    /// Takes a ready worker (or starts one) and tops the pool up.
+    pub async fn take(self: &Arc<Self>) -> Result<Worker, String> {
+        let pooled = self.ready.lock().await.pop();
+        self.refill();
+        match pooled {
+            Some(w) => Ok(w),
+            None => self.spawn_ready().await,
+        }
+    }
+
+    /// Starts workers in the background until the pool is full.
+    pub fn refill(self: &Arc<Self>) {
+        let pool = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let have = pool.ready.lock().await.len() + pool.starting.load(Ordering::SeqCst);
+                if have >= pool.size {
+                    return;
+                }
+                pool.starting.fetch_add(1, Ordering::SeqCst);
+                let worker = pool.spawn_ready().await;
+                pool.starting.fetch_sub(1, Ordering::SeqCst);
+                match worker {
+                    Ok(w) => pool.ready.lock().await.push(w),
+                    Err(e) => {
+                        crate::log::line("error", &format!("worker pool: {e}"));
+                        return;
+                    }
+                }
+            }
+        });
+    }
+}
