@@ -231,9 +231,25 @@ fn has_userinfo(value: &str) -> bool {
     })
 }
 
-/// True when `name` is matched by a keep entry (exact, or `PREFIX*`).
+/// Checks one `--env-keep` value: a variable name, or a prefix ending in
+/// `*` (`AWS_*`). A bare `*` is refused: it would keep every secret.
+/// [`plan`] ignores entries that fail this check, so the CLI should call it
+/// and refuse them with this message.
+pub fn check_keep_name(name: &str) -> Result<(), String> {
+    if crate::normalize::valid_env_pattern(name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--env-keep {}: not an environment variable name (letters, digits and _, optionally ending in *)",
+            crate::error::quote(name)
+        ))
+    }
+}
+
+/// True when `name` is matched by a valid keep entry (exact, or `PREFIX*`).
 fn is_kept(name: &str, keep: &[String]) -> bool {
-    keep.iter().any(|k| match k.strip_suffix('*') {
+    let mut valid = keep.iter().filter(|k| check_keep_name(k).is_ok());
+    valid.any(|k| match k.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
         None => name == k,
     })

@@ -313,3 +313,18 @@ fn shell_quoting() {
     );
     assert!(git_ssh_command(&["/x%y".into()]).contains("/x%%y"));
 }
+
+#[test]
+fn invalid_keep_entries_keep_nothing() {
+    let env = inherited(&[("GH_TOKEN", "t"), ("AWS_KEY", "k")]);
+    let policy = Policy::builtin_default();
+    let keep = vec!["*".to_owned(), "GH-*".to_owned(), "".to_owned()];
+    let plan = run(&env, &policy, &keep, None);
+    assert_eq!(plan.dropped, ["AWS_KEY", "GH_TOKEN"]);
+    assert!(check_keep_name("*").is_err());
+    assert!(check_keep_name("AWS_*").is_ok());
+    assert_eq!(
+        check_keep_name("a b").unwrap_err(),
+        "--env-keep \"a b\": not an environment variable name (letters, digits and _, optionally ending in *)"
+    );
+}
