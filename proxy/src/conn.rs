@@ -79,18 +79,19 @@ impl BufConn {
         limit: Duration,
     ) -> Result<Vec<u8>, ReadError> {
         let deadline = tokio::time::Instant::now() + limit;
-        let mut checked = 0;
         loop {
-            if self.buf[checked..].iter().any(|b| is_forbidden(*b)) {
+            // Bytes after the head (early tunnel data) are not checked here.
+            let end = head_end(&self.buf);
+            let head = &self.buf[..end.unwrap_or(self.buf.len())];
+            if head.iter().any(|b| is_forbidden(*b)) {
                 return Err(ReadError::Bad("control character in the request head"));
             }
-            if let Some(end) = head_end(&self.buf) {
+            if let Some(end) = end {
                 if end > max {
                     return Err(ReadError::TooLarge);
                 }
                 return Ok(self.buf.drain(..end).collect());
             }
-            checked = self.buf.len();
             if self.buf.len() > max {
                 return Err(ReadError::TooLarge);
             }

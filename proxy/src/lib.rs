@@ -38,7 +38,7 @@ mod tls;
 pub use addr::{LocalAddrs, classify};
 pub use helper::ssh_connect_helper;
 pub use log::Summary;
-pub use resolve::{Resolver, SystemResolver};
+pub use resolve::{ResolveFuture, Resolver, SystemResolver};
 
 use oajail_policy::egress::EgressPlan;
 use std::net::SocketAddr;

@@ -67,8 +67,11 @@ pub(crate) struct Record {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Denial {
     count: u64,
-    reason: String,
+    /// Distinct reasons, at most [`MAX_REASONS`] kept.
+    reasons: Vec<String>,
 }
+
+const MAX_REASONS: usize = 3;
 
 /// The denials seen during a run, for the stderr summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -92,7 +95,7 @@ impl Summary {
 
 impl fmt::Display for Summary {
     /// Nothing when nothing was refused; otherwise one line per destination
-    /// with the last reason given.
+    /// and its distinct reasons (the first three).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.denied.is_empty() {
             return Ok(());
@@ -103,7 +106,7 @@ impl fmt::Display for Summary {
             self.denied_total()
         )?;
         for (dest, d) in &self.denied {
-            writeln!(f, "  {dest} ({}x): {}", d.count, d.reason)?;
+            writeln!(f, "  {dest} ({}x): {}", d.count, d.reasons.join("; "))?;
         }
         Ok(())
     }
@@ -145,10 +148,12 @@ impl Log {
                     let reason = rec.message.clone().unwrap_or_else(|| rec.reason.clone());
                     let entry = s.denied.entry(dest).or_insert(Denial {
                         count: 0,
-                        reason: String::new(),
+                        reasons: Vec::new(),
                     });
                     entry.count += 1;
-                    entry.reason = reason;
+                    if entry.reasons.len() < MAX_REASONS && !entry.reasons.contains(&reason) {
+                        entry.reasons.push(reason);
+                    }
                 }
                 _ => {}
             }

@@ -1,0 +1,313 @@
+//! The mount layer: builds the jail's root from a [`MountPlan`] inside the
+//! child's new mount namespace, and pivots into it.
+//!
+//! `apply` does everything, `pivot_root` included: on return the process's
+//! root is the new tree, the host's tree is detached, and the cwd is `/`.
+//! It must run in the child after the user namespace's id maps are written
+//! (it needs the namespace's CAP_SYS_ADMIN) and after the pid namespace
+//! exists (it mounts a fresh `/proc` for that namespace).
+//!
+//! How (Linux 5.12+, new mount API):
+//! 1. `/` is made private recursively, so nothing propagates to the host;
+//! 2. two recursive clones of the host tree are taken (`open_tree`): `host`,
+//!    the pristine source of every bind, and `root`, made read-only, nosuid
+//!    and nodev recursively (`mount_setattr`), which becomes the new root;
+//!    both are attached under a private staging tmpfs;
+//! 3. each plan step mounts onto `root`; every source and target is opened
+//!    with `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)` and mounted by
+//!    file descriptor, so a symlink swapped in after compilation makes the
+//!    step fail instead of redirecting it;
+//! 4. `pivot_root(".", ".")` from inside `root`, then a lazy detach of the
+//!    old root (the host tree, staging and all).
+//!
+//! Masks are real mounts: the command cannot remove them (no capabilities,
+//! and seccomp denies the whole mount API), `rmdir`/`rename` of any mount
+//! point fails with EBUSY, and `link()` across mounts fails with EXDEV.
+
+mod dev;
+mod placeholders;
+
+pub use placeholders::{Placeholders, create_placeholders};
+
+use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
+use oajail_policy::compile::mounts::{MountPlan, MountStep, NodeKind, SkeletonEntry};
+use rustix::fs::{CWD, Mode, OFlags, ResolveFlags};
+use rustix::mount::{
+    FsMountFlags, FsOpenFlags, MountAttrFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags,
+};
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+
+/// A mount step failed; names the operation and path.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {}", lower(.source))]
+pub struct MountError {
+    /// The operation and path (`bind /home/u/ws`, `pivot_root`…).
+    pub what: String,
+    /// The OS error.
+    #[source]
+    pub source: io::Error,
+}
+
+fn lower(e: &io::Error) -> String {
+    let text = e.to_string();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+impl From<MountError> for crate::error::Failure {
+    fn from(e: MountError) -> Self {
+        crate::error::Failure {
+            errno: e.source.raw_os_error(),
+            msg: e.to_string(),
+        }
+    }
+}
+
+/// Attach context to a rustix or io error.
+pub(crate) trait Context<T> {
+    fn ctx(self, what: impl FnOnce() -> String) -> Result<T, MountError>;
+}
+
+impl<T, E: Into<io::Error>> Context<T> for Result<T, E> {
+    fn ctx(self, what: impl FnOnce() -> String) -> Result<T, MountError> {
+        self.map_err(|e| MountError {
+            what: what(),
+            source: e.into(),
+        })
+    }
+}
+
+/// Directories tried, in order, for the private staging tmpfs. Anything that
+/// exists will do: the host tree was cloned before it is covered.
+const STAGING: &[&str] = &["/tmp", "/mnt", "/var/tmp", "/opt", "/srv", "/home", "/root"];
+
+/// Build the jail's root from `plan` and pivot into it (see the module docs).
+pub fn apply(plan: &MountPlan) -> Result<(), MountError> {
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .ctx(|| "make / private".into())?;
+    let stage = Stage::new()?;
+    for step in &plan.steps {
+        stage.apply(step)?;
+    }
+    stage.pivot()
+}
+
+/// The staging area: `host` (pristine clone), `root` (the new root) and an
+/// empty mode-000 file cloned for file masks.
+struct Stage {
+    base: OwnedFd,
+    host: OwnedFd,
+    root: OwnedFd,
+}
+
+impl Stage {
+    fn new() -> Result<Stage, MountError> {
+        let flags = OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_RECURSIVE;
+        let host = rustix::mount::open_tree(CWD, "/", flags).ctx(|| "clone host tree".into())?;
+        let root = rustix::mount::open_tree(CWD, "/", flags).ctx(|| "clone new root".into())?;
+        mount_setattr(&root, true, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
+            .ctx(|| "make new root read-only".into())?;
+        let staging = new_tmpfs("0700", None, ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC)?;
+        for dir in ["host", "root", "mask"] {
+            rustix::fs::mkdirat(&staging, dir, Mode::from_raw_mode(0o700))
+                .ctx(|| format!("staging mkdir {dir}"))?;
+        }
+        let empty = rustix::fs::openat(
+            &staging,
+            "mask/empty",
+            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ctx(|| "staging mask file".into())?;
+        drop(empty);
+        let base = STAGING
+            .iter()
+            .find(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
+            .ok_or_else(|| MountError {
+                what: "staging".into(),
+                source: io::Error::other("no directory to stage the new root on"),
+            })?;
+        move_onto(&staging, CWD, base).ctx(|| format!("attach staging on {base}"))?;
+        let base = open_path(CWD, base, false).ctx(|| format!("open staging {base}"))?;
+        move_onto(&host, &base, "host").ctx(|| "attach host tree".into())?;
+        move_onto(&root, &base, "root").ctx(|| "attach new root".into())?;
+        let host = open_path(&base, "host", false).ctx(|| "open host tree".into())?;
+        let root = open_path(&base, "root", false).ctx(|| "open new root".into())?;
+        Ok(Stage { base, host, root })
+    }
+
+    fn apply(&self, step: &MountStep) -> Result<(), MountError> {
+        match step {
+            // The root clone was made and attached by `Stage::new`.
+            MountStep::RootBind => Ok(()),
+            MountStep::Proc => dev::proc(self),
+            MountStep::Dev => dev::dev(self),
+            MountStep::Bind { path, writable, .. } => self.bind(path, *writable),
+            MountStep::MaskDir { path, skeleton, .. } => self.mask_dir(path, skeleton),
+            MountStep::MaskFile { path, .. } => self.mask_file(path),
+            MountStep::Tmpfs {
+                path,
+                size_bytes,
+                skeleton,
+            } => {
+                let fs = new_tmpfs("1777", Some(*size_bytes), ATTR_NOSUID | ATTR_NODEV)?;
+                make_skeleton(&fs, skeleton, path)?;
+                self.attach(&fs, path, false)
+            }
+        }
+    }
+
+    /// Recursive clone of the host's `path` onto the same path in the new root.
+    fn bind(&self, path: &str, writable: bool) -> Result<(), MountError> {
+        let what = || format!("bind {path}");
+        let src = open_path(&self.host, rel(path), true).ctx(what)?;
+        let flags = OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_EMPTY_PATH
+            | OpenTreeFlags::AT_RECURSIVE;
+        let tree = rustix::mount::open_tree(&src, "", flags).ctx(what)?;
+        let ro = if writable { 0 } else { ATTR_RDONLY };
+        mount_setattr(&tree, true, ATTR_NOSUID | ATTR_NODEV | ro).ctx(what)?;
+        self.attach(&tree, path, true)
+    }
+
+    /// An empty read-only tmpfs holding only the skeleton's mount points.
+    fn mask_dir(&self, path: &str, skeleton: &[SkeletonEntry]) -> Result<(), MountError> {
+        let fs = new_tmpfs(
+            "0755",
+            Some(1 << 20),
+            ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
+        )?;
+        make_skeleton(&fs, skeleton, path)?;
+        mount_setattr(&fs, false, ATTR_RDONLY).ctx(|| format!("mask {path} read-only"))?;
+        self.attach(&fs, path, false)
+    }
+
+    /// An empty, mode-000, read-only file over a file, socket or symlink.
+    fn mask_file(&self, path: &str) -> Result<(), MountError> {
+        let what = || format!("mask file {path}");
+        let flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+        let file = rustix::mount::open_tree(&self.base, "mask/empty", flags).ctx(what)?;
+        mount_setattr(
+            &file,
+            false,
+            ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
+        )
+        .ctx(what)?;
+        self.attach(&file, path, false)
+    }
+
+    /// Mount the detached `tree` on `path` of the new root, by fd.
+    fn attach(&self, tree: &OwnedFd, path: &str, _bind: bool) -> Result<(), MountError> {
+        let what = || format!("mount on {path}");
+        let target = open_path(&self.root, rel(path), true).ctx(what)?;
+        rustix::mount::move_mount(
+            tree,
+            "",
+            &target,
+            "",
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+        )
+        .ctx(what)
+    }
+
+    /// Switch the process root to the new tree and detach the old one.
+    fn pivot(self) -> Result<(), MountError> {
+        rustix::process::fchdir(&self.root).ctx(|| "chdir to new root".into())?;
+        rustix::process::pivot_root(".", ".").ctx(|| "pivot_root".into())?;
+        rustix::mount::unmount(".", rustix::mount::UnmountFlags::DETACH)
+            .ctx(|| "detach old root".into())?;
+        rustix::process::chdir("/").ctx(|| "chdir /".into())?;
+        Ok(())
+    }
+}
+
+/// A path of the plan relative to a tree root (`/` is `.`).
+fn rel(path: &str) -> &str {
+    let r = path.trim_start_matches('/');
+    if r.is_empty() { "." } else { r }
+}
+
+/// `openat2(O_PATH)` beneath `dir` without following any symlink; with
+/// `keep_last_link` a trailing symlink is opened itself (for masking it).
+fn open_path(dir: impl AsFd, path: &str, keep_last_link: bool) -> io::Result<OwnedFd> {
+    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+    if keep_last_link {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::BENEATH;
+    let path = if path.starts_with('/') {
+        rel(path)
+    } else {
+        path
+    };
+    Ok(rustix::fs::openat2(
+        dir,
+        path,
+        flags,
+        Mode::empty(),
+        resolve,
+    )?)
+}
+
+/// Attach a detached mount `tree` at `dir`/`path`.
+fn move_onto(tree: &OwnedFd, dir: impl AsFd, path: &str) -> io::Result<()> {
+    Ok(rustix::mount::move_mount(
+        tree,
+        "",
+        dir,
+        path,
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )?)
+}
+
+/// A new detached tmpfs with the given root mode, size and mount attributes.
+fn new_tmpfs(mode: &str, size: Option<u64>, attrs: u64) -> Result<OwnedFd, MountError> {
+    let what = || "create tmpfs".to_owned();
+    let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).ctx(what)?;
+    rustix::mount::fsconfig_set_string(&fs, "mode", mode).ctx(what)?;
+    if let Some(size) = size {
+        rustix::mount::fsconfig_set_string(&fs, "size", size.to_string()).ctx(what)?;
+    }
+    rustix::mount::fsconfig_create(&fs).ctx(what)?;
+    let attr = MountAttrFlags::from_bits_retain(attrs as u32);
+    rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attr).ctx(what)
+}
+
+/// Create the mount points deeper steps need inside a fresh tmpfs.
+fn make_skeleton(fs: &OwnedFd, skeleton: &[SkeletonEntry], at: &str) -> Result<(), MountError> {
+    for entry in skeleton {
+        let what = || format!("mount point {at}/{}", entry.path);
+        let parts: Vec<&str> = entry.path.split('/').filter(|p| !p.is_empty()).collect();
+        for i in 1..parts.len() {
+            mkdir_if_missing(fs, &parts[..i].join("/")).ctx(what)?;
+        }
+        match entry.kind {
+            NodeKind::Dir => mkdir_if_missing(fs, &entry.path).ctx(what)?,
+            NodeKind::File | NodeKind::Symlink => {
+                let flags = OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+                drop(
+                    rustix::fs::openat(fs, entry.path.as_str(), flags, Mode::from_raw_mode(0o644))
+                        .ctx(what)?,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn mkdir_if_missing(fs: &OwnedFd, path: &str) -> io::Result<()> {
+    match rustix::fs::mkdirat(fs, path, Mode::from_raw_mode(0o755)) {
+        Err(rustix::io::Errno::EXIST) => Ok(()),
+        other => Ok(other?),
+    }
+}
