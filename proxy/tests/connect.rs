@@ -1,5 +1,7 @@
 //! CONNECT cases of the proxy attack list (docs/proxy.md "Tests", reference
 //! egress-proxy.md §6, cases 1–20), against the real proxy on loopback.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

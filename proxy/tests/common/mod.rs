@@ -9,7 +9,7 @@
 //!   test can assert that a refused name never reached DNS) and can change
 //!   its answer on every call (DNS rebinding).
 //! - Upstreams are small std servers that record what they receive.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use oajail_policy::domain::{DomainPattern, ListKind};
 use oajail_policy::egress::{DenyRule, EgressPlan};
