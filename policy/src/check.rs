@@ -347,6 +347,33 @@ mod tests {
         assert_eq!(problem(&doc), "oajail.limits.cores: unknown key");
     }
 
+    /// Every key of the schema tables is documented in policy-format.md.
+    #[test]
+    fn every_schema_key_is_documented() {
+        fn keys(obj: &Obj, out: &mut Vec<&'static str>) {
+            for field in obj.fields {
+                out.push(field.name);
+                let mut ty = &field.ty;
+                while let Ty::List(inner) | Ty::List1(inner) | Ty::Nullable(inner) = ty {
+                    ty = inner;
+                }
+                if let Ty::Object(inner) = ty {
+                    keys(inner, out);
+                }
+            }
+        }
+        let docs = include_str!("../../docs/policy-format.md");
+        let mut names = Vec::new();
+        keys(&ROOT, &mut names);
+        assert!(names.len() > 80, "{}", names.len());
+        for name in names {
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "{name} is not in docs/policy-format.md"
+            );
+        }
+    }
+
     #[test]
     fn integers_follow_javascript() {
         assert_eq!(as_integer(&json!(3.0)), Some(3));
