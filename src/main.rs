@@ -7,6 +7,9 @@
 //! command's own status passes through.
 
 mod cli;
+mod commands;
+mod plans;
+mod proxy;
 mod run;
 mod settings;
 
@@ -64,8 +67,9 @@ fn main() {
 fn dispatch(cli: cli::Cli) -> Result<i32, Fail> {
     match cli.sub {
         None => run::run(&cli.common, cli.run),
-        Some(_) => Err(Fail::usage(anyhow::anyhow!(
-            "subcommand not implemented yet"
-        ))),
+        Some(cli::Sub::Policy(cmd)) => commands::policy(&cli.common, cmd),
+        Some(cli::Sub::Explain { json }) => commands::explain(&cli.common, json),
+        Some(cli::Sub::Doctor) => commands::doctor(),
+        Some(cli::Sub::SshProxy { host, port }) => proxy::ssh_helper(&host, port),
     }
 }

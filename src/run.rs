@@ -1,9 +1,14 @@
 //! The jailed run: policy → plans → jail → proxy → exit status.
 
 use crate::cli::{Common, RunArgs};
-use crate::{Fail, settings};
+use crate::plans::{self, Plans};
+use crate::settings::Origin;
+use crate::{Fail, proxy, settings};
 use anyhow::anyhow;
-use oajail_jail::{Jail, JailSpec};
+use oajail_jail::doctor::{KernelFeatures, Missing};
+use oajail_jail::seccomp::SeccompProgram;
+use oajail_jail::{Jail, JailSpec, Layers};
+use oajail_policy::Policy;
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStringExt;
 use std::time::Duration;
@@ -12,31 +17,135 @@ use std::time::Duration;
 pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let argv = command_argv(&args)?;
     let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
-    for w in &loaded.warnings {
-        eprintln!("oajail: warning: {w}");
-    }
+    settings::print_warnings(&loaded.warnings);
+    let policy = loaded.policy;
     if common.debug {
-        eprintln!("oajail: policy from {origin}");
+        eprintln!("oajail: policy from {origin} (sha256 {})", policy.sha256());
     }
-    let cwd = std::env::current_dir().map_err(|e| Fail::setup(anyhow!("cwd: {e}")))?;
-    let env = crate::run::environment(&args.env_keep);
-    let spec = JailSpec::new(argv, env, cwd);
-    let mut jail = Jail::spawn(&spec)?;
+    let layers = decide_layers(&policy, args.allow_degraded)?;
+    let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
+    let spec = build_spec(argv, &plans, layers)?;
+    let timeout = args.timeout.or(plans.compiled.limits.wall_seconds);
+    supervise(&spec, &plans, &args, timeout, &origin)
+}
+
+/// Start the jail, the proxy on its listeners, and wait.
+fn supervise(
+    spec: &JailSpec,
+    plans: &Plans,
+    args: &RunArgs,
+    timeout: Option<u64>,
+    origin: &Origin,
+) -> Result<i32, Fail> {
+    let _ = origin;
+    let mut jail = Jail::spawn(spec)?;
     let listeners = jail.take_listeners()?;
-    // The proxy is started on these listeners (oajail_proxy::start) once it
-    // exists; until then they are held open so the plumbing is exercised.
-    let held = listeners;
+    let proxy = match proxy::start(plans, args.log_json.clone(), listeners) {
+        Ok(p) => p,
+        Err(e) => {
+            jail.abort();
+            return Err(Fail::setup(e));
+        }
+    };
     jail.release()?;
-    let timeout = args.timeout.map(Duration::from_secs);
-    let outcome = jail.wait(timeout)?;
-    drop(held);
+    let outcome = jail.wait(timeout.map(Duration::from_secs))?;
+    proxy.finish();
     if outcome.timed_out {
         eprintln!(
             "oajail: timeout: killed the jail after {}s",
-            args.timeout.unwrap_or_default()
+            timeout.unwrap_or_default()
         );
     }
     Ok(outcome.code)
+}
+
+/// Which layers to enforce: all of them, unless the kernel lacks one and the
+/// user allowed a degraded run (then a banner lists what is missing).
+fn decide_layers(policy: &Policy, allow_flag: bool) -> Result<Layers, Fail> {
+    let mut layers = Layers::ALL;
+    let missing = quick_probe();
+    if !missing.is_empty() {
+        let list = missing
+            .iter()
+            .map(|m| format!("{} ({})", m.layer, m.why))
+            .collect::<Vec<_>>();
+        if !(allow_flag || policy.oajail.allow_degraded) {
+            return Err(Fail::setup(anyhow!(
+                "probe: missing kernel layer: {}; refusing to run (use --allow-degraded to run without it)",
+                list.join(", ")
+            )));
+        }
+        for m in &missing {
+            match m.layer {
+                "landlock" => layers.landlock = false,
+                "seccomp" => layers.seccomp = false,
+                _ => {}
+            }
+        }
+        eprintln!("oajail: ==================== DEGRADED JAIL ====================");
+        for line in &list {
+            eprintln!("oajail: missing layer: {line}");
+        }
+        eprintln!("oajail: =======================================================");
+    }
+    let off = oajail_jail::layers::apply_test_disable(&mut layers);
+    if !off.is_empty() {
+        eprintln!(
+            "oajail: !!! TEST BUILD: layers disabled by OAJAIL_TEST_DISABLE: {} !!!",
+            off.join(",")
+        );
+    }
+    Ok(layers)
+}
+
+/// The cheap probes (no process is created): Landlock ABI and seccomp. User
+/// namespaces are not probed here: the clone itself fails with a clear line,
+/// and there is no degraded mode without them (see docs/enforcement-order.md).
+fn quick_probe() -> Vec<Missing> {
+    let mut missing = Vec::new();
+    match oajail_jail::doctor::landlock_abi() {
+        None => missing.push(Missing {
+            layer: "landlock",
+            why: "not offered by the kernel".into(),
+        }),
+        Some(v) if v < u32::from(oajail_policy::compile::landlock::MIN_ABI) => {
+            missing.push(Missing {
+                layer: "landlock",
+                why: format!(
+                    "abi {v} is older than the {} the plan needs",
+                    oajail_policy::compile::landlock::MIN_ABI
+                ),
+            })
+        }
+        Some(_) => {}
+    }
+    if !oajail_jail::doctor::seccomp_available() {
+        missing.push(Missing {
+            layer: "seccomp",
+            why: "seccomp filters unavailable".into(),
+        });
+    }
+    let _ = KernelFeatures::probe;
+    missing
+}
+
+fn build_spec(argv: Vec<CString>, plans: &Plans, layers: Layers) -> Result<JailSpec, Fail> {
+    let cwd = std::env::current_dir().map_err(|e| Fail::setup(anyhow!("cwd: {e}")))?;
+    let env = plans
+        .env
+        .set
+        .iter()
+        .map(|(k, v)| CString::new(format!("{k}={v}")))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| Fail::setup(anyhow!("environment: a value contains a NUL byte")))?;
+    let mut spec = JailSpec::new(argv, env, cwd);
+    spec.layers = layers;
+    spec.seccomp =
+        Some(SeccompProgram::compile(&plans.compiled.seccomp).map_err(|e| Fail::setup(e.into()))?);
+    spec.rlimits = plans.compiled.limits.rlimits.clone();
+    spec.mounts = Some(plans.compiled.mounts.clone());
+    spec.landlock = Some(plans.compiled.landlock.clone());
+    Ok(spec)
 }
 
 /// `-c CMD` → `/bin/sh -c CMD`; `-- CMD ARGS…` as given.
@@ -57,38 +166,4 @@ fn command_argv(args: &RunArgs) -> Result<Vec<CString>, Fail> {
                 .map_err(|_| Fail::usage(anyhow!("command contains a NUL byte")))
         })
         .collect()
-}
-
-/// Temporary environment plan until `oajail_policy::env` lands.
-fn environment(keep: &[String]) -> Vec<CString> {
-    let secret = |k: &str| {
-        let u = k.to_ascii_uppercase();
-        [
-            "TOKEN",
-            "SECRET",
-            "PASSWORD",
-            "_KEY",
-            "AWS_",
-            "SSH_AUTH_SOCK",
-            "DBUS_SESSION_BUS_ADDRESS",
-        ]
-        .iter()
-        .any(|p| u.contains(p))
-    };
-    let mut out: Vec<CString> = std::env::vars_os()
-        .filter_map(|(k, v)| {
-            let name = k.to_string_lossy().into_owned();
-            if (secret(&name) && !keep.contains(&name)) || name == "TMPDIR" {
-                return None;
-            }
-            let mut kv = k.into_vec();
-            kv.push(b'=');
-            kv.extend(v.into_vec());
-            CString::new(kv).ok()
-        })
-        .collect();
-    for fixed in ["SANDBOX_RUNTIME=1", "OAJAIL=1", "TMPDIR=/tmp"] {
-        out.extend(CString::new(fixed).ok());
-    }
-    out
 }

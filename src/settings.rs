@@ -67,3 +67,10 @@ fn load_file(path: &Path) -> Result<(Loaded, Origin)> {
     let loaded = Policy::from_settings_json(&text, &shown).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok((loaded, Origin::File(path.to_path_buf())))
 }
+
+/// Print the loader's warnings (unimplemented keys…) once, on stderr.
+pub fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("oajail: warning: {w}");
+    }
+}

@@ -57,20 +57,22 @@ fn at<T, E: Into<Failure>>(step: Step, r: Result<T, E>) -> StepResult<T> {
 }
 
 fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<(Pid, SignalFd)> {
-    let ns = spec.layers.namespaces;
-    if ns {
+    let layers = spec.layers;
+    if layers.namespaces {
         at(Step::IdMaps, ns::write_id_maps(uid, gid))?;
     }
     at(Step::ParentDeath, init::die_with_supervisor(chan))?;
     at(Step::InitHardening, init::harden())?;
-    if ns {
+    if layers.namespaces {
         at(Step::Hostname, ns::set_hostname(&spec.hostname))?;
+    }
+    if layers.namespaces && layers.netns {
         at(Step::Loopback, net::loopback_up())?;
     }
     at(Step::ProxyListener, net::hand_off_listeners(chan))?;
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
     at(Step::Supervisor, chan.wait_go())?;
-    if spec.layers.caps {
+    if layers.caps {
         at(Step::Capabilities, caps::drop_all())?;
     }
     at(Step::NoNewPrivs, caps::no_new_privs())?;
@@ -79,5 +81,8 @@ fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<
         Forked::Child => crate::command::run(spec, chan),
         Forked::Parent(pid) => Pid::from_raw(pid),
     };
+    if let Some(program) = spec.seccomp.as_ref().filter(|_| layers.seccomp) {
+        at(Step::Seccomp, program.install())?;
+    }
     Ok((command, signals))
 }

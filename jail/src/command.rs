@@ -22,7 +22,6 @@ pub(crate) fn run(spec: &JailSpec, chan: &Channel) -> ! {
 }
 
 fn prepare(spec: &JailSpec) -> Result<(), (Step, Failure)> {
-    let _ = spec;
     // Signals: pid 1 and the supervisor block the forwarded ones; the command
     // starts with a clean mask and default dispositions.
     crate::sys::process::reset_signal_dispositions();
@@ -32,7 +31,12 @@ fn prepare(spec: &JailSpec) -> Result<(), (Step, Failure)> {
     // A new session: the command has no controlling terminal, so it cannot
     // push input into the user's terminal with TIOCSTI.
     nix::unistd::setsid().map_err(|e| (Step::Setsid, e.into()))?;
+    crate::rlimit::apply(&spec.rlimits).map_err(|e| (Step::Rlimits, e))?;
     crate::sys::fd::cloexec_from(3).map_err(|e| (Step::CloseFds, e.into()))?;
+    // Last: nothing after this but execve.
+    if let Some(program) = spec.seccomp.as_ref().filter(|_| spec.layers.seccomp) {
+        program.install().map_err(|e| (Step::Seccomp, e))?;
+    }
     Ok(())
 }
 

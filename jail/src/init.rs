@@ -52,7 +52,7 @@ pub(crate) fn signal_fd() -> Result<SignalFd, Failure> {
 }
 
 /// The init loop. Never returns.
-pub(crate) fn run(command: Pid, mut signals: SignalFd) -> ! {
+pub(crate) fn run(command: Pid, signals: SignalFd) -> ! {
     close_all_but(signals.as_raw_fd());
     loop {
         match signals.read_signal() {

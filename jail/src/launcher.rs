@@ -144,11 +144,11 @@ impl Jail {
                     timed_out: true,
                 });
             }
-            if let Some(sig) = self.next_signal(left)? {
-                if sig != Signal::SIGCHLD {
-                    // pid 1 blocks it and passes it on to the command.
-                    let _ = kill(self.pid, sig);
-                }
+            // pid 1 blocks forwarded signals and passes them on to the command.
+            if let Some(sig) = self.next_signal(left)?
+                && sig != Signal::SIGCHLD
+            {
+                let _ = kill(self.pid, sig);
             }
         }
     }

@@ -25,22 +25,36 @@
 mod caps;
 mod child;
 mod command;
+pub mod doctor;
 pub mod error;
 pub mod exit_code;
+mod hostfs;
 mod init;
 pub mod landlock;
 mod launcher;
+pub mod layers;
 pub mod mount;
 pub mod net;
 mod ns;
+mod rlimit;
+pub mod seccomp;
 mod spec;
 mod sync;
 #[allow(unsafe_code)]
 mod sys;
 
 pub use error::{JailError, Step};
+pub use hostfs::HostFs;
 pub use launcher::{FORWARDED_SIGNALS, Jail, Outcome};
 pub use spec::{JailSpec, Layers};
 /// Raw syscalls for the security suite's attack probe (`attack-probe` feature only).
 #[cfg(feature = "attack-probe")]
 pub use sys::attack_probe as probe;
+
+/// The caller's real uid and gid (mapped to themselves inside the jail).
+pub fn caller_ids() -> (u32, u32) {
+    (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    )
+}

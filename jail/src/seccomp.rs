@@ -58,7 +58,8 @@ const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 // BPF opcodes (linux/bpf_common.h) and seccomp_data offsets (linux/seccomp.h).
-const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+/// BPF_LD | BPF_W | BPF_ABS (BPF_LD and BPF_W are 0).
+const LD_W_ABS: u16 = 0x20;
 const JMP_JEQ_K: u16 = 0x05 | 0x10;
 const JMP_JGE_K: u16 = 0x05 | 0x30;
 const JMP_JA: u16 = 0x05;
@@ -130,7 +131,12 @@ fn condition(arg: u8, op: ArgOp, value: u32) -> Result<SeccompCondition, Seccomp
 }
 
 fn stmt(code: u16, k: u32) -> sock_filter {
-    sock_filter { code, jt: 0, jf: 0, k }
+    sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
 }
 
 fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
@@ -181,16 +187,51 @@ macro_rules! syscalls {
 /// number from libc (so a typo or a call missing on this arch is an error,
 /// not a silently absent rule).
 const SYSCALL_TABLE: &[(&str, i64)] = syscalls![
-    SYS_socket, SYS_ioctl, SYS_clone, SYS_clone3, SYS_unshare, SYS_setns,
-    SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register,
-    SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_pidfd_getfd, SYS_kcmp,
-    SYS_bpf, SYS_perf_event_open, SYS_userfaultfd,
-    SYS_keyctl, SYS_add_key, SYS_request_key,
-    SYS_init_module, SYS_finit_module, SYS_delete_module, SYS_kexec_load, SYS_kexec_file_load,
-    SYS_name_to_handle_at, SYS_open_by_handle_at,
-    SYS_acct, SYS_swapon, SYS_swapoff, SYS_reboot, SYS_syslog, SYS_quotactl, SYS_vhangup,
-    SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_open_tree, SYS_move_mount,
-    SYS_fsopen, SYS_fsconfig, SYS_fsmount, SYS_fspick, SYS_mount_setattr,
+    SYS_socket,
+    SYS_ioctl,
+    SYS_clone,
+    SYS_clone3,
+    SYS_unshare,
+    SYS_setns,
+    SYS_io_uring_setup,
+    SYS_io_uring_enter,
+    SYS_io_uring_register,
+    SYS_ptrace,
+    SYS_process_vm_readv,
+    SYS_process_vm_writev,
+    SYS_pidfd_getfd,
+    SYS_kcmp,
+    SYS_bpf,
+    SYS_perf_event_open,
+    SYS_userfaultfd,
+    SYS_keyctl,
+    SYS_add_key,
+    SYS_request_key,
+    SYS_init_module,
+    SYS_finit_module,
+    SYS_delete_module,
+    SYS_kexec_load,
+    SYS_kexec_file_load,
+    SYS_name_to_handle_at,
+    SYS_open_by_handle_at,
+    SYS_acct,
+    SYS_swapon,
+    SYS_swapoff,
+    SYS_reboot,
+    SYS_syslog,
+    SYS_quotactl,
+    SYS_vhangup,
+    SYS_mount,
+    SYS_umount2,
+    SYS_pivot_root,
+    SYS_chroot,
+    SYS_open_tree,
+    SYS_move_mount,
+    SYS_fsopen,
+    SYS_fsconfig,
+    SYS_fsmount,
+    SYS_fspick,
+    SYS_mount_setattr,
 ];
 
 struct Table;
@@ -198,6 +239,8 @@ static SYSCALLS: Table = Table;
 
 impl Table {
     fn iter(&self) -> impl Iterator<Item = (&'static str, i64)> {
-        SYSCALL_TABLE.iter().map(|(n, nr)| (n.strip_prefix("SYS_").unwrap_or(n), *nr))
+        SYSCALL_TABLE
+            .iter()
+            .map(|(n, nr)| (n.strip_prefix("SYS_").unwrap_or(n), *nr))
     }
 }

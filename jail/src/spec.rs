@@ -1,6 +1,10 @@
 //! What the supervisor hands to the jail: computed before the clone, so the
 //! child only applies plain data.
 
+use crate::seccomp::SeccompProgram;
+use oajail_policy::compile::landlock::LandlockPlan;
+use oajail_policy::compile::limits::RlimitEntry;
+use oajail_policy::compile::mounts::MountPlan;
 use std::ffi::CString;
 use std::path::PathBuf;
 
@@ -16,6 +20,8 @@ pub struct Layers {
     pub landlock: bool,
     /// The seccomp filter.
     pub seccomp: bool,
+    /// The network namespace (only a `test-layers` build turns this off).
+    pub netns: bool,
     /// Dropping capabilities (only a `test-layers` build turns this off).
     pub caps: bool,
 }
@@ -27,6 +33,7 @@ impl Layers {
         mounts: true,
         landlock: true,
         seccomp: true,
+        netns: true,
         caps: true,
     };
 }
@@ -44,6 +51,14 @@ pub struct JailSpec {
     pub hostname: String,
     /// Layers to enforce.
     pub layers: Layers,
+    /// The seccomp filter, compiled in the supervisor.
+    pub seccomp: Option<SeccompProgram>,
+    /// rlimits for the command.
+    pub rlimits: Vec<RlimitEntry>,
+    /// The mount plan.
+    pub mounts: Option<MountPlan>,
+    /// The Landlock plan.
+    pub landlock: Option<LandlockPlan>,
 }
 
 impl JailSpec {
@@ -55,14 +70,18 @@ impl JailSpec {
             cwd,
             hostname: "oajail".into(),
             layers: Layers::ALL,
+            seccomp: None,
+            rlimits: Vec::new(),
+            mounts: None,
+            landlock: None,
         }
     }
 
     pub(crate) fn clone_flags(&self) -> libc::c_int {
-        if self.layers.namespaces {
-            crate::ns::CLONE_FLAGS
-        } else {
-            0
+        match (self.layers.namespaces, self.layers.netns) {
+            (false, _) => 0,
+            (true, true) => crate::ns::CLONE_FLAGS,
+            (true, false) => crate::ns::CLONE_FLAGS & !libc::CLONE_NEWNET,
         }
     }
 }

@@ -62,11 +62,6 @@ pub(crate) fn pair() -> io::Result<(Channel, Channel)> {
 }
 
 impl Channel {
-    /// The raw descriptor (to keep it open across an fd sweep).
-    pub(crate) fn raw(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-
     /// Send one message, with descriptors attached when `fds` is non-empty.
     pub(crate) fn send(&self, msg: &ChildMsg, fds: &[RawFd]) -> io::Result<()> {
         let body = serde_json::to_vec(msg).map_err(io::Error::other)?;

@@ -1,0 +1,113 @@
+//! Subcommands: `policy print|hash|check`, `explain`, `doctor`, `ssh-proxy`.
+
+use crate::cli::{Common, Format, PolicyCmd};
+use crate::plans;
+use crate::{Fail, settings};
+use anyhow::anyhow;
+use oajail_jail::doctor::KernelFeatures;
+use oajail_jail::seccomp::SeccompProgram;
+use serde_json::json;
+
+/// `oajail policy …`.
+pub fn policy(common: &Common, cmd: PolicyCmd) -> Result<i32, Fail> {
+    let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
+    let policy = &loaded.policy;
+    match cmd {
+        PolicyCmd::Print {
+            format: Format::Srt,
+        } => {
+            settings::print_warnings(&loaded.warnings);
+            println!("{}", pretty(&policy.to_srt_json()));
+        }
+        PolicyCmd::Print {
+            format: Format::Json,
+        } => {
+            settings::print_warnings(&loaded.warnings);
+            let mut value: serde_json::Value = serde_json::from_str(&policy.canonical_json())
+                .map_err(|e| Fail::setup(anyhow!("canonical json: {e}")))?;
+            if let Some(map) = value.as_object_mut() {
+                map.insert("policySha256".into(), json!(policy.sha256()));
+            }
+            println!("{}", pretty(&value));
+        }
+        PolicyCmd::Hash => println!("{}", policy.sha256()),
+        PolicyCmd::Check => {
+            println!("ok: {origin}");
+            for w in &loaded.warnings {
+                println!("warning: {w}");
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// `oajail explain [--json]`: every compiled plan.
+pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
+    let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
+    settings::print_warnings(&loaded.warnings);
+    let plans = plans::compile_all(&loaded.policy, &origin, &[])?;
+    let bpf =
+        SeccompProgram::compile(&plans.compiled.seccomp).map_err(|e| Fail::setup(e.into()))?;
+    let env_names: Vec<&str> = plans.env.set.iter().map(|(k, _)| k.as_str()).collect();
+    let value = json!({
+        "origin": origin.to_string(),
+        "policySha256": plans.compiled.policy_sha256,
+        "mounts": plans.compiled.mounts,
+        "landlock": plans.compiled.landlock,
+        "seccomp": plans.compiled.seccomp,
+        "seccompBpfInstructions": bpf.len(),
+        "limits": plans.compiled.limits,
+        "egress": plans.egress,
+        "env": { "set": env_names, "dropped": plans.env.dropped, "replaced": plans.env.replaced },
+    });
+    if as_json {
+        println!("{}", pretty(&value));
+        return Ok(0);
+    }
+    println!("policy: {origin}\nsha256: {}", plans.compiled.policy_sha256);
+    for (name, section) in value.as_object().into_iter().flatten() {
+        if matches!(name.as_str(), "origin" | "policySha256") {
+            continue;
+        }
+        println!("\n== {name} ==\n{}", pretty(section));
+    }
+    Ok(0)
+}
+
+/// `oajail doctor`: kernel features and what a run would lack.
+pub fn doctor() -> Result<i32, Fail> {
+    let k = KernelFeatures::probe();
+    let show = |v: Option<u64>| v.map_or("absent".to_string(), |v| v.to_string());
+    println!("kernel: {}", k.kernel);
+    match k.landlock_abi {
+        Some(v) => println!("landlock: abi {v}"),
+        None => println!("landlock: unavailable"),
+    }
+    println!("seccomp filters: {}", if k.seccomp { "yes" } else { "no" });
+    println!("user.max_user_namespaces: {}", show(k.max_user_namespaces));
+    println!(
+        "kernel.unprivileged_userns_clone: {}",
+        show(k.unprivileged_userns_clone)
+    );
+    println!(
+        "kernel.apparmor_restrict_unprivileged_userns: {}",
+        show(k.apparmor_restrict_unprivileged_userns)
+    );
+    match &k.userns {
+        Ok(()) => println!("user namespaces: work"),
+        Err(why) => println!("user namespaces: fail: {why}"),
+    }
+    let missing = k.missing();
+    if missing.is_empty() {
+        println!("verdict: every layer available");
+        return Ok(0);
+    }
+    for m in &missing {
+        println!("degraded: {}: {}", m.layer, m.why);
+    }
+    Ok(1)
+}

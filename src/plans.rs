@@ -1,0 +1,92 @@
+//! Compiling every plan for this host: what `run` enforces and `explain` prints.
+
+use crate::Fail;
+use crate::settings::Origin;
+use anyhow::anyhow;
+use oajail_jail::HostFs;
+use oajail_jail::net::PROXY_PORT;
+use oajail_policy::Policy;
+use oajail_policy::compile::{self, CompiledPolicy, HostFacts};
+use oajail_policy::egress::EgressPlan;
+use oajail_policy::env::{EnvInputs, EnvPlan, ProxyEnv};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Every plan for one run.
+#[derive(Debug)]
+pub struct Plans {
+    /// Mounts, Landlock, seccomp, limits.
+    pub compiled: CompiledPolicy,
+    /// The proxy's allowlist.
+    pub egress: EgressPlan,
+    /// The command's environment.
+    pub env: EnvPlan,
+}
+
+/// Facts about this host and caller.
+pub fn host_facts(origin: &Origin) -> Result<HostFacts, Fail> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| Fail::setup(anyhow!("host facts: HOME is not set")))?;
+    let cwd = std::env::current_dir().map_err(|e| Fail::setup(anyhow!("host facts: cwd: {e}")))?;
+    Ok(HostFacts {
+        home,
+        cwd,
+        uid: oajail_jail::caller_ids().0,
+        gid: oajail_jail::caller_ids().1,
+        exe: exe_path()?,
+        settings_path: match origin {
+            Origin::File(p) => std::fs::canonicalize(p).ok().or_else(|| Some(p.clone())),
+            Origin::Builtin => None,
+        },
+        ssh_auth_sock: std::env::var_os("SSH_AUTH_SOCK")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from),
+        mem_total_bytes: mem_total(),
+    })
+}
+
+/// Compile mounts, Landlock, seccomp, limits, egress and environment.
+pub fn compile_all(policy: &Policy, origin: &Origin, env_keep: &[String]) -> Result<Plans, Fail> {
+    let facts = host_facts(origin)?;
+    let compiled = compile::compile(policy, &facts, &HostFs)
+        .map_err(|e| Fail::usage(anyhow!("{origin}: {e}")))?;
+    let egress =
+        EgressPlan::from_policy(policy).map_err(|e| Fail::usage(anyhow!("{origin}: {e}")))?;
+    let proxy = ProxyEnv {
+        url: format!("http://127.0.0.1:{PROXY_PORT}"),
+        ssh_helper: vec![facts.exe.to_string_lossy().into_owned(), "ssh-proxy".into()],
+    };
+    let inherited: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let env = oajail_policy::env::plan(&EnvInputs {
+        inherited: &inherited,
+        policy,
+        extra_keep: env_keep,
+        policy_sha256: &compiled.policy_sha256,
+        proxy: Some(&proxy),
+    });
+    Ok(Plans {
+        compiled,
+        egress,
+        env,
+    })
+}
+
+fn exe_path() -> Result<PathBuf, Fail> {
+    std::env::current_exe()
+        .map_err(|e| Fail::setup(anyhow!("host facts: cannot locate the oajail binary: {e}")))
+}
+
+fn mem_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
