@@ -9,7 +9,7 @@
 //! own upstream connection (`Connection: close` upstream), so a reused
 //! connection can never carry a request for another host.
 use crate::conn::{BufConn, ReadError};
-use crate::http::{Reject, Request, bad, refusal_response};
+use crate::http::{Reject, Request, bad, error_response, refusal_response};
 use crate::route::{self, Ctx};
 use crate::server::Shared;
 use oajail_policy::host::{self, Host};
@@ -83,8 +83,18 @@ pub(crate) async fn forward(
             Body::None => Ok(()),
         }
     };
-    if let Err(e) = sent.await {
-        return Err(fail(bad(format!("request body: {e}"))));
+    match sent.await {
+        Ok(()) => {}
+        // The upstream went away while taking the body.
+        Err(ReadError::Io(e)) => {
+            let msg = format!("the upstream failed while receiving the request: {e}");
+            let _ = client
+                .stream
+                .write_all(&error_response(502, "Bad Gateway", &msg, None))
+                .await;
+            return Ok(false);
+        }
+        Err(e) => return Err(fail(bad(format!("request body: {e}")))),
     }
     let client_keep = req.version == 1 && !connection_has(&req.headers, "close") && !websocket;
     let upstream = BufConn::new(route.stream);

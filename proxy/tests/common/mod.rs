@@ -255,7 +255,10 @@ fn serve_upstream(mut stream: TcpStream, record: Arc<Mutex<Vec<Vec<u8>>>>, idx: 
         if http && let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = &seen[..end + 4];
             let body_len = content_length(head);
-            while seen.len() < end + 4 + body_len {
+            let chunked = String::from_utf8_lossy(head)
+                .to_ascii_lowercase()
+                .contains("transfer-encoding: chunked");
+            while seen.len() < end + 4 + body_len || (chunked && !seen.ends_with(b"0\r\n\r\n")) {
                 match stream.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
