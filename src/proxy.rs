@@ -1,35 +1,50 @@
-//! Glue to the egress proxy: serve the listeners the jail bound in its netns.
+//! Glue to the egress proxy: serve the listeners the jail bound in its netns,
+//! and the `ssh-proxy` helper that ssh runs inside the jail.
 
+use crate::Fail;
 use crate::plans::Plans;
-use std::net::TcpListener;
+use anyhow::anyhow;
+use oajail_jail::net::PROXY_PORT;
+use oajail_proxy::{Limits, ProxyConfig, ProxyHandle};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 
-/// The running proxy (or, until the proxy crate lands, the held listeners).
+/// The running proxy.
 pub struct Running {
-    _listeners: Vec<TcpListener>,
+    handle: ProxyHandle,
 }
 
-/// Start the proxy on `listeners`.
+/// Start the proxy on `listeners` (its runtime threads start here, after the
+/// clone: the supervisor was single-threaded until now).
 pub fn start(
     plans: &Plans,
     log_json: Option<PathBuf>,
     listeners: Vec<TcpListener>,
 ) -> anyhow::Result<Running> {
-    let _ = (&plans.egress, log_json);
-    Ok(Running {
-        _listeners: listeners,
-    })
+    let config = ProxyConfig {
+        egress: plans.egress.clone(),
+        log_json,
+        limits: Limits::default(),
+    };
+    let handle = oajail_proxy::start(config, listeners).map_err(|e| anyhow!("{e}"))?;
+    Ok(Running { handle })
 }
 
 impl Running {
-    /// Stop serving and print the denial summary on stderr.
-    pub fn finish(self) {}
+    /// Stop serving and print the denial summary on stderr (nothing when
+    /// nothing was refused).
+    pub fn finish(self) {
+        let summary = self.handle.shutdown().to_string();
+        if !summary.is_empty() {
+            eprint!("{summary}");
+        }
+    }
 }
 
-/// `oajail ssh-proxy HOST PORT` (ssh ProxyCommand inside the jail).
-pub fn ssh_helper(host: &str, port: u16) -> Result<i32, crate::Fail> {
-    let _ = (host, port);
-    Err(crate::Fail::setup(anyhow::anyhow!(
-        "ssh-proxy: the proxy is not available in this build"
-    )))
+/// `oajail ssh-proxy HOST PORT`: ssh's ProxyCommand inside the jail; relays
+/// stdin/stdout through a CONNECT on the jail's proxy listener.
+pub fn ssh_helper(host: &str, port: u16) -> Result<i32, Fail> {
+    let proxy = SocketAddr::from(([127, 0, 0, 1], PROXY_PORT));
+    oajail_proxy::ssh_connect_helper(proxy, host, port).map_err(|e| Fail::setup(anyhow!("{e}")))?;
+    Ok(0)
 }

@@ -38,6 +38,15 @@ fn supervise(
     origin: &Origin,
 ) -> Result<i32, Fail> {
     let _ = origin;
+    // Missing protected paths are created on the host for the run (so they
+    // can be masked) and removed afterwards, also on error (Drop).
+    let placeholders = if spec.layers.mounts {
+        let p = oajail_jail::mount::create_placeholders(&plans.compiled.mounts)
+            .map_err(|e| Fail::setup(anyhow!("placeholders: {e}")))?;
+        Some(p)
+    } else {
+        None
+    };
     let mut jail = Jail::spawn(spec)?;
     let listeners = jail.take_listeners()?;
     let proxy = match proxy::start(plans, args.log_json.clone(), listeners) {
@@ -50,6 +59,9 @@ fn supervise(
     jail.release()?;
     let outcome = jail.wait(timeout.map(Duration::from_secs))?;
     proxy.finish();
+    if let Some(p) = placeholders {
+        p.remove();
+    }
     if outcome.timed_out {
         eprintln!(
             "oajail: timeout: killed the jail after {}s",

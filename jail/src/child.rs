@@ -70,12 +70,28 @@ fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<
         at(Step::Loopback, net::loopback_up())?;
     }
     at(Step::ProxyListener, net::hand_off_listeners(chan))?;
+    if let Some(plan) = spec
+        .mounts
+        .as_ref()
+        .filter(|_| layers.namespaces && layers.mounts)
+    {
+        // Includes pivot_root into the new root (see mount.rs).
+        at(Step::Mounts, crate::mount::apply(plan))?;
+    }
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
     at(Step::Supervisor, chan.wait_go())?;
     if layers.caps {
         at(Step::Capabilities, caps::drop_all())?;
     }
     at(Step::NoNewPrivs, caps::no_new_privs())?;
+    // In pid 1, before the fork: the command inherits this very domain, so
+    // pid 1 may still signal it under Landlock's signal scope.
+    if let Some(plan) = spec.landlock.as_ref().filter(|_| layers.landlock) {
+        at(
+            Step::Landlock,
+            crate::landlock::restrict(plan, true).map(drop),
+        )?;
+    }
     let signals = at(Step::Fork, init::signal_fd())?;
     let command = match at(Step::Fork, fork())? {
         Forked::Child => crate::command::run(spec, chan),
