@@ -137,7 +137,12 @@ impl Stage {
                 source: io::Error::other("no directory to stage the new root on"),
             })?;
         move_onto(&staging, CWD, base).ctx(|| format!("attach staging on {base}"))?;
-        let base = open_path(CWD, base, false).ctx(|| format!("open staging {base}"))?;
+        let base = rustix::fs::open(
+            *base,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ctx(|| format!("open staging {base}"))?;
         move_onto(&host, &base, "host").ctx(|| "attach host tree".into())?;
         move_onto(&root, &base, "root").ctx(|| "attach new root".into())?;
         let host = open_path(&base, "host", false).ctx(|| "open host tree".into())?;

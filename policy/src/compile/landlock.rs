@@ -226,6 +226,11 @@ fn read_rules(
     }
     let entries = fs.read_dir(dir).unwrap_or_default();
     for (name, kind) in entries {
+        if kind == FileKind::Symlink {
+            // Access through a link is checked on its target; a rule on the
+            // link's path would grant the target instead.
+            continue;
+        }
         let child = dir.join(name);
         let leads = points.iter().any(|p| p.starts_with(&child));
         if leads && kind == FileKind::Dir {
