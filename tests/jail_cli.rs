@@ -1,0 +1,172 @@
+//! Command line, settings lookup, environment and fail-closed behaviour of
+//! the real `oajail` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
+
+mod support;
+
+use std::process::Command;
+use support::*;
+
+#[test]
+fn secrets_are_scrubbed_and_oajail_variables_set() {
+    let o = oajail("env", &["--", "env"])
+        .env("GITHUB_TOKEN", "ghp_canary")
+        .env("AWS_SECRET_ACCESS_KEY", "aws_canary")
+        .env("MY_PASSWORD", "pw_canary")
+        .env("SSH_AUTH_SOCK", "/tmp/agent.sock")
+        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1/bus")
+        .env("HARMLESS_VALUE", "kept")
+        .output()
+        .unwrap();
+    let env = ok(o);
+    for canary in [
+        "ghp_canary",
+        "aws_canary",
+        "pw_canary",
+        "SSH_AUTH_SOCK",
+        "DBUS_SESSION",
+    ] {
+        assert!(!env.contains(canary), "{canary} leaked:\n{env}");
+    }
+    for set in [
+        "SANDBOX_RUNTIME=1",
+        "OAJAIL=1",
+        "TMPDIR=/tmp",
+        "HARMLESS_VALUE=kept",
+    ] {
+        assert!(env.lines().any(|l| l == set), "{set} missing:\n{env}");
+    }
+    let hash = ok(oajail("env-h", &["policy", "hash"]).output().unwrap());
+    let want = format!("OAJAIL_POLICY_SHA256={}", hash.trim());
+    assert!(env.lines().any(|l| l == want), "{want} missing:\n{env}");
+}
+
+#[test]
+fn env_keep_keeps_a_named_secret() {
+    let o = oajail("keep", &["--env-keep", "GITHUB_TOKEN", "--", "env"])
+        .env("GITHUB_TOKEN", "ghp_kept")
+        .output()
+        .unwrap();
+    assert!(ok(o).lines().any(|l| l == "GITHUB_TOKEN=ghp_kept"));
+}
+
+#[test]
+fn a_missing_named_settings_file_is_refused() {
+    let o = oajail(
+        "nofile",
+        &["-s", "/nonexistent/oajail.json", "--", "/bin/true"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = err(&o);
+    assert!(e.starts_with("oajail: /nonexistent/oajail.json:"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let o = oajail("nofile2", &["--", "/bin/true"])
+        .env("OAJAIL_SETTINGS", "/nonexistent/env.json")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+}
+
+#[test]
+fn a_bad_settings_file_is_refused_naming_the_file() {
+    let home = scratch_home("bad");
+    let path = home.join("bad.json");
+    std::fs::write(&path, "{ not json").unwrap();
+    let o = oajail("bad", &["-s", path.to_str().unwrap(), "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("bad.json"), "{}", err(&o));
+}
+
+#[test]
+fn no_command_is_a_usage_error() {
+    let o = oajail("nocmd", &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn policy_subcommands_agree() {
+    let hash = ok(oajail("ph", &["policy", "hash"]).output().unwrap());
+    assert_eq!(hash.trim().len(), 64);
+    let json = ok(oajail("pj", &["policy", "print", "--format", "json"])
+        .output()
+        .unwrap());
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["policySha256"].as_str(), Some(hash.trim()));
+    ok(oajail("pc", &["policy", "check"]).output().unwrap());
+    let srt = ok(oajail("ps", &["policy", "print"]).output().unwrap());
+    serde_json::from_str::<serde_json::Value>(&srt).unwrap();
+}
+
+#[test]
+fn explain_json_has_every_plan() {
+    let json = ok(oajail("ex", &["explain", "--json"]).output().unwrap());
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for key in ["mounts", "landlock", "seccomp", "limits", "egress", "env"] {
+        assert!(v.get(key).is_some(), "{key} missing");
+    }
+    assert_eq!(v["seccomp"]["enosys"][0], "clone3");
+}
+
+#[test]
+fn doctor_reports_kernel_features() {
+    let o = oajail("doc", &["doctor"]).output().unwrap();
+    let text = out(&o);
+    for field in [
+        "landlock:",
+        "seccomp filters:",
+        "user namespaces:",
+        "apparmor_restrict_unprivileged_userns",
+    ] {
+        assert!(text.contains(field), "{field} missing:\n{text}");
+    }
+}
+
+/// Run oajail under a seccomp filter (installed by python, inherited over
+/// execve) that makes `landlock_create_ruleset` (444) fail with ENOSYS: the
+/// kernel then looks like one without Landlock.
+fn without_landlock(tag: &str, args: &[&str]) -> std::process::Output {
+    let script = r#"
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+# BPF: A = nr; if A == 444 return ERRNO(ENOSYS) else ALLOW
+prog = [(0x20, 0, 0, 0), (0x15, 0, 1, 444), (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7fff0000)]
+buf = b"".join(struct.pack("HBBI", *i) for i in prog)
+cbuf = ctypes.create_string_buffer(buf)
+fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(cbuf))
+cprog = ctypes.create_string_buffer(fprog)
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.addressof(cprog), 0, 0) == 0, ctypes.get_errno()
+os.execv(sys.argv[1], sys.argv[1:])
+"#;
+    let home = scratch_home(tag);
+    let mut argv = vec!["-c", script, OAJAIL];
+    argv.extend_from_slice(args);
+    Command::new(PYTHON)
+        .args(&argv)
+        .env("HOME", &home)
+        .env_remove("OAJAIL_SETTINGS")
+        .current_dir(&home)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn missing_landlock_is_refused() {
+    let o = without_landlock("noll", &["--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(125), "{}", err(&o));
+    assert!(err(&o).contains("landlock"), "{}", err(&o));
+    assert!(err(&o).contains("--allow-degraded"), "{}", err(&o));
+}
+
+#[test]
+fn allow_degraded_runs_with_a_banner() {
+    let o = without_landlock("degr", &["--allow-degraded", "--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(err(&o).contains("DEGRADED"), "{}", err(&o));
+    assert!(err(&o).contains("missing layer: landlock"), "{}", err(&o));
+}

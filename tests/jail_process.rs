@@ -1,0 +1,199 @@
+//! pid 1, exit statuses, signals, timeouts, process lifetime and hygiene of
+//! the real `oajail` binary (runs as root and as an unprivileged user).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::*;
+
+#[test]
+fn true_exits_zero_and_status_passes_through() {
+    assert_eq!(
+        oajail("t1", &["--", "/bin/true"]).status().unwrap().code(),
+        Some(0)
+    );
+    assert_eq!(sh("t2", "exit 7").status.code(), Some(7));
+    assert_eq!(
+        oajail("t3", &["--", "/bin/false"]).status().unwrap().code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn death_by_signal_is_128_plus_n() {
+    assert_eq!(sh("sig", "kill -TERM $$").status.code(), Some(143));
+    assert_eq!(sh("sig9", "kill -KILL $$").status.code(), Some(137));
+}
+
+#[test]
+fn missing_and_unexecutable_commands_use_reserved_codes() {
+    let o = oajail("nf", &["--", "no-such-command-oajail"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(127), "{}", err(&o));
+    assert!(
+        err(&o).contains("oajail: exec no-such-command-oajail:"),
+        "{}",
+        err(&o)
+    );
+    let o = oajail("nx", &["--", "/etc/hostname"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(126), "{}", err(&o));
+}
+
+#[test]
+fn command_is_pid_2_under_a_non_dumpable_init() {
+    let o = ok(sh(
+        "pid",
+        "echo $$; cat /proc/1/comm; cat /proc/1/environ 2>&1 | wc -c",
+    ));
+    let lines: Vec<&str> = o.lines().collect();
+    assert_eq!(lines[0], "2", "{o}");
+    assert_eq!(lines[1], "oajail-init", "{o}");
+    // Non-dumpable: the command cannot read pid 1's environment.
+    assert_eq!(lines[2].trim(), "0", "{o}");
+}
+
+#[test]
+fn only_jail_processes_are_visible() {
+    let o = ok(sh(
+        "procs",
+        "ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '",
+    ));
+    let pids: Vec<u32> = o.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert!(pids.iter().all(|p| *p < 10), "host pids visible: {pids:?}");
+    assert!(pids.contains(&1), "{pids:?}");
+}
+
+#[test]
+fn zombies_are_reaped() {
+    // The shell exits before its grandchild; pid 1 must reap the orphan.
+    let script = "( sleep 0.1 & ) ; sleep 0.6; \
+                  for s in /proc/[0-9]*/stat; do cut -d' ' -f3 $s; done | grep -c Z || true";
+    assert_eq!(ok(sh("zombie", script)).trim(), "0");
+}
+
+#[test]
+fn signals_are_forwarded_to_the_command() {
+    for (sig, name) in [
+        (libc_sig::TERM, "TERM"),
+        (libc_sig::HUP, "HUP"),
+        (libc_sig::USR1, "USR1"),
+    ] {
+        let script = format!("trap 'exit 42' {name}; echo ready; while :; do sleep 0.05; done");
+        let mut child = oajail(&format!("fwd{name}"), &["-c", &script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 6];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+        let kill = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(child.id().to_string())
+            .status();
+        assert!(kill.unwrap().success());
+        assert_eq!(child.wait().unwrap().code(), Some(42), "signal {name}");
+    }
+}
+
+/// Signal numbers (x86_64/aarch64 generic values) without a libc dependency.
+mod libc_sig {
+    pub const HUP: i32 = 1;
+    pub const USR1: i32 = 10;
+    pub const TERM: i32 = 15;
+}
+
+#[test]
+fn timeout_kills_the_whole_jail() {
+    let start = Instant::now();
+    let o = oajail("timeout", &["--timeout", "1", "--", "sleep", "30"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(124), "{}", err(&o));
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(err(&o).contains("timeout"), "{}", err(&o));
+}
+
+/// A process with this exact argv must not exist on the host.
+fn host_has_process_with_arg(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(marker))
+            .unwrap_or(false)
+    })
+}
+
+#[test]
+fn background_and_double_forked_processes_die_with_the_jail() {
+    let marker = format!("4{}.25", std::process::id());
+    let script = format!(
+        "sleep {marker} & ( setsid sleep {marker} & ) ; nohup sleep {marker} >/dev/null 2>&1 & exit 0"
+    );
+    assert_eq!(sh("bg", &script).status.code(), Some(0));
+    // pid 1's exit kills the namespace synchronously, but give the kernel a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !host_has_process_with_arg(&marker),
+        "a jailed process outlived the jail"
+    );
+}
+
+#[test]
+fn inherited_descriptors_do_not_reach_the_command() {
+    // bash opens fd 7 without close-on-exec and execs oajail with it.
+    let script = format!("exec 7</etc/hostname 9</etc/passwd; exec {OAJAIL} -- ls /proc/self/fd");
+    let o = Command::new("bash")
+        .args(["-c", &script])
+        .env("HOME", scratch_home("fds"))
+        .current_dir(scratch_home("fds"))
+        .output()
+        .unwrap();
+    let fds: Vec<String> = ok(o).split_whitespace().map(String::from).collect();
+    // 0, 1, 2 and the directory ls itself is reading.
+    assert!(
+        !fds.contains(&"7".to_string()) && !fds.contains(&"9".to_string()),
+        "{fds:?}"
+    );
+    assert!(fds.len() <= 4, "{fds:?}");
+}
+
+#[test]
+fn capabilities_are_empty_and_no_new_privs_and_seccomp_are_on() {
+    let o = ok(sh(
+        "caps",
+        "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status",
+    ));
+    for line in o.lines() {
+        let (k, v) = line.split_once(':').unwrap();
+        let v = v.trim();
+        match k {
+            "NoNewPrivs" => assert_eq!(v, "1"),
+            "Seccomp" => assert_eq!(v, "2"),
+            _ => assert_eq!(v, "0000000000000000", "{k}"),
+        }
+    }
+    assert_eq!(o.lines().count(), 7, "{o}");
+}
+
+#[test]
+fn network_is_loopback_only() {
+    let o = ok(sh(
+        "net",
+        "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+    ));
+    assert_eq!(o.trim(), "lo");
+    let py = "import socket,errno\ns=socket.socket()\ns.settimeout(2)\n\
+              try:\n  s.connect(('192.0.2.1',80)); print('connected')\n\
+              except OSError as e: print('refused', e.errno)";
+    let o = ok(oajail("net2", &["--", PYTHON, "-c", py]).output().unwrap());
+    assert!(o.starts_with("refused"), "{o}");
+}
+
+#[test]
+fn hostname_is_private() {
+    assert_eq!(
+        ok(sh("uts", "cat /proc/sys/kernel/hostname")).trim(),
+        "oajail"
+    );
+}

@@ -1,0 +1,56 @@
+//! Helpers shared by the root package's integration tests: run the real
+//! `oajail` binary with a clean, predictable environment.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The oajail binary under test.
+pub const OAJAIL: &str = env!("CARGO_BIN_EXE_oajail");
+/// A python every test user can run (pyenv shims live under /root).
+pub const PYTHON: &str = "/usr/bin/python3";
+
+/// A scratch HOME with no settings file, so the built-in default applies.
+pub fn scratch_home(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("oajail-it-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `oajail ARGS…` with HOME = a scratch dir, cwd = that dir, no OAJAIL_SETTINGS.
+pub fn oajail(tag: &str, args: &[&str]) -> Command {
+    let home = scratch_home(tag);
+    let mut cmd = Command::new(OAJAIL);
+    cmd.args(args)
+        .env("HOME", &home)
+        .env_remove("OAJAIL_SETTINGS")
+        .current_dir(&home);
+    cmd
+}
+
+/// Run `sh -c script` in the jail and return the output.
+pub fn sh(tag: &str, script: &str) -> Output {
+    oajail(tag, &["-c", script]).output().unwrap()
+}
+
+/// stdout as a string.
+pub fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// stderr as a string.
+pub fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Assert success and return stdout.
+pub fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        out(&o),
+        err(&o)
+    );
+    out(&o)
+}
