@@ -51,7 +51,10 @@ fn exec(spec: &JailSpec, chan: &Channel) -> ! {
         let Err(e) = nix::unistd::execve(&candidate, &spec.argv, &spec.env);
         match e {
             nix::Error::ENOENT | nix::Error::ENOTDIR => {}
-            nix::Error::EACCES => decisive = e,
+            // A file that exists but may not be executed decides the error;
+            // an untraversable PATH directory is skipped (as shells do).
+            nix::Error::EACCES if file_exists(&candidate) => decisive = e,
+            nix::Error::EACCES => {}
             other => {
                 decisive = other;
                 break;
@@ -74,6 +77,10 @@ fn exec(spec: &JailSpec, chan: &Channel) -> ! {
         exit_code::NOT_EXECUTABLE
     };
     crate::sys::process::exit_now(code)
+}
+
+fn file_exists(path: &CStr) -> bool {
+    std::fs::metadata(std::ffi::OsStr::from_bytes(path.to_bytes())).is_ok()
 }
 
 /// Paths to try for `program`.
