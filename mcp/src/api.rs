@@ -61,7 +61,11 @@ impl ApiClient {
             .user_agent(concat!("openagenda-mcp/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| McpError::Client(e.to_string()))?;
-        Ok(Self { http, base, key: key.filter(|k| !k.is_empty()) })
+        Ok(Self {
+            http,
+            base,
+            key: key.filter(|k| !k.is_empty()),
+        })
     }
 
     /// Replaces the key in `text`.
@@ -78,7 +82,8 @@ impl ApiClient {
             Ok(u) => u,
             Err(msg) => return self.failure(0, msg, None),
         };
-        let method = reqwest::Method::from_bytes(op.method.as_bytes()).unwrap_or(reqwest::Method::GET);
+        let method =
+            reqwest::Method::from_bytes(op.method.as_bytes()).unwrap_or(reqwest::Method::GET);
         let mut req = self.http.request(method, url);
         if let Some(key) = &self.key
             && let Ok(mut v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
@@ -103,30 +108,55 @@ impl ApiClient {
                 Ok(Some(chunk)) => {
                     body.extend_from_slice(&chunk);
                     if body.len() > MAX_BODY {
-                        return self.failure(status, format!("response larger than {MAX_BODY} bytes"), None);
+                        return self.failure(
+                            status,
+                            format!("response larger than {MAX_BODY} bytes"),
+                            None,
+                        );
                     }
                 }
                 Ok(None) => break,
-                Err(e) => return self.failure(status, format!("reading the response failed: {}", without_url(&e)), None),
+                Err(e) => {
+                    return self.failure(
+                        status,
+                        format!("reading the response failed: {}", without_url(&e)),
+                        None,
+                    );
+                }
             }
         }
-        let text = String::from_utf8_lossy(&body);
-        let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.to_string()));
+        // The key never reaches the script, not even when a server echoes it.
+        let text = self.redact(&String::from_utf8_lossy(&body));
+        let parsed: Value =
+            serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.to_string()));
         if (200..300).contains(&status) {
-            return ApiReply { json: json!({"data": parsed, "error": null}), failed_status: None, excerpt: String::new() };
+            return ApiReply {
+                json: json!({"data": parsed, "error": null}),
+                failed_status: None,
+                excerpt: String::new(),
+            };
         }
         let message = parsed
             .pointer("/error/message")
             .or_else(|| parsed.get("message"))
             .and_then(Value::as_str)
-            .map_or_else(|| format!("HTTP {status}"), |m| format!("HTTP {status}: {m}"));
+            .map_or_else(
+                || format!("HTTP {status}"),
+                |m| format!("HTTP {status}: {m}"),
+            );
         self.failure(status, message, Some(parsed))
     }
 
     fn failure(&self, status: u16, message: String, body: Option<Value>) -> ApiReply {
         let message = self.redact(&message);
-        let excerpt_src = body.as_ref().map_or_else(|| message.clone(), Value::to_string);
-        let excerpt: String = self.redact(&excerpt_src).chars().take(EXCERPT_CHARS).collect();
+        let excerpt_src = body
+            .as_ref()
+            .map_or_else(|| message.clone(), Value::to_string);
+        let excerpt: String = self
+            .redact(&excerpt_src)
+            .chars()
+            .take(EXCERPT_CHARS)
+            .collect();
         let body = body.map(|b| {
             let text = self.redact(&b.to_string());
             serde_json::from_str(&text).unwrap_or(Value::String(excerpt.clone()))
@@ -135,7 +165,11 @@ impl ApiClient {
         if let Some(b) = body {
             error["body"] = b;
         }
-        ApiReply { json: json!({"data": null, "error": error}), failed_status: Some(status), excerpt }
+        ApiReply {
+            json: json!({"data": null, "error": error}),
+            failed_status: Some(status),
+            excerpt,
+        }
     }
 }
 
@@ -157,10 +191,12 @@ fn tls_config(extra_ca: Option<&Path>) -> Result<rustls::ClientConfig, McpError>
         let certs = CertificateDer::pem_file_iter(path)
             .map_err(|e| McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display())))?;
         for cert in certs {
-            let cert = cert.map_err(|e| McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display())))?;
-            roots
-                .add(cert)
-                .map_err(|e| McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display())))?;
+            let cert = cert.map_err(|e| {
+                McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display()))
+            })?;
+            roots.add(cert).map_err(|e| {
+                McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display()))
+            })?;
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -178,49 +214,68 @@ pub fn build_url(base: &Url, op: &Operation, args: &Value) -> Result<Url, String
     let path_args = args.get("path");
     let mut url = base.clone();
     {
-        let mut segs = url.path_segments_mut().map_err(|()| "base url cannot have a path".to_string())?;
+        let mut segs = url
+            .path_segments_mut()
+            .map_err(|()| "base url cannot have a path".to_string())?;
         segs.pop_if_empty();
         for seg in op.path.split('/').filter(|s| !s.is_empty()) {
-            segs.push(&fill_segment(seg, op, path_args)?);
+            segs.push(&fill_segment(seg, path_args)?);
         }
     }
     let query = args.get("query").and_then(Value::as_object);
     if let Some(q) = query.filter(|q| !q.is_empty()) {
         let mut pairs = url.query_pairs_mut();
         for (name, value) in q {
-            let spec = op.params.iter().find(|p| p.name == *name && p.location == ParamIn::Query);
+            let spec = op
+                .params
+                .iter()
+                .find(|p| p.name == *name && p.location == ParamIn::Query);
             for (k, v) in query_pairs(name, value, spec) {
                 pairs.append_pair(&k, &v);
             }
         }
     }
-    for p in op.params.iter().filter(|p| p.required && p.location == ParamIn::Query) {
-        if query.and_then(|q| q.get(&p.name)).is_none_or(Value::is_null) {
+    for p in op
+        .params
+        .iter()
+        .filter(|p| p.required && p.location == ParamIn::Query)
+    {
+        if query
+            .and_then(|q| q.get(&p.name))
+            .is_none_or(Value::is_null)
+        {
             return Err(format!("query parameter {} is required", p.name));
         }
     }
-    if url.host_str() != base.host_str() || url.port_or_known_default() != base.port_or_known_default() {
+    if url.host_str() != base.host_str()
+        || url.port_or_known_default() != base.port_or_known_default()
+    {
         return Err("refusing a request to another host".into());
     }
     Ok(url)
 }
 
-fn fill_segment(seg: &str, op: &Operation, path_args: Option<&Value>) -> Result<String, String> {
+fn fill_segment(seg: &str, path_args: Option<&Value>) -> Result<String, String> {
     let mut out = seg.to_owned();
     while let Some(start) = out.find('{') {
-        let end = out[start..].find('}').map(|e| start + e).ok_or("bad path template")?;
+        let end = out[start..]
+            .find('}')
+            .map(|e| start + e)
+            .ok_or("bad path template")?;
         let name = out[start + 1..end].to_owned();
         let value = path_args
             .and_then(|p| p.get(&name))
             .filter(|v| !v.is_null())
-            .ok_or_else(|| format!("path parameter {name} is required (pass {{ path: {{ {name} }} }})"))?;
-        let text = scalar(value).ok_or_else(|| format!("path parameter {name} must be a string or a number"))?;
+            .ok_or_else(|| {
+                format!("path parameter {name} is required (pass {{ path: {{ {name} }} }})")
+            })?;
+        let text = scalar(value)
+            .ok_or_else(|| format!("path parameter {name} must be a string or a number"))?;
         if text.is_empty() {
             return Err(format!("path parameter {name} is empty"));
         }
         out.replace_range(start..=end, &text);
     }
-    let _ = op;
     Ok(out)
 }
 
@@ -250,14 +305,27 @@ fn query_pairs(name: &str, value: &Value, spec: Option<&Param>) -> Vec<(String, 
         Value::Object(map) if style == Style::DeepObject || explode => map
             .iter()
             .flat_map(|(k, v)| match v {
-                Value::Array(a) => a.iter().filter_map(scalar).map(|s| (format!("{name}[{k}]"), s)).collect(),
-                other => scalar(other).map(|s| (format!("{name}[{k}]"), s)).into_iter().collect::<Vec<_>>(),
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(scalar)
+                    .map(|s| (format!("{name}[{k}]"), s))
+                    .collect(),
+                other => scalar(other)
+                    .map(|s| (format!("{name}[{k}]"), s))
+                    .into_iter()
+                    .collect::<Vec<_>>(),
             })
             .collect(),
         Value::Object(map) => {
-            let flat: Vec<String> = map.iter().flat_map(|(k, v)| [k.clone(), scalar(v).unwrap_or_default()]).collect();
+            let flat: Vec<String> = map
+                .iter()
+                .flat_map(|(k, v)| [k.clone(), scalar(v).unwrap_or_default()])
+                .collect();
             vec![(name.to_owned(), flat.join(","))]
         }
-        other => scalar(other).map(|s| (name.to_owned(), s)).into_iter().collect(),
+        other => scalar(other)
+            .map(|s| (name.to_owned(), s))
+            .into_iter()
+            .collect(),
     }
 }

@@ -118,5 +118,8 @@ impl Config {
 
 /// Reads a boolean environment-style value (`1`, `true`, `yes`).
 pub fn truthy(value: &str) -> bool {
-    matches!(value.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
 }

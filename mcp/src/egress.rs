@@ -40,8 +40,14 @@ pub fn srt_settings(api_host: &str, run_dir: &Path) -> Value {
 
 /// The directory this binary runs from.
 pub fn run_dir() -> Result<PathBuf, McpError> {
-    let exe = std::env::current_exe().map_err(|e| McpError::Io { what: "current executable".into(), source: e })?;
-    Ok(exe.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/")))
+    let exe = std::env::current_exe().map_err(|e| McpError::Io {
+        what: "current executable".into(),
+        source: e,
+    })?;
+    Ok(exe
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/")))
 }
 
 /// The policy hash of srt settings text, computed by `oajail-policy`.
@@ -54,7 +60,8 @@ pub fn policy_hash(srt_text: &str) -> Result<String, McpError> {
 /// The text printed by `print-egress-policy --format srt|json`.
 pub fn print(format: &str, api_host: &str, run_dir: &Path) -> Result<String, McpError> {
     let settings = srt_settings(api_host, run_dir);
-    let text = serde_json::to_string_pretty(&settings).map_err(|e| McpError::Egress(e.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(&settings).map_err(|e| McpError::Egress(e.to_string()))?;
     match format {
         "srt" => Ok(text),
         "json" => {
@@ -63,7 +70,10 @@ pub fn print(format: &str, api_host: &str, run_dir: &Path) -> Result<String, Mcp
             out["policySha256"] = json!(hash);
             serde_json::to_string_pretty(&out).map_err(|e| McpError::Egress(e.to_string()))
         }
-        other => Err(McpError::Config { field: "--format", message: format!("expected srt or json, got {other:?}") }),
+        other => Err(McpError::Config {
+            field: "--format",
+            message: format!("expected srt or json, got {other:?}"),
+        }),
     }
 }
 
@@ -88,12 +98,20 @@ impl Confinement {
             let what = what.to_owned();
             move |e| McpError::Io { what, source: e }
         };
-        let status = std::fs::read_to_string("/proc/self/status").map_err(io("/proc/self/status"))?;
+        let status =
+            std::fs::read_to_string("/proc/self/status").map_err(io("/proc/self/status"))?;
         let field = |name: &str| {
-            status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_default()
         };
-        let netns_inode = std::fs::metadata("/proc/self/ns/net").map_err(io("/proc/self/ns/net"))?.ino();
-        let dev = std::fs::read_to_string("/proc/self/net/dev").map_err(io("/proc/self/net/dev"))?;
+        let netns_inode = std::fs::metadata("/proc/self/ns/net")
+            .map_err(io("/proc/self/ns/net"))?
+            .ino();
+        let dev =
+            std::fs::read_to_string("/proc/self/net/dev").map_err(io("/proc/self/net/dev"))?;
         Ok(Self {
             no_new_privs: field("NoNewPrivs:") == "1",
             seccomp: field("Seccomp:").parse().unwrap_or(0),
@@ -109,13 +127,19 @@ impl Confinement {
             out.push("NoNewPrivs is not 1".to_owned());
         }
         if self.seccomp != 2 {
-            out.push(format!("Seccomp is {} (expected 2, filter mode)", self.seccomp));
+            out.push(format!(
+                "Seccomp is {} (expected 2, filter mode)",
+                self.seccomp
+            ));
         }
         if self.netns_inode == INIT_NETNS_INODE {
             out.push("running in the initial network namespace".to_owned());
         }
         if !self.interfaces.is_empty() {
-            out.push(format!("network interfaces other than lo: {}", self.interfaces.join(", ")));
+            out.push(format!(
+                "network interfaces other than lo: {}",
+                self.interfaces.join(", ")
+            ));
         }
         out
     }
@@ -132,7 +156,11 @@ pub fn parse_interfaces(dev: &str) -> Vec<String> {
 }
 
 /// The boot check for authority `wrapper`.
-pub fn check_wrapper(api_host: &str, run_dir: &Path, wrapper_hash: Option<&str>) -> Result<(), McpError> {
+pub fn check_wrapper(
+    api_host: &str,
+    run_dir: &Path,
+    wrapper_hash: Option<&str>,
+) -> Result<(), McpError> {
     let text = print("srt", api_host, run_dir)?;
     let ours = policy_hash(&text)?;
     let regenerate = "openagenda-mcp print-egress-policy --format srt > openagenda-egress.json && \
@@ -152,7 +180,10 @@ pub fn check_wrapper(api_host: &str, run_dir: &Path, wrapper_hash: Option<&str>)
     }
     let problems = Confinement::read()?.problems();
     if !problems.is_empty() {
-        return Err(McpError::Egress(format!("not confined: {}", problems.join("; "))));
+        return Err(McpError::Egress(format!(
+            "not confined: {}",
+            problems.join("; ")
+        )));
     }
     Ok(())
 }
@@ -180,9 +211,20 @@ mod tests {
 
     #[test]
     fn initial_netns_is_a_problem() {
-        let c = Confinement { no_new_privs: true, seccomp: 2, netns_inode: INIT_NETNS_INODE, interfaces: vec![] };
-        assert_eq!(c.problems(), vec!["running in the initial network namespace"]);
-        let ok = Confinement { netns_inode: 4026532000, ..c };
+        let c = Confinement {
+            no_new_privs: true,
+            seccomp: 2,
+            netns_inode: INIT_NETNS_INODE,
+            interfaces: vec![],
+        };
+        assert_eq!(
+            c.problems(),
+            vec!["running in the initial network namespace"]
+        );
+        let ok = Confinement {
+            netns_inode: 4026532000,
+            ..c
+        };
         assert!(ok.problems().is_empty());
     }
 }

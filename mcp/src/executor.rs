@@ -96,8 +96,17 @@ struct Calls {
 
 impl Executor {
     /// Builds the executor and starts filling the worker pool.
-    pub fn new(pool: Arc<Pool>, api: Arc<ApiClient>, catalogue: Arc<Catalogue>, limits: Limits) -> Self {
-        let ops = catalogue.ops.iter().map(|o| (o.js_path.clone(), o.id.clone())).collect();
+    pub fn new(
+        pool: Arc<Pool>,
+        api: Arc<ApiClient>,
+        catalogue: Arc<Catalogue>,
+        limits: Limits,
+    ) -> Self {
+        let ops = catalogue
+            .ops
+            .iter()
+            .map(|o| (o.js_path.clone(), o.id.clone()))
+            .collect();
         pool.refill();
         Self {
             pool,
@@ -111,9 +120,17 @@ impl Executor {
     }
 
     /// Runs one script; `cancel` aborts it (the worker is killed).
-    pub async fn execute(&self, code: &str, cancel: &CancellationToken) -> Result<ExecOutput, ExecError> {
+    pub async fn execute(
+        &self,
+        code: &str,
+        cancel: &CancellationToken,
+    ) -> Result<ExecOutput, ExecError> {
         let _permit = self.admit().await?;
-        let worker = self.pool.take().await.map_err(|e| ExecError::new("js_runtime_error", e))?;
+        let worker = self
+            .pool
+            .take()
+            .await
+            .map_err(|e| ExecError::new("js_runtime_error", e))?;
         let deadline = self.limits.timeout + KILL_GRACE;
         let mut calls = Calls::default();
         let mut worker = worker;
@@ -123,7 +140,9 @@ impl Executor {
             () = cancel.cancelled() => Err(ExecError::new("cancelled", "the request was cancelled by the client")),
         };
         let outcome = match outcome {
-            Err(e) if e.code == "worker_gone" => Err(crash_error(&mut worker, self.limits.timeout).await),
+            Err(e) if e.code == "worker_gone" => {
+                Err(crash_error(&mut worker, self.limits.timeout).await)
+            }
             other => other,
         };
         let _ = worker.child.start_kill();
@@ -134,7 +153,12 @@ impl Executor {
         if let Ok(p) = self.slots.try_acquire() {
             return Ok(p);
         }
-        let busy = || ExecError::new("busy", "the server is at its concurrency limit; retry shortly");
+        let busy = || {
+            ExecError::new(
+                "busy",
+                "the server is at its concurrency limit; retry shortly",
+            )
+        };
         if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.limits.max_queue {
             self.waiting.fetch_sub(1, Ordering::SeqCst);
             return Err(busy());
@@ -147,27 +171,41 @@ impl Executor {
         }
     }
 
-    async fn exchange(&self, w: &mut Worker, code: &str, calls: &mut Calls) -> Result<ExecOutput, ExecError> {
+    async fn exchange(
+        &self,
+        w: &mut Worker,
+        code: &str,
+        calls: &mut Calls,
+    ) -> Result<ExecOutput, ExecError> {
         let exec = ToWorker::Exec {
             code: code.to_owned(),
             timeout_ms: u64::try_from(self.limits.timeout.as_millis()).unwrap_or(u64::MAX),
             ops: self.ops.clone(),
             output_cap: self.limits.output_cap,
         };
-        frame::write_async(&mut w.stdin, &exec).await.map_err(gone)?;
+        frame::write_async(&mut w.stdin, &exec)
+            .await
+            .map_err(gone)?;
         let max = self.limits.output_cap + FRAME_SLACK;
         loop {
             match frame::read_async::<ToServer>(&mut w.stdout, max).await {
                 Ok(ToServer::Call { op, args }) => {
                     let json = self.api_call(&op, &args, calls).await;
-                    frame::write_async(&mut w.stdin, &ToWorker::ApiResult { json }).await.map_err(gone)?;
+                    frame::write_async(&mut w.stdin, &ToWorker::ApiResult { json })
+                        .await
+                        .map_err(gone)?;
                 }
                 Ok(ToServer::Done { outcome, logs }) => return Ok(done(outcome, logs, calls)?),
-                Ok(ToServer::Ready) => return Err(ExecError::new("js_runtime_error", "worker protocol error")),
+                Ok(ToServer::Ready) => {
+                    return Err(ExecError::new("js_runtime_error", "worker protocol error"));
+                }
                 Err(FrameError::TooLarge(n)) => {
                     return Err(ExecError::new(
                         "output_limit",
-                        format!("output of {n} bytes exceeds {} bytes; return only the data you need", self.limits.output_cap),
+                        format!(
+                            "output of {n} bytes exceeds {} bytes; return only the data you need",
+                            self.limits.output_cap
+                        ),
                     ));
                 }
                 Err(e) => return Err(gone(e)),
@@ -178,12 +216,17 @@ impl Executor {
     async fn api_call(&self, op_id: &str, args: &str, calls: &mut Calls) -> String {
         calls.count += 1;
         if calls.count > self.limits.max_api_calls {
-            let msg = format!("API call cap reached ({} calls per execute)", self.limits.max_api_calls);
-            return serde_json::json!({"data": null, "error": {"status": 0, "message": msg}}).to_string();
+            let msg = format!(
+                "API call cap reached ({} calls per execute)",
+                self.limits.max_api_calls
+            );
+            return serde_json::json!({"data": null, "error": {"status": 0, "message": msg}})
+                .to_string();
         }
         let Some(op) = self.catalogue.op(op_id) else {
             let msg = format!("unknown operation {op_id}");
-            return serde_json::json!({"data": null, "error": {"status": 0, "message": msg}}).to_string();
+            return serde_json::json!({"data": null, "error": {"status": 0, "message": msg}})
+                .to_string();
         };
         let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
         let reply = self.api.call(op, &args).await;
@@ -217,7 +260,10 @@ async fn crash_error(w: &mut Worker, limit: Duration) -> ExecError {
             "memory_limit",
             "the worker aborted, most likely out of memory (address-space limit reached)",
         ),
-        Some(sig) => ExecError::new("js_runtime_error", format!("the worker crashed (signal {sig})")),
+        Some(sig) => ExecError::new(
+            "js_runtime_error",
+            format!("the worker crashed (signal {sig})"),
+        ),
         None => ExecError::new("js_runtime_error", "the worker exited unexpectedly"),
     }
 }
@@ -226,9 +272,17 @@ fn done(outcome: Outcome, logs: Vec<LogLine>, calls: &Calls) -> Result<ExecOutpu
     match outcome {
         Outcome::Ok { result_json } => {
             let result = serde_json::from_str(&result_json).unwrap_or(Value::String(result_json));
-            Ok(ExecOutput { result, logs, api_calls: calls.count })
+            Ok(ExecOutput {
+                result,
+                logs,
+                api_calls: calls.count,
+            })
         }
-        Outcome::Err { code, message, stack } => {
+        Outcome::Err {
+            code,
+            message,
+            stack,
+        } => {
             let mut e = ExecError::new(&code, message);
             e.stack = stack;
             e.logs = logs;
@@ -238,7 +292,10 @@ fn done(outcome: Outcome, logs: Vec<LogLine>, calls: &Calls) -> Result<ExecOutpu
                 e.code = "api_error".into();
                 e.status = Some(*status);
                 e.excerpt = Some(excerpt.clone());
-                e.message = format!("uncaught after a failed API call (HTTP {status}): {}", e.message);
+                e.message = format!(
+                    "uncaught after a failed API call (HTTP {status}): {}",
+                    e.message
+                );
             }
             Err(e)
         }

@@ -17,7 +17,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "openagenda-mcp", version, about = "Code-mode MCP server (search_docs + execute) for the OpenAgenda v3 API or any OpenAPI")]
+#[command(
+    name = "openagenda-mcp",
+    version,
+    about = "Code-mode MCP server (search_docs + execute) for the OpenAgenda v3 API or any OpenAPI"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -49,8 +53,8 @@ struct Opts {
     /// Expose write operations (POST/PUT/PATCH/DELETE); execute is then annotated destructive.
     #[arg(long)]
     allow_writes: bool,
-    /// Disable execute (search_docs stays up).
-    #[arg(long, env = "OA_EXECUTE_DISABLED")]
+    /// Disable execute (search_docs stays up); also `OA_EXECUTE_DISABLED=1`.
+    #[arg(long)]
     execute_disabled: bool,
     /// Deadline of one execute, in ms.
     #[arg(long, env = "OA_SANDBOX_TIMEOUT_MS", default_value_t = 5000)]
@@ -81,7 +85,8 @@ struct Opts {
 impl Opts {
     fn config(&self) -> Result<Config> {
         let authority = std::env::var("OA_CODE_EGRESS_AUTHORITY").ok();
-        let egress = EgressAuthority::parse(authority.as_deref(), std::env::var_os("OAJAIL").is_some())?;
+        let egress =
+            EgressAuthority::parse(authority.as_deref(), std::env::var_os("OAJAIL").is_some())?;
         if self.timeout_ms == 0 || self.memory_mb < 8 || self.max_concurrency == 0 {
             bail!("config: timeout must be > 0, memory at least 8 MiB and concurrency at least 1");
         }
@@ -90,7 +95,8 @@ impl Opts {
             extra_ca_certs: self.extra_ca_certs.clone(),
             openapi: self.openapi.clone(),
             allow_writes: self.allow_writes,
-            execute_disabled: self.execute_disabled,
+            execute_disabled: self.execute_disabled
+                || std::env::var("OA_EXECUTE_DISABLED").is_ok_and(|v| config::truthy(&v)),
             egress,
             limits: Limits {
                 timeout: Duration::from_millis(self.timeout_ms),
@@ -122,7 +128,10 @@ fn main() {
 fn run_worker(args: &[String]) -> i32 {
     let num = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok());
     let (Some(memory_mb), Some(timeout_ms)) = (num(2), num(3)) else {
-        log::line("error", "worker: usage: __execute-worker MEMORY_MB TIMEOUT_MS");
+        log::line(
+            "error",
+            "worker: usage: __execute-worker MEMORY_MB TIMEOUT_MS",
+        );
         return 2;
     };
     match worker::child::run(memory_mb, timeout_ms) {
@@ -145,7 +154,11 @@ fn run(cli: Cli) -> Result<()> {
     let host = cfg.api_host()?;
     let egress_note = match cfg.egress {
         EgressAuthority::Wrapper => {
-            egress::check_wrapper(&host, &egress::run_dir()?, std::env::var("OAJAIL_POLICY_SHA256").ok().as_deref())?;
+            egress::check_wrapper(
+                &host,
+                &egress::run_dir()?,
+                std::env::var("OAJAIL_POLICY_SHA256").ok().as_deref(),
+            )?;
             format!("Egress is bounded by oajail to {host}.")
         }
         EgressAuthority::None => {
@@ -157,7 +170,10 @@ fn run(cli: Cli) -> Result<()> {
         Some(path) => Catalogue::from_file(path, cfg.allow_writes)?,
         None => Catalogue::builtin(cfg.allow_writes)?,
     });
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio runtime")?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
     rt.block_on(serve(cfg, catalogue, egress_note))
 }
 
@@ -167,14 +183,40 @@ async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> R
         log::line("info", "execute is disabled (OA_EXECUTE_DISABLED)");
         None
     } else {
-        let api = api::ApiClient::new(&cfg.base_url, key, cfg.extra_ca_certs.as_deref(), cfg.limits.api_timeout)?;
+        let api = api::ApiClient::new(
+            &cfg.base_url,
+            key,
+            cfg.extra_ca_certs.as_deref(),
+            cfg.limits.api_timeout,
+        )?;
         let exe = std::env::current_exe().context("locating this binary for workers")?;
         let l = &cfg.limits;
         let timeout_ms = u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX);
         let pool = worker::pool::Pool::new(exe, l.memory_mb, timeout_ms, l.pool_size);
-        Some(Executor::new(pool, Arc::new(api), catalogue.clone(), l.clone()))
+        Some(Executor::new(
+            pool,
+            Arc::new(api),
+            catalogue.clone(),
+            l.clone(),
+        ))
     };
-    let tools = Tools::new(catalogue.clone(), executor, cfg.limits.timeout, cfg.limits.memory_mb, egress_note);
-    log::line("info", &format!("serving {} operations of {} on stdio", catalogue.ops.len(), catalogue.title));
-    mcp::Server::new(Arc::new(tools)).serve_stdio().await.map_err(anyhow::Error::msg)
+    let tools = Tools::new(
+        catalogue.clone(),
+        executor,
+        cfg.limits.timeout,
+        cfg.limits.memory_mb,
+        egress_note,
+    );
+    log::line(
+        "info",
+        &format!(
+            "serving {} operations of {} on stdio",
+            catalogue.ops.len(),
+            catalogue.title
+        ),
+    );
+    mcp::Server::new(Arc::new(tools))
+        .serve_stdio()
+        .await
+        .map_err(anyhow::Error::msg)
 }

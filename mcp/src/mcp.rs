@@ -76,7 +76,10 @@ fn to_rmcp_result(out: ToolOutput) -> CallToolResult {
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("openagenda-mcp", env!("CARGO_PKG_VERSION")))
+            .with_server_info(Implementation::new(
+                "openagenda-mcp",
+                env!("CARGO_PKG_VERSION"),
+            ))
             .with_instructions(self.tools.instructions())
     }
 
@@ -85,9 +88,11 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.listed.as_ref().clone())
-            .with_ttl_ms(0)
-            .with_cache_scope(CacheScope::Private))
+        Ok(
+            ListToolsResult::with_all_items(self.listed.as_ref().clone())
+                .with_ttl_ms(0)
+                .with_cache_scope(CacheScope::Private),
+        )
     }
 
     async fn call_tool(
@@ -123,7 +128,9 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourceTemplatesRequestMethod>())
+        Err(ErrorData::method_not_found::<
+            ListResourceTemplatesRequestMethod,
+        >())
     }
 
     async fn complete(

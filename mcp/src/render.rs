@@ -27,7 +27,11 @@ pub fn render(cat: &Catalogue, hits: &[Hit], query: &str) -> String {
     let mut out = String::from(LEAD);
     out.push_str("\n\n---\n");
     if hits.is_empty() {
-        let _ = writeln!(out, "No operation matched {query:?}. All {} operations:\n", cat.ops.len());
+        let _ = writeln!(
+            out,
+            "No operation matched {query:?}. All {} operations:\n",
+            cat.ops.len()
+        );
         for op in &cat.ops {
             out.push_str(&compact_line(op));
         }
@@ -65,8 +69,12 @@ fn bounded(mut text: String) -> String {
 
 /// `oa.x.y({ path: { a, b }, query, body })`.
 pub fn call_signature(op: &Operation) -> String {
-    let path: Vec<&str> =
-        op.params.iter().filter(|p| p.location == ParamIn::Path).map(|p| p.name.as_str()).collect();
+    let path: Vec<&str> = op
+        .params
+        .iter()
+        .filter(|p| p.location == ParamIn::Path)
+        .map(|p| p.name.as_str())
+        .collect();
     let mut args = Vec::new();
     if !path.is_empty() {
         args.push(format!("path: {{ {} }}", path.join(", ")));
@@ -85,7 +93,14 @@ pub fn call_signature(op: &Operation) -> String {
 }
 
 fn compact_line(op: &Operation) -> String {
-    format!("### {} — {}\n`{}` — {} {}\n", op.id, op.summary, call_signature(op), op.method, op.path)
+    format!(
+        "### {} — {}\n`{}` — {} {}\n",
+        op.id,
+        op.summary,
+        call_signature(op),
+        op.method,
+        op.path
+    )
 }
 
 fn card(cat: &Catalogue, op: &Operation, used: &mut BTreeSet<String>) -> String {
@@ -98,7 +113,8 @@ fn card(cat: &Catalogue, op: &Operation, used: &mut BTreeSet<String>) -> String 
     if !op.description.is_empty() {
         let _ = writeln!(s, "{}", clip(&op.description, MAX_DESCRIPTION));
     }
-    let (notable, other): (Vec<&Param>, Vec<&Param>) = op.params.iter().partition(|p| is_notable(p));
+    let (notable, other): (Vec<&Param>, Vec<&Param>) =
+        op.params.iter().partition(|p| is_notable(p));
     if !notable.is_empty() {
         s.push_str("Parameters:\n");
         for p in notable {
@@ -124,7 +140,11 @@ fn card(cat: &Catalogue, op: &Operation, used: &mut BTreeSet<String>) -> String 
 }
 
 fn is_notable(p: &Param) -> bool {
-    p.required || !p.enum_values.is_empty() || p.default.is_some() || p.minimum.is_some() || p.maximum.is_some()
+    p.required
+        || !p.enum_values.is_empty()
+        || p.default.is_some()
+        || p.minimum.is_some()
+        || p.maximum.is_some()
 }
 
 fn param_line(p: &Param) -> String {
@@ -156,8 +176,16 @@ fn param_line(p: &Param) -> String {
         (None, Some(b)) => facts.push(format!("max {b}")),
         _ => {}
     }
-    let kind = if extra.is_empty() { p.type_name.clone() } else { format!("{}, {}", p.type_name, extra.join(", ")) };
-    let mut line = format!("- `{}` ({kind}) — {}", p.name, clip(first_sentence(&p.description), 200));
+    let kind = if extra.is_empty() {
+        p.type_name.clone()
+    } else {
+        format!("{}, {}", p.type_name, extra.join(", "))
+    };
+    let mut line = format!(
+        "- `{}` ({kind}) — {}",
+        p.name,
+        clip(first_sentence(&p.description), 200)
+    );
     if !facts.is_empty() {
         let _ = write!(line, " [{}]", clip(&facts.join("; "), 600));
     }
@@ -170,7 +198,17 @@ fn skeleton(op: &Operation) -> String {
         .params
         .iter()
         .filter(|p| p.location == ParamIn::Path)
-        .map(|p| format!("{}: {}", p.name, if p.type_name == "integer" { "12345" } else { "'…'" }))
+        .map(|p| {
+            format!(
+                "{}: {}",
+                p.name,
+                if p.type_name == "integer" {
+                    "12345"
+                } else {
+                    "'…'"
+                }
+            )
+        })
         .collect();
     let mut args = Vec::new();
     if !path.is_empty() {
@@ -179,8 +217,15 @@ fn skeleton(op: &Operation) -> String {
     if op.body.is_some() {
         args.push("body: { /* … */ }".to_owned());
     }
-    let arg = if args.is_empty() { String::new() } else { format!("{{ {} }}", args.join(", ")) };
-    format!("const {{ data, error }} = await oa.{}({arg});\nif (error) throw error;\nreturn data;", op.js_path)
+    let arg = if args.is_empty() {
+        String::new()
+    } else {
+        format!("{{ {} }}", args.join(", "))
+    };
+    format!(
+        "const {{ data, error }} = await oa.{}({arg});\nif (error) throw error;\nreturn data;",
+        op.js_path
+    )
 }
 
 /// A one-line shape: `Name` → { a: T, b?: T } for a ref, or the inline shape.
@@ -210,7 +255,11 @@ fn inline(cat: &Catalogue, schema: &Value, used: &mut BTreeSet<String>) -> Strin
     for (name, prop) in props.iter().take(MAX_PROPS) {
         let t = type_of(cat, prop);
         note_types(&t, used);
-        let opt = if required.contains(name.as_str()) { "" } else { "?" };
+        let opt = if required.contains(name.as_str()) {
+            ""
+        } else {
+            "?"
+        };
         parts.push(format!("{name}{opt}: {t}"));
     }
     if props.len() > MAX_PROPS {
@@ -221,7 +270,11 @@ fn inline(cat: &Catalogue, schema: &Value, used: &mut BTreeSet<String>) -> Strin
 
 fn type_of(cat: &Catalogue, schema: &Value) -> String {
     let mut t = crate::spec::display_type(cat, schema);
-    if let Some(values) = schema.get("enum").and_then(Value::as_array).filter(|v| v.len() <= 8) {
+    if let Some(values) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .filter(|v| v.len() <= 8)
+    {
         let v: Vec<String> = values.iter().map(plain).collect();
         t = v.join("|");
     }
@@ -229,7 +282,10 @@ fn type_of(cat: &Catalogue, schema: &Value) -> String {
 }
 
 fn note_types(type_name: &str, used: &mut BTreeSet<String>) {
-    for part in type_name.split(['|', '[', ']']).filter(|p| p.starts_with(|c: char| c.is_ascii_uppercase())) {
+    for part in type_name
+        .split(['|', '[', ']'])
+        .filter(|p| p.starts_with(|c: char| c.is_ascii_uppercase()))
+    {
         used.insert(part.to_owned());
     }
 }
@@ -243,7 +299,9 @@ fn components(cat: &Catalogue, used: &BTreeSet<String>, budget: usize) -> String
         if !seen.insert(name.clone()) {
             continue;
         }
-        let Some(schema) = cat.schemas.get(&name) else { continue };
+        let Some(schema) = cat.schemas.get(&name) else {
+            continue;
+        };
         let mut more = BTreeSet::new();
         let line = component_line(cat, &name, schema, &mut more);
         if out.len() + line.len() > budget {
@@ -258,8 +316,16 @@ fn components(cat: &Catalogue, used: &BTreeSet<String>, budget: usize) -> String
     out
 }
 
-fn component_line(cat: &Catalogue, name: &str, schema: &Value, more: &mut BTreeSet<String>) -> String {
-    let desc = schema.get("description").and_then(Value::as_str).map(|d| clip(first_sentence(d), 160));
+fn component_line(
+    cat: &Catalogue,
+    name: &str,
+    schema: &Value,
+    more: &mut BTreeSet<String>,
+) -> String {
+    let desc = schema
+        .get("description")
+        .and_then(Value::as_str)
+        .map(|d| clip(first_sentence(d), 160));
     let head = match desc {
         Some(d) if !d.is_empty() => format!("`{name}` — {d}"),
         _ => format!("`{name}`"),

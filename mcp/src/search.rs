@@ -30,8 +30,15 @@ enum Field {
     Description,
 }
 
-const FIELDS: [Field; 7] =
-    [Field::Id, Field::Summary, Field::Keywords, Field::Params, Field::Enums, Field::Path, Field::Description];
+const FIELDS: [Field; 7] = [
+    Field::Id,
+    Field::Summary,
+    Field::Keywords,
+    Field::Params,
+    Field::Enums,
+    Field::Path,
+    Field::Description,
+];
 
 impl Field {
     fn boost(self) -> f64 {
@@ -45,9 +52,10 @@ impl Field {
 }
 
 const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "of", "in", "on", "at", "for", "to", "by", "with", "and", "or", "is", "are", "be", "it",
-    "this", "that", "these", "those", "from", "as", "i", "do", "does", "can", "please", "some", "any", "into",
-    "its", "their", "there", "we", "you", "your", "want", "need", "using", "use", "via",
+    "a", "an", "the", "of", "in", "on", "at", "for", "to", "by", "with", "and", "or", "is", "are",
+    "be", "it", "this", "that", "these", "those", "from", "as", "i", "do", "does", "can", "please",
+    "some", "any", "into", "its", "their", "there", "we", "you", "your", "want", "need", "using",
+    "use", "via",
 ];
 
 const SYNONYMS: &[(&str, &[&str])] = &[
@@ -98,7 +106,10 @@ pub struct SearchIndex {
 /// yields `agenda` and `uid`.
 pub fn tokenize(text: &str, split_camel: bool) -> Vec<String> {
     let mut out = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
         out.push(word.to_lowercase());
         if split_camel {
             let parts = camel_parts(word);
@@ -129,7 +140,10 @@ fn camel_parts(word: &str) -> Vec<String> {
 fn field_texts(cat: &Catalogue, i: usize) -> Vec<(Field, Vec<String>)> {
     let op = &cat.ops[i];
     let words = |t: &str| -> Vec<String> {
-        tokenize(t, true).into_iter().filter(|w| !STOPWORDS.contains(&w.as_str())).collect()
+        tokenize(t, true)
+            .into_iter()
+            .filter(|w| !STOPWORDS.contains(&w.as_str()))
+            .collect()
     };
     let mut keywords: Vec<String> = op.synonyms.iter().flat_map(|s| words(s)).collect();
     keywords.extend(words(&op.id.replace('.', " ")));
@@ -171,20 +185,34 @@ impl SearchIndex {
                     *tf.entry(w).or_default() += 1.0;
                 }
                 for (term, count) in tf {
-                    terms.entry(term).or_default().push(Posting { doc, field, tf: count });
+                    terms.entry(term).or_default().push(Posting {
+                        doc,
+                        field,
+                        tf: count,
+                    });
                 }
             }
         }
         let n = cat.ops.len().max(1) as f64;
-        let avg = FIELDS.iter().map(|f| (*f, totals.get(f).copied().unwrap_or(0.0) / n)).collect();
-        Self { n_docs: cat.ops.len(), terms, lens, avg }
+        let avg = FIELDS
+            .iter()
+            .map(|f| (*f, totals.get(f).copied().unwrap_or(0.0) / n))
+            .collect();
+        Self {
+            n_docs: cat.ops.len(),
+            terms,
+            lens,
+            avg,
+        }
     }
 
     /// Expands a query into weighted terms (stopwords dropped, synonyms added).
     fn query_terms(query: &str) -> Vec<(usize, String, f64)> {
         let mut out = Vec::new();
-        let words: Vec<String> =
-            tokenize(query, false).into_iter().filter(|w| !STOPWORDS.contains(&w.as_str())).collect();
+        let words: Vec<String> = tokenize(query, false)
+            .into_iter()
+            .filter(|w| !STOPWORDS.contains(&w.as_str()))
+            .collect();
         for (i, w) in words.iter().enumerate() {
             out.push((i, w.clone(), 1.0));
             if let Some((_, syns)) = SYNONYMS.iter().find(|(k, _)| *k == w.as_str()) {
@@ -203,7 +231,11 @@ impl SearchIndex {
                 break;
             }
             let dist = (term.chars().count() as f64) - t;
-            let w = if dist == 0.0 { 1.0 } else { 0.375 * t / (t + 0.3 * dist) };
+            let w = if dist == 0.0 {
+                1.0
+            } else {
+                0.375 * t / (t + 0.3 * dist)
+            };
             out.push((term.as_str(), w));
         }
         let len = q.chars().count();
@@ -232,7 +264,9 @@ impl SearchIndex {
         let mut scores: HashMap<usize, (f64, u64)> = HashMap::new();
         for (qi, q, qw) in Self::query_terms(query) {
             for (term, mw) in self.matches(&q) {
-                let Some(postings) = self.terms.get(term) else { continue };
+                let Some(postings) = self.terms.get(term) else {
+                    continue;
+                };
                 for field in FIELDS {
                     let df = postings.iter().filter(|p| p.field == field).count() as f64;
                     if df == 0.0 {
@@ -253,7 +287,10 @@ impl SearchIndex {
         }
         let mut hits: Vec<Hit> = scores
             .into_iter()
-            .map(|(op, (s, mask))| Hit { op, score: s * f64::from(mask.count_ones()) })
+            .map(|(op, (s, mask))| Hit {
+                op,
+                score: s * f64::from(mask.count_ones()),
+            })
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.op.cmp(&b.op)));
         hits.truncate(limit);
@@ -283,8 +320,14 @@ mod tests {
 
     #[test]
     fn camel_case_is_split() {
-        assert_eq!(tokenize("agendaUid", true), vec!["agendauid", "agenda", "uid"]);
-        assert_eq!(tokenize("x-synonyms: Fetch", false), vec!["x", "synonyms", "fetch"]);
+        assert_eq!(
+            tokenize("agendaUid", true),
+            vec!["agendauid", "agenda", "uid"]
+        );
+        assert_eq!(
+            tokenize("x-synonyms: Fetch", false),
+            vec!["x", "synonyms", "fetch"]
+        );
     }
 
     #[test]

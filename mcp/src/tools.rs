@@ -67,7 +67,14 @@ impl Tools {
         egress_note: String,
     ) -> Self {
         let index = SearchIndex::build(&catalogue);
-        Self { catalogue, index, executor, timeout, memory_mb, egress_note }
+        Self {
+            catalogue,
+            index,
+            executor,
+            timeout,
+            memory_mb,
+            egress_note,
+        }
     }
 
     /// The MCP `instructions` text.
@@ -149,7 +156,12 @@ impl Tools {
     }
 
     /// Calls a tool; `None` when there is no tool of that name.
-    pub async fn call(&self, name: &str, args: &Map<String, Value>, cancel: &CancellationToken) -> Option<ToolOutput> {
+    pub async fn call(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Option<ToolOutput> {
         let start = Instant::now();
         let (out, audit) = match name {
             "search_docs" => self.search_docs(args),
@@ -168,29 +180,60 @@ impl Tools {
     fn search_docs(&self, args: &Map<String, Value>) -> (ToolOutput, Value) {
         let query = match args.get("query") {
             Some(Value::String(q)) => q.clone(),
-            _ => return (invalid("search_docs needs `query` (a string)"), json!({"outcome": "invalid_params"})),
+            _ => {
+                return (
+                    invalid("search_docs needs `query` (a string)"),
+                    json!({"outcome": "invalid_params"}),
+                );
+            }
         };
         let limit = match args.get("limit") {
             None | Some(Value::Null) => 8,
             Some(v) => match v.as_u64() {
                 Some(n) if (1..=30).contains(&n) => n as usize,
-                _ => return (invalid("`limit` must be an integer from 1 to 30"), json!({"outcome": "invalid_params"})),
+                _ => {
+                    return (
+                        invalid("`limit` must be an integer from 1 to 30"),
+                        json!({"outcome": "invalid_params"}),
+                    );
+                }
             },
         };
         let hits = self.index.search(&query, limit);
         let text = crate::render::render(&self.catalogue, &hits, &query);
         let audit = json!({"outcome": "ok", "query": query, "hits": hits.len()});
-        (ToolOutput { text, structured: None, is_error: false }, audit)
+        (
+            ToolOutput {
+                text,
+                structured: None,
+                is_error: false,
+            },
+            audit,
+        )
     }
 
-    async fn execute(&self, args: &Map<String, Value>, cancel: &CancellationToken) -> Option<(ToolOutput, Value)> {
+    async fn execute(
+        &self,
+        args: &Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Option<(ToolOutput, Value)> {
         let executor = self.executor.as_ref()?;
         let code = match args.get("code") {
-            Some(Value::String(c)) if !c.trim().is_empty() && c.len() <= MAX_CODE_BYTES => c.clone(),
-            Some(Value::String(c)) if c.len() > MAX_CODE_BYTES => {
-                return Some((invalid("`code` is larger than 256 KiB"), json!({"outcome": "invalid_params"})));
+            Some(Value::String(c)) if !c.trim().is_empty() && c.len() <= MAX_CODE_BYTES => {
+                c.clone()
             }
-            _ => return Some((invalid("execute needs `code` (a non-empty string)"), json!({"outcome": "invalid_params"}))),
+            Some(Value::String(c)) if c.len() > MAX_CODE_BYTES => {
+                return Some((
+                    invalid("`code` is larger than 256 KiB"),
+                    json!({"outcome": "invalid_params"}),
+                ));
+            }
+            _ => {
+                return Some((
+                    invalid("execute needs `code` (a non-empty string)"),
+                    json!({"outcome": "invalid_params"}),
+                ));
+            }
         };
         let mut audit = json!({
             "codeSha256": hex(&Sha256::digest(code.as_bytes())),
@@ -225,7 +268,11 @@ fn success(ok: ExecOutput) -> ToolOutput {
             text.push_str(&format!("\n[{}] {}", l.level, l.text));
         }
     }
-    ToolOutput { text, structured: Some(structured), is_error: false }
+    ToolOutput {
+        text,
+        structured: Some(structured),
+        is_error: false,
+    }
 }
 
 fn failure(e: ExecError) -> ToolOutput {
@@ -245,7 +292,11 @@ fn failure(e: ExecError) -> ToolOutput {
     for l in &e.logs {
         text.push_str(&format!("\n[{}] {}", l.level, l.text));
     }
-    ToolOutput { text, structured: Some(json!({"error": error, "logs": e.logs})), is_error: true }
+    ToolOutput {
+        text,
+        structured: Some(json!({"error": error, "logs": e.logs})),
+        is_error: true,
+    }
 }
 
 fn excerpt(code: &str, max: usize) -> String {

@@ -159,7 +159,11 @@ pub fn display_type(cat: &Catalogue, schema: &Value) -> String {
 /// A display type, with `has` telling whether a component exists.
 pub(crate) fn type_name_with(has: &dyn Fn(&str) -> bool, schema: &Value) -> String {
     if let Some(name) = ref_name(schema) {
-        return if has(name) { name.to_owned() } else { "object".into() };
+        return if has(name) {
+            name.to_owned()
+        } else {
+            "object".into()
+        };
     }
     for key in ["oneOf", "anyOf"] {
         if let Some(list) = schema.get(key).and_then(Value::as_array) {
@@ -170,7 +174,11 @@ pub(crate) fn type_name_with(has: &dyn Fn(&str) -> bool, schema: &Value) -> Stri
     let ty = match schema.get("type") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(list)) => {
-            let names: Vec<&str> = list.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
+            let names: Vec<&str> = list
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null")
+                .collect();
             names.join("|")
         }
         _ if schema.get("properties").is_some() => "object".into(),
@@ -180,7 +188,11 @@ pub(crate) fn type_name_with(has: &dyn Fn(&str) -> bool, schema: &Value) -> Stri
     if ty == "array" {
         let items = schema.get("items").unwrap_or(&Value::Null);
         let inner = type_name_with(has, items);
-        return if inner.contains('|') { format!("({inner})[]") } else { format!("{inner}[]") };
+        return if inner.contains('|') {
+            format!("({inner})[]")
+        } else {
+            format!("{inner}[]")
+        };
     }
     ty
 }

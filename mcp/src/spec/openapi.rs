@@ -18,7 +18,10 @@ pub fn load_document(text: &str, origin: &str, allow_writes: bool) -> Result<Cat
     let root = yaml_to_json(yaml);
     let version = root.get("openapi").and_then(Value::as_str).unwrap_or("");
     if !version.starts_with("3.") {
-        return Err(McpError::spec(origin, format!("openapi: expected 3.x, got {version:?}")));
+        return Err(McpError::spec(
+            origin,
+            format!("openapi: expected 3.x, got {version:?}"),
+        ));
     }
     let paths = root
         .get("paths")
@@ -43,20 +46,34 @@ pub fn load_document(text: &str, origin: &str, allow_writes: bool) -> Result<Cat
         .and_then(Value::as_object)
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
-    let title = root.pointer("/info/title").and_then(Value::as_str).unwrap_or("API").to_owned();
-    Ok(Catalogue { title, ops, schemas })
+    let title = root
+        .pointer("/info/title")
+        .and_then(Value::as_str)
+        .unwrap_or("API")
+        .to_owned();
+    Ok(Catalogue {
+        title,
+        ops,
+        schemas,
+    })
 }
 
 fn check_unique(ops: &[Operation], origin: &str) -> Result<(), McpError> {
     for pair in ops.windows(2) {
         if pair[0].id == pair[1].id {
-            return Err(McpError::spec(origin, format!("operationId {:?} is not unique", pair[0].id)));
+            return Err(McpError::spec(
+                origin,
+                format!("operationId {:?} is not unique", pair[0].id),
+            ));
         }
     }
     let mut paths: Vec<&str> = ops.iter().map(|o| o.js_path.as_str()).collect();
     paths.sort_unstable();
     if let Some(dup) = paths.windows(2).find(|w| w[0] == w[1]) {
-        return Err(McpError::spec(origin, format!("two operations map to oa.{}", dup[0])));
+        return Err(McpError::spec(
+            origin,
+            format!("two operations map to oa.{}", dup[0]),
+        ));
     }
     Ok(())
 }
@@ -82,7 +99,13 @@ fn load_operation(
         }
     }
     let (body, body_required) = load_body(root, origin, op)?;
-    let text = |k: &str| op.get(k).and_then(Value::as_str).unwrap_or("").trim().to_owned();
+    let text = |k: &str| {
+        op.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+            .to_owned()
+    };
     Ok(Operation {
         js_path: js_path(&id),
         method: method.to_ascii_uppercase(),
@@ -114,7 +137,12 @@ fn load_param(root: &Value, origin: &str, raw: &Value) -> Result<Param, McpError
         Some("query") => ParamIn::Query,
         Some("header") => ParamIn::Header,
         Some("cookie") => ParamIn::Header,
-        other => return Err(McpError::spec(origin, format!("parameter {name}: bad in {other:?}"))),
+        other => {
+            return Err(McpError::spec(
+                origin,
+                format!("parameter {name}: bad in {other:?}"),
+            ));
+        }
     };
     let schema = p.get("schema").cloned().unwrap_or(Value::Null);
     let flat = resolve(root, &schema, origin)?;
@@ -125,8 +153,16 @@ fn load_param(root: &Value, origin: &str, raw: &Value) -> Result<Param, McpError
     Ok(Param {
         name: name.to_owned(),
         location,
-        required: p.get("required").and_then(Value::as_bool).unwrap_or(location == ParamIn::Path),
-        description: p.get("description").and_then(Value::as_str).unwrap_or("").trim().to_owned(),
+        required: p
+            .get("required")
+            .and_then(Value::as_bool)
+            .unwrap_or(location == ParamIn::Path),
+        description: p
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+            .to_owned(),
         type_name: type_name(root, &schema),
         default: flat.get("default").cloned(),
         minimum: flat.get("minimum").and_then(Value::as_f64),
@@ -138,9 +174,14 @@ fn load_param(root: &Value, origin: &str, raw: &Value) -> Result<Param, McpError
 }
 
 fn load_body(root: &Value, origin: &str, op: &Value) -> Result<(Option<Value>, bool), McpError> {
-    let Some(raw) = op.get("requestBody") else { return Ok((None, false)) };
+    let Some(raw) = op.get("requestBody") else {
+        return Ok((None, false));
+    };
     let body = resolve(root, raw, origin)?;
-    let required = body.get("required").and_then(Value::as_bool).unwrap_or(false);
+    let required = body
+        .get("required")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let schema = first_content_schema(body);
     Ok((Some(schema.unwrap_or(Value::Object(Map::new()))), required))
 }
@@ -160,28 +201,48 @@ fn first_content_schema(holder: &Value) -> Option<Value> {
     let content = holder.get("content")?.as_object()?;
     let media = content
         .get("application/json")
-        .or_else(|| content.iter().find(|(k, _)| k.contains("json")).map(|(_, v)| v))
+        .or_else(|| {
+            content
+                .iter()
+                .find(|(k, _)| k.contains("json"))
+                .map(|(_, v)| v)
+        })
         .or_else(|| content.values().next())?;
     media.get("schema").cloned()
 }
 
 /// Follows local `$ref`s until a non-reference value.
-pub(crate) fn resolve<'a>(root: &'a Value, mut value: &'a Value, origin: &str) -> Result<&'a Value, McpError> {
+pub(crate) fn resolve<'a>(
+    root: &'a Value,
+    mut value: &'a Value,
+    origin: &str,
+) -> Result<&'a Value, McpError> {
     for _ in 0..MAX_REF_DEPTH {
-        let Some(r) = value.get("$ref").and_then(Value::as_str) else { return Ok(value) };
-        let pointer = r
-            .strip_prefix('#')
-            .ok_or_else(|| McpError::spec(origin, format!("$ref {r}: only local references are supported")))?;
+        let Some(r) = value.get("$ref").and_then(Value::as_str) else {
+            return Ok(value);
+        };
+        let pointer = r.strip_prefix('#').ok_or_else(|| {
+            McpError::spec(
+                origin,
+                format!("$ref {r}: only local references are supported"),
+            )
+        })?;
         value = root
             .pointer(pointer)
             .ok_or_else(|| McpError::spec(origin, format!("$ref {r}: target not found")))?;
     }
-    Err(McpError::spec(origin, "$ref: reference chain too deep (cycle?)"))
+    Err(McpError::spec(
+        origin,
+        "$ref: reference chain too deep (cycle?)",
+    ))
 }
 
 /// A display type for a schema (see [`super::type_name_with`]).
 pub(crate) fn type_name(root: &Value, schema: &Value) -> String {
-    let has = |name: &str| root.pointer(&format!("/components/schemas/{name}")).is_some();
+    let has = |name: &str| {
+        root.pointer(&format!("/components/schemas/{name}"))
+            .is_some()
+    };
     super::type_name_with(&has, schema)
 }
 
@@ -199,7 +260,10 @@ pub(crate) fn enum_values(root: &Value, schema: &Value, depth: usize) -> Vec<Enu
         let labels = flat.get("x-enum-descriptions");
         return values
             .iter()
-            .map(|v| EnumValue { value: v.clone(), label: label_for(labels, v) })
+            .map(|v| EnumValue {
+                value: v.clone(),
+                label: label_for(labels, v),
+            })
             .collect();
     }
     if let Some(items) = flat.get("items") {
@@ -207,7 +271,12 @@ pub(crate) fn enum_values(root: &Value, schema: &Value, depth: usize) -> Vec<Enu
     }
     let mut out = Vec::new();
     for key in ["oneOf", "anyOf"] {
-        for branch in flat.get(key).and_then(Value::as_array).into_iter().flatten() {
+        for branch in flat
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             out.extend(enum_values(root, branch, depth + 1));
         }
     }
@@ -225,7 +294,12 @@ fn label_for(labels: Option<&Value>, value: &Value) -> Option<String> {
 fn string_list(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
-        .map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -246,7 +320,13 @@ pub(crate) fn js_path(id: &str) -> String {
         .map(|seg| {
             let mut s: String = seg
                 .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect();
             if s.starts_with(|c: char| c.is_ascii_digit()) {
                 s.insert(0, '_');
@@ -254,7 +334,11 @@ pub(crate) fn js_path(id: &str) -> String {
             s
         })
         .collect();
-    if segs.is_empty() { "_".into() } else { segs.join(".") }
+    if segs.is_empty() {
+        "_".into()
+    } else {
+        segs.join(".")
+    }
 }
 
 fn yaml_to_json(value: serde_yaml_ng::Value) -> Value {
@@ -268,7 +352,9 @@ fn yaml_to_json(value: serde_yaml_ng::Value) -> Value {
             } else if let Some(u) = n.as_u64() {
                 Value::from(u)
             } else {
-                n.as_f64().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
+                n.as_f64()
+                    .and_then(serde_json::Number::from_f64)
+                    .map_or(Value::Null, Value::Number)
             }
         }
         Y::String(s) => Value::String(s),

@@ -42,7 +42,10 @@ struct Shared {
 pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     let cpu_secs = timeout_ms.div_ceil(1000) + 2;
     sandbox::apply_rlimits(memory_mb, cpu_secs)?;
-    let qerr = |e: rquickjs::Error| McpError::Worker { step: "quickjs", message: e.to_string() };
+    let qerr = |e: rquickjs::Error| McpError::Worker {
+        step: "quickjs",
+        message: e.to_string(),
+    };
     let rt = Runtime::new().map_err(qerr)?;
     rt.set_memory_limit(usize::try_from(memory_mb * 1024 * 1024).unwrap_or(usize::MAX));
     rt.set_max_stack_size(JS_STACK_BYTES);
@@ -54,7 +57,10 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     });
     let handler_state = shared.clone();
     rt.set_interrupt_handler(Some(Box::new(move || {
-        let late = handler_state.deadline.get().is_some_and(|d| Instant::now() >= d);
+        let late = handler_state
+            .deadline
+            .get()
+            .is_some_and(|d| Instant::now() >= d);
         if late {
             handler_state.interrupted.set(true);
         }
@@ -62,20 +68,58 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     })));
     let ctx = Context::full(&rt).map_err(qerr)?;
     sandbox::apply_seccomp()?;
-    let io = |e: FrameError| McpError::Worker { step: "pipe", message: e.to_string() };
+    let io = |e: FrameError| McpError::Worker {
+        step: "pipe",
+        message: e.to_string(),
+    };
     let mut stdout = std::io::stdout().lock();
     frame::write_sync(&mut stdout, &ToServer::Ready).map_err(io)?;
     drop(stdout);
-    let exec: ToWorker = frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(io)?;
-    let ToWorker::Exec { code, timeout_ms, ops, output_cap } = exec else {
-        return Err(McpError::Worker { step: "pipe", message: "expected exec".into() });
+    let exec: ToWorker =
+        frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(io)?;
+    let ToWorker::Exec {
+        code,
+        timeout_ms,
+        ops,
+        output_cap,
+    } = exec
+    else {
+        return Err(McpError::Worker {
+            step: "pipe",
+            message: "expected exec".into(),
+        });
     };
     shared.output_cap.set(output_cap);
-    shared.deadline.set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
+    shared
+        .deadline
+        .set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
     let outcome = ctx.with(|ctx| run_script(&ctx, &shared, &code, &ops));
+    let outcome = near_memory_limit(outcome, &rt, memory_mb);
     let outcome = enforce_output_cap(outcome, &shared);
     let logs = std::mem::take(&mut shared.logs.borrow_mut().lines);
-    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Done { outcome, logs }).map_err(io)
+    frame::write_sync(
+        &mut std::io::stdout().lock(),
+        &ToServer::Done { outcome, logs },
+    )
+    .map_err(io)
+}
+
+/// QuickJS sometimes cannot even allocate the "out of memory" error and
+/// throws `null`; a runtime error while the heap is nearly full is reported
+/// as what it is.
+fn near_memory_limit(outcome: Outcome, rt: &Runtime, memory_mb: u64) -> Outcome {
+    let Outcome::Err { code, .. } = &outcome else {
+        return outcome;
+    };
+    let used = u64::try_from(rt.memory_usage().malloc_size).unwrap_or(0);
+    if code == "js_runtime_error" && used >= memory_mb * 1024 * 1024 / 10 * 9 {
+        return Outcome::Err {
+            code: "memory_limit".into(),
+            message: "the script ran out of memory (QuickJS heap limit reached)".into(),
+            stack: None,
+        };
+    }
+    outcome
 }
 
 fn enforce_output_cap(outcome: Outcome, shared: &Shared) -> Outcome {
@@ -124,9 +168,13 @@ fn shim(ops: &[(String, String)]) -> String {
 }
 
 fn install_host<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
-    let call = Function::new(ctx.clone(), |op: String, args: String| -> rquickjs::Result<String> {
-        host_call(op, args).map_err(|e| rquickjs::Error::new_from_js_message("host", "oa", e.to_string()))
-    })?;
+    let call = Function::new(
+        ctx.clone(),
+        |op: String, args: String| -> rquickjs::Result<String> {
+            host_call(op, args)
+                .map_err(|e| rquickjs::Error::new_from_js_message("host", "oa", e.to_string()))
+        },
+    )?;
     let state = shared.clone();
     let log = Function::new(ctx.clone(), move |level: String, text: String| {
         let mut logs = state.logs.borrow_mut();
@@ -201,7 +249,11 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
             }
         }
         Err(e) => {
-            let _ = ctx.throw(rquickjs::String::from_str(ctx.clone(), &e.to_string()).map_err(|_| ())?.into_value());
+            let _ = ctx.throw(
+                rquickjs::String::from_str(ctx.clone(), &e.to_string())
+                    .map_err(|_| ())?
+                    .into_value(),
+            );
             return Err(());
         }
     }
@@ -227,10 +279,18 @@ fn drive(ctx: &Ctx<'_>, shared: &Shared, promise: &Promise<'_>) {
     }
 }
 
-fn finish<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>, value: Value<'js>, script_mode: bool) -> Outcome {
+fn finish<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Rc<Shared>,
+    value: Value<'js>,
+    script_mode: bool,
+) -> Outcome {
     // An async script's promise resolves to `{ value: <completion value> }`.
     let value = if script_mode {
-        value.as_object().and_then(|o| o.get::<_, Value>("value").ok()).unwrap_or(value)
+        value
+            .as_object()
+            .and_then(|o| o.get::<_, Value>("value").ok())
+            .unwrap_or(value)
     } else {
         value
     };
@@ -239,11 +299,17 @@ fn finish<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>, value: Value<'js>, script_mo
             Ok(text) => Outcome::Ok { result_json: text },
             Err(e) => internal(format!("result string: {e}")),
         },
-        Ok(None) => Outcome::Ok { result_json: "null".into() },
+        Ok(None) => Outcome::Ok {
+            result_json: "null".into(),
+        },
         Err(_) => {
             let exc = ctx.catch();
             match classify(ctx, shared, exc) {
-                Outcome::Err { code, message, stack } if code == "js_runtime_error" => Outcome::Err {
+                Outcome::Err {
+                    code,
+                    message,
+                    stack,
+                } if code == "js_runtime_error" => Outcome::Err {
                     code,
                     message: format!("the result is not JSON-serialisable: {message}"),
                     stack,
@@ -257,13 +323,18 @@ fn finish<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>, value: Value<'js>, script_mo
 fn timeout_outcome() -> Outcome {
     Outcome::Err {
         code: "timeout".into(),
-        message: "execution exceeded the deadline (possible infinite loop or too-heavy processing)".into(),
+        message: "execution exceeded the deadline (possible infinite loop or too-heavy processing)"
+            .into(),
         stack: None,
     }
 }
 
 fn internal(message: String) -> Outcome {
-    Outcome::Err { code: "js_runtime_error".into(), message: cap_text(&message), stack: None }
+    Outcome::Err {
+        code: "js_runtime_error".into(),
+        message: cap_text(&message),
+        stack: None,
+    }
 }
 
 /// Maps a thrown JS value to an outcome code and message.
@@ -279,7 +350,11 @@ fn classify<'js>(ctx: &Ctx<'js>, shared: &Shared, exc: Value<'js>) -> Outcome {
             stack: None,
         };
     }
-    Outcome::Err { code: "js_runtime_error".into(), message: cap_text(&message), stack: stack.map(|s| cap_text(&s)) }
+    Outcome::Err {
+        code: "js_runtime_error".into(),
+        message: cap_text(&message),
+        stack: stack.map(|s| cap_text(&s)),
+    }
 }
 
 fn describe<'js>(ctx: &Ctx<'js>, exc: &Value<'js>) -> (String, Option<String>) {
@@ -287,15 +362,31 @@ fn describe<'js>(ctx: &Ctx<'js>, exc: &Value<'js>) -> (String, Option<String>) {
         return (s, None);
     }
     let Some(obj) = exc.as_object() else {
-        let text = ctx.json_stringify(exc.clone()).ok().flatten().and_then(|s| s.to_string().ok());
-        return (format!("uncaught {}", text.unwrap_or_else(|| "value".into())), None);
+        let text = ctx
+            .json_stringify(exc.clone())
+            .ok()
+            .flatten()
+            .and_then(|s| s.to_string().ok());
+        return (
+            format!("uncaught {}", text.unwrap_or_else(|| "value".into())),
+            None,
+        );
     };
     let get = |o: &Object<'js>, k: &str| o.get::<_, Option<String>>(k).ok().flatten();
     match (get(obj, "name"), get(obj, "message")) {
-        (Some(name), Some(message)) if obj.is_error() => (format!("{name}: {message}"), get(obj, "stack")),
+        (Some(name), Some(message)) if obj.is_error() => {
+            (format!("{name}: {message}"), get(obj, "stack"))
+        }
         _ => {
-            let text = ctx.json_stringify(exc.clone()).ok().flatten().and_then(|s| s.to_string().ok());
-            (format!("uncaught {}", text.unwrap_or_else(|| "object".into())), get(obj, "stack"))
+            let text = ctx
+                .json_stringify(exc.clone())
+                .ok()
+                .flatten()
+                .and_then(|s| s.to_string().ok());
+            (
+                format!("uncaught {}", text.unwrap_or_else(|| "object".into())),
+                get(obj, "stack"),
+            )
         }
     }
 }

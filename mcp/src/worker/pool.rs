@@ -69,8 +69,17 @@ impl Pool {
         let (Some(stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("worker pipes missing".into());
         };
-        match tokio::time::timeout(READY_TIMEOUT, frame::read_async::<ToServer>(&mut stdout, 64)).await {
-            Ok(Ok(ToServer::Ready)) => Ok(Worker { child, stdin, stdout }),
+        match tokio::time::timeout(
+            READY_TIMEOUT,
+            frame::read_async::<ToServer>(&mut stdout, 64),
+        )
+        .await
+        {
+            Ok(Ok(ToServer::Ready)) => Ok(Worker {
+                child,
+                stdin,
+                stdout,
+            }),
             Ok(Ok(other)) => Err(format!("worker said {other:?} instead of ready")),
             Ok(Err(e)) => Err(format!("worker did not start: {e}")),
             Err(_) => Err("worker did not become ready in time".into()),

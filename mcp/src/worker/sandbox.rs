@@ -22,7 +22,12 @@ const AS_HEADROOM_MB: u64 = 192;
 /// Sets the worker's rlimits: address space, CPU seconds, no core files, no
 /// file growth, no new descriptors beyond stdin/stdout/stderr.
 pub fn apply_rlimits(memory_mb: u64, cpu_secs: u64) -> Result<(), McpError> {
-    let err = |step: &'static str| move |e: nix::Error| McpError::Worker { step, message: e.to_string() };
+    let err = |step: &'static str| {
+        move |e: nix::Error| McpError::Worker {
+            step,
+            message: e.to_string(),
+        }
+    };
     let bytes = (memory_mb + AS_HEADROOM_MB) * 1024 * 1024;
     setrlimit(Resource::RLIMIT_AS, bytes, bytes).map_err(err("rlimit as"))?;
     setrlimit(Resource::RLIMIT_CPU, cpu_secs, cpu_secs + 1).map_err(err("rlimit cpu"))?;
@@ -35,25 +40,74 @@ pub fn apply_rlimits(memory_mb: u64, cpu_secs: u64) -> Result<(), McpError> {
 /// Syscalls the worker never needs; each returns EPERM.
 fn denied() -> Vec<libc::c_long> {
     let mut list = vec![
-        libc::SYS_openat, libc::SYS_openat2, libc::SYS_open_by_handle_at, libc::SYS_name_to_handle_at,
-        libc::SYS_socket, libc::SYS_socketpair, libc::SYS_connect, libc::SYS_bind, libc::SYS_listen,
-        libc::SYS_accept4, libc::SYS_execve, libc::SYS_execveat, libc::SYS_ptrace,
-        libc::SYS_process_vm_readv, libc::SYS_process_vm_writev, libc::SYS_clone, libc::SYS_clone3,
-        libc::SYS_kill, libc::SYS_tkill, libc::SYS_pidfd_open, libc::SYS_pidfd_send_signal,
-        libc::SYS_pidfd_getfd, libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo,
-        libc::SYS_mkdirat, libc::SYS_unlinkat, libc::SYS_renameat2, libc::SYS_linkat,
-        libc::SYS_symlinkat, libc::SYS_fchmodat, libc::SYS_fchownat, libc::SYS_mknodat,
-        libc::SYS_truncate, libc::SYS_mount, libc::SYS_umount2, libc::SYS_unshare, libc::SYS_setns,
-        libc::SYS_chroot, libc::SYS_pivot_root, libc::SYS_bpf, libc::SYS_perf_event_open,
-        libc::SYS_userfaultfd, libc::SYS_io_uring_setup, libc::SYS_keyctl, libc::SYS_add_key,
-        libc::SYS_request_key, libc::SYS_memfd_create, libc::SYS_init_module,
-        libc::SYS_finit_module, libc::SYS_kexec_load,
+        libc::SYS_openat,
+        libc::SYS_openat2,
+        libc::SYS_open_by_handle_at,
+        libc::SYS_name_to_handle_at,
+        libc::SYS_socket,
+        libc::SYS_socketpair,
+        libc::SYS_connect,
+        libc::SYS_bind,
+        libc::SYS_listen,
+        libc::SYS_accept4,
+        libc::SYS_execve,
+        libc::SYS_execveat,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_clone,
+        libc::SYS_clone3,
+        libc::SYS_kill,
+        libc::SYS_tkill,
+        libc::SYS_pidfd_open,
+        libc::SYS_pidfd_send_signal,
+        libc::SYS_pidfd_getfd,
+        libc::SYS_rt_sigqueueinfo,
+        libc::SYS_rt_tgsigqueueinfo,
+        libc::SYS_mkdirat,
+        libc::SYS_unlinkat,
+        libc::SYS_renameat2,
+        libc::SYS_linkat,
+        libc::SYS_symlinkat,
+        libc::SYS_fchmodat,
+        libc::SYS_fchownat,
+        libc::SYS_mknodat,
+        libc::SYS_truncate,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_chroot,
+        libc::SYS_pivot_root,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_io_uring_setup,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_memfd_create,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_kexec_load,
     ];
     #[cfg(target_arch = "x86_64")]
     list.extend([
-        libc::SYS_open, libc::SYS_creat, libc::SYS_accept, libc::SYS_fork, libc::SYS_vfork,
-        libc::SYS_mkdir, libc::SYS_rmdir, libc::SYS_unlink, libc::SYS_rename, libc::SYS_renameat,
-        libc::SYS_link, libc::SYS_symlink, libc::SYS_chmod, libc::SYS_chown, libc::SYS_lchown,
+        libc::SYS_open,
+        libc::SYS_creat,
+        libc::SYS_accept,
+        libc::SYS_fork,
+        libc::SYS_vfork,
+        libc::SYS_mkdir,
+        libc::SYS_rmdir,
+        libc::SYS_unlink,
+        libc::SYS_rename,
+        libc::SYS_renameat,
+        libc::SYS_link,
+        libc::SYS_symlink,
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
         libc::SYS_mknod,
     ]);
     list
@@ -61,12 +115,24 @@ fn denied() -> Vec<libc::c_long> {
 
 /// Builds the worker's seccomp program.
 pub fn build_filter(own_pid: u32) -> Result<BpfProgram, McpError> {
-    let err = |e: seccompiler::BackendError| McpError::Worker { step: "seccomp", message: e.to_string() };
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = denied().into_iter().map(|nr| (nr, Vec::new())).collect();
+    let err = |e: seccompiler::BackendError| McpError::Worker {
+        step: "seccomp",
+        message: e.to_string(),
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        denied().into_iter().map(|nr| (nr, Vec::new())).collect();
     // tgkill is allowed only on the worker's own thread group.
-    let other_pid = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, u64::from(own_pid))
-        .map_err(err)?;
-    rules.insert(libc::SYS_tgkill, vec![SeccompRule::new(vec![other_pid]).map_err(err)?]);
+    let other_pid = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Ne,
+        u64::from(own_pid),
+    )
+    .map_err(err)?;
+    rules.insert(
+        libc::SYS_tgkill,
+        vec![SeccompRule::new(vec![other_pid]).map_err(err)?],
+    );
     let arch = std::env::consts::ARCH.try_into().map_err(err)?;
     let filter = SeccompFilter::new(
         rules,

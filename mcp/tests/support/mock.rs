@@ -1,0 +1,216 @@
+//! A local mock of the API over TLS (HTTP/1.1, keep-alive), with a CA of
+//! its own written to a PEM file for `OA_EXTRA_CA_CERTS`.
+//!
+//! Routes (under `/v3`):
+//! - `GET /agendas/{uid}/events` → two events and an echo of the query;
+//! - `GET /agendas/{uid}` → an agenda; uid 401 → 401 whose body contains the
+//!   presented Authorization header (to test redaction);
+//! - `GET /agendas/302` → a redirect to another host;
+//! - anything else → 404.
+//!
+//! Every request is recorded (method, target, whether the expected key was
+//! presented).
+
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// One recorded request.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub method: String,
+    pub target: String,
+    pub authorization: Option<String>,
+}
+
+/// The running mock.
+pub struct Mock {
+    pub port: u16,
+    pub ca_path: std::path::PathBuf,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+    _dir: TempDir,
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let p = std::env::temp_dir().join(format!("oa-mcp-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Mock {
+    /// The base URL to give the server.
+    pub fn base_url(&self) -> String {
+        format!("https://localhost:{}/v3", self.port)
+    }
+
+    /// Starts the mock on 127.0.0.1 in a background thread.
+    pub fn start() -> Self {
+        let (ca_pem, cert_der, key_der) = certificates();
+        let dir = TempDir::new("mock");
+        let ca_path = dir.0.join("ca.pem");
+        std::fs::write(&ca_path, ca_pem).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert_der], key_der)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let Ok((tcp, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let acceptor = acceptor.clone();
+                    let record = record.clone();
+                    tokio::spawn(async move {
+                        if let Ok(tls) = acceptor.accept(tcp).await {
+                            serve_conn(tls, record).await;
+                        }
+                    });
+                }
+            });
+        });
+        Self {
+            port,
+            ca_path,
+            seen,
+            _dir: dir,
+        }
+    }
+}
+
+fn certificates() -> (
+    String,
+    rustls_pki_types::CertificateDer<'static>,
+    rustls_pki_types::PrivateKeyDer<'static>,
+) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "oa-mcp test CA");
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf_params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
+    let key = rustls_pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    (ca.pem(), leaf.der().clone(), key)
+}
+
+async fn serve_conn<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    mut s: S,
+    record: Arc<Mutex<Vec<Seen>>>,
+) {
+    let mut buf = Vec::new();
+    loop {
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut chunk = [0u8; 4096];
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+        let mut lines = head.lines();
+        let mut first = lines.next().unwrap_or("").split(' ');
+        let method = first.next().unwrap_or("").to_owned();
+        let target = first.next().unwrap_or("").to_owned();
+        let mut length = 0usize;
+        let mut authorization = None;
+        for l in lines {
+            let lower = l.to_ascii_lowercase();
+            if let Some(v) = lower.strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if lower.starts_with("authorization:") {
+                authorization = Some(l["authorization:".len()..].trim().to_owned());
+            }
+        }
+        while buf.len() < head_end + length {
+            let mut chunk = [0u8; 4096];
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        buf.drain(..head_end + length);
+        record.lock().unwrap().push(Seen {
+            method: method.clone(),
+            target: target.clone(),
+            authorization: authorization.clone(),
+        });
+        let (status, extra, body) = route(&method, &target, authorization.as_deref());
+        let resp = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n{body}",
+            body.len()
+        );
+        if s.write_all(resp.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn route(method: &str, target: &str, auth: Option<&str>) -> (&'static str, String, String) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (method, segs.as_slice()) {
+        ("GET", ["v3", "agendas", _, "events"]) => (
+            "200 OK",
+            String::new(),
+            serde_json::json!({
+                "data": [{"uid": 1, "title": {"en": "A"}}, {"uid": 2, "title": {"en": "B"}}],
+                "pagination": {"after": null, "limit": 20},
+                "echo": {"path": path, "query": query}
+            })
+            .to_string(),
+        ),
+        ("GET", ["v3", "agendas", "401"]) => (
+            "401 Unauthorized",
+            String::new(),
+            serde_json::json!({"error": {"message": format!("bad credential {}", auth.unwrap_or("none"))}}).to_string(),
+        ),
+        ("GET", ["v3", "agendas", "302"]) => (
+            "302 Found",
+            "location: https://elsewhere.invalid/v3/agendas/1\r\n".to_owned(),
+            "{}".to_owned(),
+        ),
+        ("GET", ["v3", "agendas", uid]) => (
+            "200 OK",
+            String::new(),
+            serde_json::json!({"uid": uid.parse::<i64>().unwrap_or(0), "title": "Agenda", "auth": auth.is_some()}).to_string(),
+        ),
+        _ => ("404 Not Found", String::new(), serde_json::json!({"error": {"message": "not found"}}).to_string()),
+    }
+}

@@ -1,0 +1,182 @@
+//! Test support: the real binary as a child process, a raw JSON-lines MCP
+//! client for both protocol eras, and a local mock of the API over TLS.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // shared by several test binaries; tests may panic
+
+pub mod mock;
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_openagenda-mcp");
+
+/// Modern-era `_meta` for a request.
+pub fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "0"}
+    })
+}
+
+/// A running server with a raw line client.
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    pending: HashMap<i64, Value>,
+    next_id: i64,
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+/// A command for the binary with a clean, deterministic environment.
+pub fn command(envs: &[(&str, &str)], args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env_clear().env("PATH", "/usr/bin:/bin");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+impl Server {
+    /// Starts the server with extra env vars and args.
+    pub fn start(envs: &[(&str, &str)], args: &[&str]) -> Self {
+        let mut child = command(envs, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn openagenda-mcp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        Self {
+            child,
+            stdin: Some(stdin),
+            lines: rx,
+            pending: HashMap::new(),
+            next_id: 1,
+            stderr: log,
+        }
+    }
+
+    /// Sends one raw JSON message.
+    pub fn send(&mut self, msg: &Value) {
+        let mut text = serde_json::to_string(msg).unwrap();
+        text.push('\n');
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns its id.
+    pub fn request(&mut self, method: &str, params: Value) -> i64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Waits for the response with `id`.
+    pub fn response(&mut self, id: i64, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(v) = self.pending.remove(&id) {
+                return v;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg = self.lines.recv_timeout(left).unwrap_or_else(|_| {
+                panic!(
+                    "no response to id {id} within {timeout:?}; stderr:\n{}",
+                    self.stderr.lock().unwrap()
+                )
+            });
+            if let Some(got) = msg.get("id").and_then(Value::as_i64) {
+                self.pending.insert(got, msg);
+            }
+        }
+    }
+
+    /// Request + response.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        self.response(id, Duration::from_secs(30))
+    }
+
+    /// Modern-era tools/call; returns the `result`.
+    pub fn tool(&mut self, name: &str, args: Value) -> Value {
+        let r = self.call(
+            "tools/call",
+            json!({"_meta": meta(), "name": name, "arguments": args}),
+        );
+        r.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("tools/call failed: {r}"))
+    }
+
+    /// Runs `code` with execute; returns the result object.
+    pub fn execute(&mut self, code: &str) -> Value {
+        self.tool("execute", json!({"code": code}))
+    }
+
+    /// Closes stdin and waits for exit.
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit after stdin closed"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Process id of the server.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The error code of an isError execute result (panics if not an error).
+pub fn error_code(result: &Value) -> String {
+    assert_eq!(result["isError"], json!(true), "expected isError: {result}");
+    result["structuredContent"]["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
