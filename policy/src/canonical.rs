@@ -61,7 +61,12 @@ fn serde_problem(err: &serde_path_to_error::Error<serde_json::Error>) -> Problem
             Segment::Unknown => path.key("?"),
         };
     }
-    Problem::new(&path, err.inner().to_string().replace('\n', " "))
+    // serde quotes unknown keys raw; control characters would break the
+    // one-line rule.
+    let message: String = (err.inner().to_string().chars())
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    Problem::new(&path, message)
 }
 
 /// The policy's values as a draft, each with its canonical JSON path.

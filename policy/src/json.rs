@@ -33,7 +33,10 @@ fn syntax_error(err: &serde_json::Error, origin: &str) -> PolicyError {
         origin: origin.to_owned(),
         line,
         column,
-        message: message.replace('\n', " "),
+        message: message
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect(),
     }
 }
 
