@@ -9,9 +9,13 @@
 //! A protected path that does not exist yet cannot be created: its first
 //! missing component becomes a placeholder that the supervisor creates on
 //! the host before the jail starts (and removes at exit), masked read-only in
-//! the jail. Missing names are protected at depth 0 of each writable root and
-//! inside every existing `.git` directory; deeper missing names and
-//! repositories created during the run are not (see docs/enforcement.md).
+//! the jail. Missing names are protected in the cwd, the home directory and
+//! every existing repository root (a directory holding `.git`), and missing
+//! `hooks`/`config` inside every existing `.git` directory; missing names
+//! elsewhere and repositories created during the run are not (see
+//! docs/enforcement.md). Placeholders are not put in every writable root: a
+//! `.bashrc` appearing in `~/.cache` is read by nothing, and dozens of empty
+//! files in the user's directories per run would be a nuisance of their own.
 
 use super::rules::Rules;
 use super::{CompileError, FileKind, FsView};
@@ -40,6 +44,10 @@ pub const PROTECTED_FILES: &[&str] = &[
     ".zshrc",
 ];
 
+/// The protected files that matter in a repository (the others are read
+/// from the home directory only).
+const REPO_FILES: &[&str] = &[".gitmodules", ".mcp.json"];
+
 /// Directories protected wherever they appear.
 pub const PROTECTED_DIRS: &[&str] = &[".idea", ".vscode"];
 
@@ -53,9 +61,13 @@ pub const PROTECTED_CLAUDE: &[(&str, FileKind)] = &[
 ];
 
 /// Add the mandatory denies (and user `denyWrite` placeholders) to `rules`.
+///
+/// `anchors` (the cwd, then the home directory last) get every missing name
+/// protected, as does every repository root the walk finds.
 pub(crate) fn add(
     rules: &mut Rules,
     fs: &dyn FsView,
+    anchors: &[&Path],
     allow_git_config: bool,
 ) -> Result<(), CompileError> {
     let missing_user: Vec<PathBuf> = rules
@@ -68,6 +80,12 @@ pub(crate) fn add(
         rules.deny_write.remove(&path);
         protect_missing(rules, fs, &path, FileKind::File);
     }
+    for anchor in anchors {
+        if fs.kind(anchor) == Some(FileKind::Dir) && rules.writable(anchor) {
+            let home = Some(*anchor) == anchors.last().copied();
+            protect_missing_at(rules, fs, anchor, home, allow_git_config);
+        }
+    }
     let roots: Vec<PathBuf> = rules.allow_write.iter().cloned().collect();
     let mut walked = BTreeSet::new();
     let mut budget = WALK_BUDGET;
@@ -75,7 +93,6 @@ pub(crate) fn add(
         if rules.kind(&root) != Some(FileKind::Dir) || !rules.writable(&root) {
             continue;
         }
-        protect_missing_at_root(rules, fs, &root, allow_git_config);
         walk(rules, fs, &root, allow_git_config, &mut walked, &mut budget)?;
     }
     Ok(())
@@ -134,13 +151,15 @@ fn check_entry(
             let p = path.join(child);
             match fs.kind(&p) {
                 Some(k) => protect(rules, &p, k),
-                None if is_depth0_child(rules, path) => protect_missing(rules, fs, &p, *child_kind),
                 None => {}
             }
         }
     } else if name == ".git" {
         if kind == FileKind::Dir {
             protect_git_dir(rules, fs, path, allow_git_config);
+            if let Some(repo) = path.parent() {
+                protect_missing_at(rules, fs, repo, false, allow_git_config);
+            }
         } else {
             // A worktree or submodule `.git` file names the real git dir.
             protect(rules, path, kind);
@@ -163,23 +182,23 @@ fn protect_git_dir(rules: &mut Rules, fs: &dyn FsView, git: &Path, allow_git_con
     }
 }
 
-fn is_depth0_child(rules: &Rules, path: &Path) -> bool {
-    path.parent()
-        .is_some_and(|parent| rules.allow_write.contains(parent))
-}
-
-/// At the top of a writable root every protected name is protected whether
-/// or not it exists (srt does the same in the cwd).
-fn protect_missing_at_root(
+/// In an anchor directory every protected name is protected whether or not
+/// it exists (srt does so in the cwd). Shell and user-level files
+/// (`.bashrc`, `.gitconfig`, `.ripgreprc`…) only matter in the home
+/// directory, so elsewhere only the repository-level names are (`.gitmodules`,
+/// `.mcp.json`, editor and `.claude` directories, `.git/hooks`, `.git/config`).
+fn protect_missing_at(
     rules: &mut Rules,
     fs: &dyn FsView,
     root: &Path,
+    home: bool,
     allow_git_config: bool,
 ) {
     let mut wanted: Vec<(PathBuf, FileKind)> = Vec::new();
     wanted.extend(
         PROTECTED_FILES
             .iter()
+            .filter(|n| home || REPO_FILES.contains(n))
             .map(|n| (root.join(n), FileKind::File)),
     );
     wanted.extend(PROTECTED_DIRS.iter().map(|n| (root.join(n), FileKind::Dir)));

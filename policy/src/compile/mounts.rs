@@ -74,7 +74,7 @@ pub struct SkeletonEntry {
 
 /// One mount step; paths are absolute jail paths (= host paths).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "op")]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase", tag = "op")]
 pub enum MountStep {
     /// Recursive read-only, nosuid, nodev clone of the host `/` as the new root.
     RootBind,

@@ -89,7 +89,7 @@ impl Rules {
             }
         }
         rules.add_implicit(fs, facts, &cwd)?;
-        super::mandatory::add(&mut rules, fs, fsp.allow_git_config)?;
+        super::mandatory::add(&mut rules, fs, &[&cwd, &home], fsp.allow_git_config)?;
         Ok(rules)
     }
 
