@@ -2,8 +2,8 @@
 //! optionally with the `policySha256` member that `oajail policy print
 //! --format json` adds).
 //!
-//! The canonical form is a machine format, so it is strict: every struct
-//! refuses unknown keys and needs all of its non-optional keys. It is not
+//! The canonical form is a machine format, so it is strict: every object
+//! refuses unknown keys and needs every member, `null` ones included. It is not
 //! trusted either: after deserialising, every value is turned back into a
 //! draft and goes through the same validation as srt input, so a
 //! hand-edited canonical file cannot smuggle in a pattern srt input would
@@ -20,8 +20,11 @@ use serde_json::{Map, Value};
 pub(crate) fn read(root: &Map<String, Value>, origin: &str) -> Result<Loaded, PolicyError> {
     let mut members = root.clone();
     let claimed = members.remove("policySha256");
-    let policy: Policy = serde_path_to_error::deserialize(Value::Object(members))
+    let input = Value::Object(members);
+    let policy: Policy = serde_path_to_error::deserialize(input.clone())
         .map_err(|err| serde_problem(&err).with_origin(origin))?;
+    missing_member(&members_value(&policy), &input, &JsonPath::root())
+        .map_or(Ok(()), |p| Err(p.with_origin(origin)))?;
     let mut warnings = Vec::new();
     let policy = draft_from_policy(&policy)
         .build(&mut warnings)
@@ -30,6 +33,32 @@ pub(crate) fn read(root: &Map<String, Value>, origin: &str) -> Result<Loaded, Po
         check_claimed_hash(&claimed, &policy).map_err(|p| p.with_origin(origin))?;
     }
     Ok(Loaded { policy, warnings })
+}
+
+/// The serde form of `policy`, to compare member names with the input.
+fn members_value(policy: &Policy) -> Value {
+    serde_json::to_value(policy).unwrap_or(Value::Null)
+}
+
+/// The first member the canonical form has and `input` lacks. serde reads a
+/// missing optional number as `null`; canonical input must spell it out.
+fn missing_member(expected: &Value, input: &Value, path: &JsonPath) -> Option<Problem> {
+    let (Value::Object(expected), Value::Object(input)) = (expected, input) else {
+        return None;
+    };
+    for (key, value) in expected {
+        let Some(given) = input.get(key) else {
+            return Some(Problem::new(&path.key(key), "required key is missing"));
+        };
+        // Reasons are a free-keyed map, not a struct.
+        if key == "deniedDomainReasons" {
+            continue;
+        }
+        if let Some(problem) = missing_member(value, given, &path.key(key)) {
+            return Some(problem);
+        }
+    }
+    None
 }
 
 fn check_claimed_hash(claimed: &Value, policy: &Policy) -> Result<(), Problem> {

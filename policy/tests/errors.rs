@@ -347,6 +347,15 @@ fn canonical_input_is_strict() {
         .unwrap()
         .remove("allowGitConfig");
     assert!(error(&missing.to_string()).contains("missing field `allowGitConfig`"));
+    let mut null_dropped = canonical.clone();
+    null_dropped["oajail"]["limits"]
+        .as_object_mut()
+        .unwrap()
+        .remove("wallSeconds");
+    assert_eq!(
+        error(&null_dropped.to_string()),
+        "s.json: oajail.limits.wallSeconds: required key is missing"
+    );
     let mut bad_path = canonical.clone();
     bad_path["filesystem"]["allowWrite"] = json!([{"path": "", "literal": false}]);
     assert_eq!(
