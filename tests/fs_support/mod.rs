@@ -1,0 +1,133 @@
+//! A lab for the filesystem tests: a scratch tree (home, workspace, other
+//! dirs) under cargo's target tmp dir, a settings file written per run, and
+//! the real `oajail` binary run with `sh -c`.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The binary under test.
+pub const OAJAIL: &str = env!("CARGO_BIN_EXE_oajail");
+
+/// Shell helpers defined before every script: `r PATH` prints the file or
+/// `DENIED`, `w PATH` appends a line and prints `WROTE` or `DENIED`.
+const PRELUDE: &str = r#"
+r() { if c=$(cat "$1" 2>/dev/null); then echo "$c"; else echo DENIED; fi; }
+w() { if (echo jail >> "$1") 2>/dev/null; then echo WROTE; else echo DENIED; fi; }
+"#;
+
+/// A scratch tree; removed when dropped.
+pub struct Lab {
+    /// The lab root (not itself in any policy).
+    pub root: PathBuf,
+    /// `$HOME` of the run.
+    pub home: PathBuf,
+    /// The workspace; the cwd of the run.
+    pub ws: PathBuf,
+}
+
+impl Lab {
+    /// A fresh lab named after the test.
+    pub fn new(tag: &str) -> Lab {
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("fs-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let lab = Lab {
+            home: root.join("home"),
+            ws: root.join("ws"),
+            root,
+        };
+        std::fs::create_dir_all(&lab.home).unwrap();
+        std::fs::create_dir_all(&lab.ws).unwrap();
+        lab
+    }
+
+    /// Absolute path of `rel` in the lab.
+    pub fn p(&self, rel: &str) -> String {
+        self.root.join(rel).display().to_string()
+    }
+
+    /// Create a file (and parents) with `content`.
+    pub fn file(&self, rel: &str, content: &str) -> PathBuf {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// Create a directory (and parents).
+    pub fn dir(&self, rel: &str) -> PathBuf {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(&path).unwrap();
+        path
+    }
+
+    /// Run `script` in the jail with the given `filesystem` object (plus an
+    /// empty network section and any extra top-level keys).
+    pub fn run_with(&self, filesystem: Value, extra: Value, script: &str) -> Output {
+        let mut settings = json!({
+            "network": {"allowedDomains": [], "deniedDomains": []},
+            "filesystem": filesystem,
+        });
+        if let (Some(s), Some(e)) = (settings.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                s.insert(k.clone(), v.clone());
+            }
+        }
+        let file = self.root.join("settings.json");
+        std::fs::write(&file, settings.to_string()).unwrap();
+        self.command(&file, script).output().unwrap()
+    }
+
+    /// [`Lab::run_with`] without extra keys.
+    pub fn run(&self, filesystem: Value, script: &str) -> Output {
+        self.run_with(filesystem, json!({}), script)
+    }
+
+    /// The command line, for tests that need to change it.
+    pub fn command(&self, settings: &Path, script: &str) -> Command {
+        let mut cmd = Command::new(OAJAIL);
+        cmd.arg("-s")
+            .arg(settings)
+            .arg("-c")
+            .arg(format!("{PRELUDE}\n{script}"))
+            .env("HOME", &self.home)
+            .env_remove("OAJAIL_SETTINGS")
+            .current_dir(&self.ws);
+        cmd
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// stdout, asserting the jail itself did not fail (status 125-127 are oajail's).
+pub fn stdout(o: &Output) -> String {
+    let code = o.status.code();
+    assert!(
+        !matches!(code, Some(125..=127)),
+        "oajail failed: {code:?}\nstderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The lines of stdout as `key=value` pairs printed by `echo key=$(…)`.
+pub fn lines(o: &Output) -> Vec<String> {
+    stdout(o).lines().map(str::to_owned).collect()
+}
+
+/// Assert that stdout has exactly the line `want`.
+#[track_caller]
+pub fn has(o: &Output, want: &str) {
+    let out = stdout(o);
+    assert!(
+        out.lines().any(|l| l == want),
+        "missing line {want:?}\nstdout:\n{out}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
