@@ -113,7 +113,11 @@ fn check_literal_entry(members: &Map<String, Value>, path: &JsonPath) -> Result<
         }
     }
     match members.get("path") {
-        Some(Value::String(text)) => check_string(text, &Ty::Entry, &path.key("path"))?,
+        Some(Value::String(text)) => {
+            // Literal: glob characters (and a trailing `/` after them) are plain.
+            PathEntry::parse(text, true)
+                .map_err(|e| Problem::new(&path.key("path"), e.to_string()))?;
+        }
         Some(other) => {
             let found = type_name(other);
             return Err(Problem::new(

@@ -267,6 +267,17 @@ fn table_of_bad_inputs() {
 }
 
 #[test]
+fn a_literal_entry_may_end_in_a_slash_after_glob_characters() {
+    let text = with(
+        "/filesystem/denyRead",
+        json!([{"path": "/x/*/", "literal": true}]),
+    );
+    let policy = Policy::from_settings_json(&text, "s.json").unwrap().policy;
+    assert_eq!(policy.filesystem.deny_read[0].path, "/x/*");
+    assert!(policy.filesystem.deny_read[0].literal);
+}
+
+#[test]
 fn domain_errors_are_prefixed_with_origin_and_path() {
     let text = with(
         "/network/allowedDomains",
