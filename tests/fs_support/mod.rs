@@ -30,8 +30,7 @@ pub struct Lab {
 impl Lab {
     /// A fresh lab named after the test.
     pub fn new(tag: &str) -> Lab {
-        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("fs-{tag}-{}", std::process::id()));
+        let root = base_dir().join(format!("fs-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let lab = Lab {
             home: root.join("home"),
@@ -97,6 +96,28 @@ impl Lab {
             .current_dir(&self.ws);
         cmd
     }
+}
+
+/// Where labs live: cargo's target tmp dir, or `$HOME/.oajail-fs-tests` when
+/// that is not writable (the unprivileged CI run reuses root's build). Never
+/// under `/tmp`: the jail's `/tmp` is private, which would hide the lab and
+/// make every "denied" result meaningless.
+fn base_dir() -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let probe = target.join(format!(".probe-{}", std::process::id()));
+    if std::fs::create_dir_all(&probe).is_ok() {
+        let _ = std::fs::remove_dir(&probe);
+        return target;
+    }
+    let home = std::env::var_os("HOME").expect("HOME must be set for the filesystem tests");
+    let dir = PathBuf::from(home).join(".oajail-fs-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(
+        !dir.starts_with("/tmp"),
+        "lab dir {} is under /tmp",
+        dir.display()
+    );
+    dir
 }
 
 impl Drop for Lab {
