@@ -162,22 +162,25 @@ pub fn int80_socket_inet() -> i64 {
     let mut ret: i64 = 102; // __NR_socketcall (i386)
     // SAFETY: socketcall(SYS_SOCKET=1, args) reads three u32 from `ARGS`,
     // a static that lives for the whole program and sits below 4 GiB
-    // (checked above). Registers as in `int80_getpid`.
+    // (checked above). LLVM reserves rbx, so the call number is swapped into
+    // it and rbx restored right after; other registers as in `int80_getpid`.
     unsafe {
         std::arch::asm!(
+            "xchg {call}, rbx",
             "int 0x80",
+            "xchg {call}, rbx",
+            call = inout(reg) 1u64 => _,
             inout("rax") ret,
-            in("rbx") 1u64,
             in("rcx") ptr,
             out("r8") _, out("r9") _, out("r10") _, out("r11") _,
             options(nostack),
         );
     }
-    if ret >= 0 {
-        if let Ok(fd) = i32::try_from(ret) {
-            // SAFETY: the kernel returned `fd` as a new descriptor we own.
-            drop(unsafe { OwnedFd::from_raw_fd(fd) });
-        }
+    if let Ok(fd) = i32::try_from(ret)
+        && fd >= 0
+    {
+        // SAFETY: the kernel returned `fd` as a new descriptor we own.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
     }
     ret
 }
@@ -234,7 +237,7 @@ pub fn pidfd_getfd(pidfd: &OwnedFd, target_fd: i32) -> Result<OwnedFd, Errno> {
 /// bit 32 set (CVE-2019-10063: filters comparing 64 bits miss it, the tty
 /// layer only looks at the low 32).
 pub fn tiocsti(fd: BorrowedFd<'_>, byte: u8, high_bits: bool) -> Result<(), Errno> {
-    let mut req = libc::TIOCSTI as u64;
+    let mut req: u64 = libc::TIOCSTI;
     if high_bits {
         req |= 1 << 32;
     }
@@ -249,14 +252,7 @@ pub fn tiocsti(fd: BorrowedFd<'_>, byte: u8, high_bits: bool) -> Result<(), Errn
 pub fn tioclinux_badfd() -> Result<libc::c_long, Errno> {
     let subcode: u8 = 2; // TIOCL_SETSEL
     // SAFETY: fd -1 fails with EBADF before the pointer (to a live local) is read.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_ioctl,
-            -1,
-            libc::TIOCLINUX as u64,
-            &subcode as *const u8,
-        )
-    })
+    check(unsafe { libc::syscall(libc::SYS_ioctl, -1, libc::TIOCLINUX, &subcode as *const u8) })
 }
 
 /// `keyctl(KEYCTL_GET_KEYRING_ID, @s, 0)`.

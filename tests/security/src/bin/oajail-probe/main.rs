@@ -1,0 +1,281 @@
+//! oajail-probe: performs ONE attack per invocation and prints one JSON
+//! verdict line, exiting with a fixed code (0 succeeded, 10 blocked as
+//! expected, 11 blocked unexpectedly, 20 not applicable, 2 probe error).
+//!
+//! Usage: `oajail-probe <attack-id> [args…]`; `oajail-probe list` prints the ids.
+//!
+//! Syscall-surface attacks run in a re-executed child of the probe so that a
+//! seccomp KILL (SIGSYS) is seen and reported instead of taking the probe
+//! down silently. The probe never prints a canary: it only says whether
+//! canary bytes were reachable.
+
+mod fs;
+mod lifecycle;
+mod net;
+mod procs;
+mod report;
+mod sys;
+
+use oajail_security::verdict::{EXIT_PROBE_ERROR, ProbeReport};
+use report::Outcome;
+
+/// Marker argument for the re-executed attack child.
+const CHILD_FLAG: &str = "--attack-child";
+
+/// Attack ids that run in a child process (they may be killed by seccomp).
+const IN_CHILD: &[&str] = &[
+    "io-uring-setup",
+    "io-uring-enter",
+    "io-uring-register",
+    "x32-socket",
+    "x32-getpid",
+    "int80-getpid",
+    "int80-socket",
+    "unshare-user",
+    "unshare-mount",
+    "clone3",
+    "setns",
+    "umount",
+    "mount-bind",
+    "open-tree",
+    "fsopen",
+    "bpf",
+    "perf-event-open",
+    "userfaultfd",
+    "kcmp",
+    "keyctl",
+    "keyctl-read",
+    "ptrace-attach",
+    "process-vm-read",
+    "pidfd-getfd",
+    "tiocsti",
+    "tiocsti-high",
+    "tioclinux",
+    "socket-family",
+    "socket-families",
+    "icmp-ping",
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.split_first() {
+        Some((flag, rest)) if flag == CHILD_FLAG => match rest.split_first() {
+            Some((id, params)) => dispatch(id, params).emit(),
+            None => usage(),
+        },
+        Some((id, _)) if id == "list" => {
+            println!("{}", ids().join("\n"));
+            0
+        }
+        Some((id, _)) if id == "sleeper" => lifecycle::sleeper(),
+        Some((id, params)) if IN_CHILD.contains(&id.as_str()) => in_child(id, params).emit(),
+        Some((id, params)) => dispatch(id, params).emit(),
+        None => usage(),
+    };
+    std::process::exit(code);
+}
+
+fn usage() -> i32 {
+    eprintln!("usage: oajail-probe <attack-id> [args…] (oajail-probe list)");
+    EXIT_PROBE_ERROR
+}
+
+/// Re-execute the probe for one attack and report how the child ended.
+fn in_child(id: &str, params: &[String]) -> Outcome {
+    use std::os::unix::process::ExitStatusExt;
+    let out = std::process::Command::new("/proc/self/exe")
+        .arg(CHILD_FLAG)
+        .arg(id)
+        .args(params)
+        .stdin(std::process::Stdio::inherit())
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            return Outcome::unexpected(id, Some(report::io_errno(&e)), "spawn attack child");
+        }
+    };
+    if let Some(sig) = out.status.signal() {
+        return Outcome::killed(id, sig);
+    }
+    match ProbeReport::find_in(&String::from_utf8_lossy(&out.stdout)) {
+        Some(r) => Outcome(r),
+        None => Outcome::unexpected(
+            id,
+            None,
+            format!(
+                "attack child exited {:?} without a verdict",
+                out.status.code()
+            ),
+        ),
+    }
+}
+
+fn ids() -> Vec<&'static str> {
+    vec![
+        "read-file",
+        "read-files",
+        "sendfile-file",
+        "read-tree",
+        "copy-to-ws",
+        "symlink-read",
+        "hardlink-read",
+        "mountinfo-scan",
+        "write-file",
+        "rename-over",
+        "rename-away",
+        "unlink-recreate",
+        "symlink-parent",
+        "metadata",
+        "open-write",
+        "daemonize",
+        "ptrace-attach",
+        "proc-mem",
+        "process-vm-read",
+        "pidfd-getfd",
+        "kill",
+        "kill-all",
+        "unix-connect",
+        "unix-sendto",
+        "abstract-connect",
+        "fds-inherited",
+        "tiocsti",
+        "tiocsti-high",
+        "tioclinux",
+        "env-scan",
+        "proc-environ-scan",
+        "io-uring-setup",
+        "io-uring-enter",
+        "io-uring-register",
+        "x32-socket",
+        "x32-getpid",
+        "int80-getpid",
+        "int80-socket",
+        "unshare-user",
+        "unshare-mount",
+        "clone3",
+        "setns",
+        "umount",
+        "mount-bind",
+        "open-tree",
+        "fsopen",
+        "bpf",
+        "perf-event-open",
+        "userfaultfd",
+        "kcmp",
+        "keyctl",
+        "keyctl-read",
+        "nnp",
+        "caps",
+        "tcp-connect",
+        "udp-send",
+        "dns-query",
+        "resolve",
+        "icmp-ping",
+        "socket-family",
+        "socket-families",
+    ]
+}
+
+/// Run one attack in this process.
+fn dispatch(id: &str, p: &[String]) -> Outcome {
+    let a = |i: usize| p.get(i).map(String::as_str).unwrap_or("");
+    if !arity_ok(id, p.len()) {
+        return Outcome::unexpected(id, None, format!("wrong number of arguments ({})", p.len()));
+    }
+    match id {
+        "read-file" => fs::read_file(id, a(0)),
+        "read-files" => fs::read_files(id, p),
+        "sendfile-file" => fs::sendfile_file(id, a(0)),
+        "read-tree" => fs::read_tree(id, a(0)),
+        "copy-to-ws" => fs::copy_to_ws(id, a(0), a(1)),
+        "symlink-read" => fs::symlink_read(id, a(0), a(1)),
+        "hardlink-read" => fs::hardlink_read(id, a(0), a(1)),
+        "mountinfo-scan" => fs::mountinfo_scan(id),
+        "write-file" => fs::write_file(id, a(0), a(1)),
+        "rename-over" => fs::rename_over(id, a(0), a(1)),
+        "rename-away" => fs::rename_away(id, a(0), a(1)),
+        "unlink-recreate" => fs::unlink_recreate(id, a(0)),
+        "symlink-parent" => fs::symlink_parent(id, a(0), a(1), a(2)),
+        "metadata" => fs::metadata(id, a(0), a(1)),
+        "open-write" => fs::open_write(id, a(0)),
+        "daemonize" => lifecycle::daemonize(id, a(0)),
+        _ => dispatch_proc_sys(id, p),
+    }
+}
+
+fn dispatch_proc_sys(id: &str, p: &[String]) -> Outcome {
+    let a = |i: usize| p.get(i).map(String::as_str).unwrap_or("");
+    match id {
+        "ptrace-attach" => procs::ptrace_attach(id, a(0)),
+        "proc-mem" => procs::proc_mem(id, a(0)),
+        "process-vm-read" => procs::process_vm_read(id, a(0)),
+        "pidfd-getfd" => procs::pidfd_getfd(id, a(0)),
+        "kill" => procs::kill(id, a(0)),
+        "kill-all" => procs::kill_all(id),
+        "unix-connect" => procs::unix_connect(id, a(0)),
+        "unix-sendto" => procs::unix_sendto(id, a(0)),
+        "abstract-connect" => procs::abstract_connect(id, a(0)),
+        "fds-inherited" => procs::fds_inherited(id),
+        "tiocsti" => procs::tiocsti(id, false),
+        "tiocsti-high" => procs::tiocsti(id, true),
+        "tioclinux" => procs::tioclinux(id),
+        "env-scan" => procs::env_scan(id),
+        "proc-environ-scan" => procs::proc_environ_scan(id),
+        _ => dispatch_sys_net(id, p),
+    }
+}
+
+fn dispatch_sys_net(id: &str, p: &[String]) -> Outcome {
+    let a = |i: usize| p.get(i).map(String::as_str).unwrap_or("");
+    match id {
+        "io-uring-setup" => sys::io_uring_setup(id),
+        "io-uring-enter" => sys::io_uring_enter(id),
+        "io-uring-register" => sys::io_uring_register(id),
+        "x32-socket" => sys::x32_socket(id),
+        "x32-getpid" => sys::x32_getpid(id),
+        "int80-getpid" => sys::int80_getpid(id),
+        "int80-socket" => sys::int80_socket(id),
+        "unshare-user" => sys::unshare_user(id),
+        "unshare-mount" => sys::unshare_mount(id),
+        "clone3" => sys::clone3(id),
+        "setns" => sys::setns(id),
+        "umount" => sys::umount(id, a(0)),
+        "mount-bind" => sys::mount_bind(id, a(0), a(1)),
+        "open-tree" => sys::open_tree(id, a(0)),
+        "fsopen" => sys::fsopen(id),
+        "bpf" => sys::bpf(id),
+        "perf-event-open" => sys::perf_event_open(id),
+        "userfaultfd" => sys::userfaultfd(id),
+        "kcmp" => sys::kcmp(id),
+        "keyctl" => sys::keyctl(id),
+        "keyctl-read" => sys::keyctl_read(id, a(0)),
+        "nnp" => sys::nnp(id),
+        "caps" => sys::caps(id),
+        "tcp-connect" => net::tcp_connect(id, a(0), a(1)),
+        "udp-send" => net::udp_send(id, a(0), a(1)),
+        "dns-query" => net::dns_query(id, a(0), a(1)),
+        "resolve" => net::resolve(id, a(0)),
+        "icmp-ping" => net::icmp_ping(id, a(0)),
+        "socket-family" => net::socket_family(id, a(0)),
+        "socket-families" => net::socket_families(id),
+        other => Outcome::unexpected(other, None, "unknown attack id (oajail-probe list)"),
+    }
+}
+
+/// Number of arguments each attack takes.
+fn arity_ok(id: &str, n: usize) -> bool {
+    let want = match id {
+        "copy-to-ws" | "symlink-read" | "hardlink-read" | "write-file" | "rename-over"
+        | "rename-away" | "metadata" | "mount-bind" | "tcp-connect" | "udp-send" | "dns-query" => 2,
+        "symlink-parent" => 3,
+        "read-file" | "sendfile-file" | "read-tree" | "unlink-recreate" | "open-write"
+        | "daemonize" | "ptrace-attach" | "proc-mem" | "process-vm-read" | "pidfd-getfd"
+        | "kill" | "unix-connect" | "unix-sendto" | "abstract-connect" | "umount" | "open-tree"
+        | "keyctl-read" | "resolve" | "icmp-ping" | "socket-family" => 1,
+        // Variadic: at least one path.
+        "read-files" => return n >= 1,
+        _ => 0,
+    };
+    n == want
+}

@@ -1,0 +1,66 @@
+//! oajail-security-report: writes docs/security-tests.md from the result
+//! records of the root and unprivileged runs.
+//!
+//! Usage: `oajail-security-report [--root DIR] [--user DIR] [--notes FILE] [--out FILE] [--check]`.
+//! Defaults: `/var/tmp/oajail-security-results-root`, `…-user`,
+//! `tests/security/report-notes.md`, `docs/security-tests.md`.
+//! With `--check` it exits 1 when any record is not `blocked` or
+//! `not_applicable`, or when an attack of the catalogue has no record for
+//! a run that has any records (an unexplained skip).
+
+use anyhow::{Context, Result, bail};
+use oajail_security::catalog::{ATTACKS, NOT_YET_COVERED};
+use oajail_security::judge::Judgement;
+use oajail_security::report;
+use std::path::PathBuf;
+
+fn main() -> Result<()> {
+    let root_dir = env!("CARGO_MANIFEST_DIR");
+    let mut root = PathBuf::from("/var/tmp/oajail-security-results-root");
+    let mut user = PathBuf::from("/var/tmp/oajail-security-results-user");
+    let mut notes = PathBuf::from(root_dir).join("report-notes.md");
+    let mut out = PathBuf::from(root_dir).join("../../docs/security-tests.md");
+    let mut check = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--root" => root = args.next().context("--root needs a directory")?.into(),
+            "--user" => user = args.next().context("--user needs a directory")?.into(),
+            "--notes" => notes = args.next().context("--notes needs a file")?.into(),
+            "--out" => out = args.next().context("--out needs a file")?.into(),
+            "--check" => check = true,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    let (r, u) = (report::load(&root), report::load(&user));
+    let notes_text =
+        std::fs::read_to_string(&notes).with_context(|| format!("read {}", notes.display()))?;
+    std::fs::write(&out, report::render(&r, &u, &notes_text))
+        .with_context(|| format!("write {}", out.display()))?;
+    println!(
+        "wrote {} ({} root, {} user results)",
+        out.display(),
+        r.len(),
+        u.len()
+    );
+    if check {
+        let mut bad = Vec::new();
+        for (who, set) in [("root", &r), ("user", &u)] {
+            if set.is_empty() {
+                bad.push(format!("{who}: no results at all"));
+                continue;
+            }
+            for a in ATTACKS.iter().filter(|a| !NOT_YET_COVERED.contains(&a.id)) {
+                match set.get(a.id).map(|x| x.judgement) {
+                    Some(Judgement::Blocked | Judgement::NotApplicable) => {}
+                    Some(j) => bad.push(format!("{who}: {} {j:?}", a.id)),
+                    None => bad.push(format!("{who}: {} has no result", a.id)),
+                }
+            }
+        }
+        if !bad.is_empty() {
+            bail!("security report check failed:\n{}", bad.join("\n"));
+        }
+    }
+    Ok(())
+}

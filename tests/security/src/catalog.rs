@@ -1,0 +1,519 @@
+//! The attack catalogue the suite covers: one entry per test, with the
+//! family, what the attack does and which layers the design says defend it
+//! (`docs/threat-model.md`, `../shared/reference/sandboxes-and-attacks.md`).
+//!
+//! Layers: NS namespaces/mounts · LL Landlock · SC seccomp · PX proxy ·
+//! ENV environment builder · RL limits · SUP supervisor/init design.
+
+/// One attack of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attack {
+    /// Stable id: `<catalogue item>-<vector>`, e.g. `A1-ssh-key`.
+    pub id: &'static str,
+    /// Family letter A–I.
+    pub family: char,
+    /// What the attack tries.
+    pub title: &'static str,
+    /// Layers the design claims defend it.
+    pub layers: &'static str,
+}
+
+/// Family names for the report.
+pub const FAMILIES: &[(char, &str)] = &[
+    ('A', "reading secrets"),
+    ('B', "persistence and integrity"),
+    ('C', "process, IPC and terminal"),
+    ('D', "syscall surface and privilege"),
+    ('E', "direct network and DNS"),
+    ('F', "proxy tricks"),
+    ('G', "environment and the result channel"),
+    ('H', "resources and lifecycle"),
+    ('I', "fail-closed behaviour"),
+];
+
+const fn a(id: &'static str, family: char, title: &'static str, layers: &'static str) -> Attack {
+    Attack {
+        id,
+        family,
+        title,
+        layers,
+    }
+}
+
+/// Every attack that has a test in tests/security/tests/.
+pub const ATTACKS: &[Attack] = &[
+    a(
+        "A1-ssh-key",
+        'A',
+        "read ~/.ssh/id_ed25519 (denyRead ~)",
+        "NS, LL",
+    ),
+    a(
+        "A1-aws-credentials",
+        'A',
+        "read ~/.aws/credentials",
+        "NS, LL",
+    ),
+    a(
+        "A1-other-project-env",
+        'A',
+        "read another project's .env",
+        "NS, LL",
+    ),
+    a(
+        "A1-sendfile",
+        'A',
+        "sendfile(2) a secret into a pipe",
+        "NS, LL",
+    ),
+    a(
+        "A1-copy-to-workspace",
+        'A',
+        "copy a secret into the workspace",
+        "NS, LL",
+    ),
+    a(
+        "A2-grep-home",
+        'A',
+        "recursive read of the whole fake home",
+        "NS, LL",
+    ),
+    a(
+        "A2-default-policy",
+        'A',
+        "recursive read of home under the built-in default policy",
+        "NS, LL",
+    ),
+    a(
+        "A2-default-policy-agent-credentials",
+        'A',
+        "read ~/.codex/auth.json and ~/.claude/.credentials.json under the built-in default",
+        "NS, LL",
+    ),
+    a(
+        "A3-symlink-in-workspace",
+        'A',
+        "symlink in the workspace to a secret, read through it",
+        "NS, LL",
+    ),
+    a(
+        "A6-hardlink-into-workspace",
+        'A',
+        "hardlink a secret into the workspace",
+        "NS, LL",
+    ),
+    a(
+        "A7-proc-cwd-host-process",
+        'A',
+        "read a host process's cwd through /proc/PID/cwd",
+        "NS, LL",
+    ),
+    a(
+        "A7-proc-root-host-process",
+        'A',
+        "read a secret through /proc/PID/root of a host process",
+        "NS, LL",
+    ),
+    a("A8-mountinfo", 'A', "canary content in mount tables", "NS"),
+    a("B1-bashrc-append", 'B', "append to ~/.bashrc", "NS, LL"),
+    a("B1-profile-truncate", 'B', "truncate ~/.profile", "NS, LL"),
+    a(
+        "B1-authorized-keys",
+        'B',
+        "create ~/.ssh/authorized_keys2",
+        "NS, LL",
+    ),
+    a(
+        "B1-systemd-user-unit",
+        'B',
+        "create a systemd user unit",
+        "NS, LL",
+    ),
+    a(
+        "B1-autostart",
+        'B',
+        "create an autostart .desktop entry",
+        "NS, LL",
+    ),
+    a("B1-path-shim", 'B', "plant ~/.local/bin/git", "NS, LL"),
+    a(
+        "B1-rename-over-bashrc",
+        'B',
+        "rename a workspace file over ~/.bashrc",
+        "NS, LL",
+    ),
+    a("B1-gitconfig", 'B', "append to ~/.gitconfig", "NS, LL"),
+    a(
+        "B2-git-hook",
+        'B',
+        "create .git/hooks/pre-commit",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-git-config",
+        'B',
+        "append to .git/config",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-nested-repo-hook",
+        'B',
+        "create a hook in a nested repository",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-new-repo-hook-depth6",
+        'B',
+        "create .git/hooks in a repository made during the run, depth 6",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-vscode-settings",
+        'B',
+        "truncate .vscode/settings.json",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-vscode-tasks-new",
+        'B',
+        "create .vscode/tasks.json",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-idea-new",
+        'B',
+        "create .idea/workspace.xml",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-mcp-json",
+        'B',
+        "create .mcp.json",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-claude-commands",
+        'B',
+        "create .claude/commands/x.md",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-claude-agents-nested",
+        'B',
+        "create sub/.claude/agents/x.md",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-gitmodules",
+        'B',
+        "create .gitmodules",
+        "NS (mandatory deny)",
+    ),
+    a(
+        "B2-bashrc-in-workspace",
+        'B',
+        "create .bashrc inside the workspace",
+        "NS (mandatory deny)",
+    ),
+    a("B3-rename-git-dir", 'B', "rename .git away", "NS"),
+    a("B3-rename-vscode", 'B', "rename .vscode away", "NS"),
+    a(
+        "B3-symlink-parent",
+        'B',
+        "replace .vscode by a symlink, write through it",
+        "NS",
+    ),
+    a(
+        "B3-unlink-recreate-hook",
+        'B',
+        "delete and recreate a file in .git/hooks",
+        "NS",
+    ),
+    a(
+        "B4-policy-file",
+        'B',
+        "open the policy file for writing",
+        "NS, SUP",
+    ),
+    a(
+        "B4-proc1-exe",
+        'B',
+        "open /proc/1/exe for writing",
+        "SUP, NS",
+    ),
+    a(
+        "B4-oajail-binary",
+        'B',
+        "open the oajail binary for writing",
+        "NS, LL",
+    ),
+    a(
+        "B6-chmod",
+        'B',
+        "chmod a file outside the writable roots",
+        "NS",
+    ),
+    a("B6-utime", 'B', "change the times of ~/.bashrc", "NS"),
+    a("B6-truncate", 'B', "truncate ~/.bashrc", "NS, LL"),
+    a(
+        "B7-daemonize",
+        'B',
+        "a setsid daemon outlives the jail",
+        "NS (pid ns), SUP",
+    ),
+    a(
+        "C1-proc-environ",
+        'C',
+        "secrets in other processes' environ/cmdline",
+        "NS, SUP",
+    ),
+    a(
+        "C2-ptrace-visible",
+        'C',
+        "PTRACE_ATTACH every visible process",
+        "SC, SUP, LL",
+    ),
+    a(
+        "C2-ptrace-host-canary",
+        'C',
+        "PTRACE_ATTACH a host process",
+        "NS, SC",
+    ),
+    a(
+        "C2-proc-mem",
+        'C',
+        "open /proc/N/mem read-write",
+        "SUP, LL, NS",
+    ),
+    a(
+        "C2-process-vm-readv",
+        'C',
+        "process_vm_readv another process",
+        "SC, NS",
+    ),
+    a(
+        "C2-pidfd-getfd",
+        'C',
+        "pidfd_getfd another process's fd",
+        "SC, NS",
+    ),
+    a("C2-kcmp", 'C', "kcmp", "SC"),
+    a(
+        "C3-kill-host-canary",
+        'C',
+        "SIGKILL a host process by pid",
+        "NS, LL",
+    ),
+    a("C3-kill-all", 'C', "kill(-1, SIGKILL)", "NS, LL"),
+    a(
+        "C4-ssh-agent",
+        'C',
+        "connect to $SSH_AUTH_SOCK",
+        "SC, NS, ENV",
+    ),
+    a(
+        "C4-dbus",
+        'C',
+        "connect to the session bus socket",
+        "SC, NS, ENV",
+    ),
+    a("C4-docker", 'C', "connect to a docker socket", "SC, NS"),
+    a("C4-x11", 'C', "connect to an X11 socket", "SC, NS"),
+    a(
+        "C4-syslog-dgram",
+        'C',
+        "sendto a /dev/log-style datagram socket",
+        "SC, NS",
+    ),
+    a("C4-unix-socket-create", 'C', "socket(AF_UNIX)", "SC"),
+    a(
+        "C5-abstract",
+        'C',
+        "connect to a host abstract unix socket",
+        "NS, LL",
+    ),
+    a(
+        "C6-inherited-fds",
+        'C',
+        "descriptors leaked by the caller",
+        "SUP",
+    ),
+    a(
+        "C7-tiocsti",
+        'C',
+        "TIOCSTI into the controlling terminal",
+        "SUP, SC",
+    ),
+    a(
+        "C7-tiocsti-high-bits",
+        'C',
+        "TIOCSTI with bit 32 set (CVE-2019-10063)",
+        "SUP, SC",
+    ),
+    a("C8-tioclinux", 'C', "TIOCLINUX (try-syscall, bad fd)", "SC"),
+    a("D1-io-uring-setup", 'D', "io_uring_setup", "SC"),
+    a("D1-io-uring-enter", 'D', "io_uring_enter", "SC"),
+    a("D1-io-uring-register", 'D', "io_uring_register", "SC"),
+    a("D2-x32-socket", 'D', "socket() through the x32 table", "SC"),
+    a("D2-x32-getpid", 'D', "getpid() through the x32 table", "SC"),
+    a("D3-int80-getpid", 'D', "i386 getpid via int 0x80", "SC"),
+    a(
+        "D3-int80-socketcall",
+        'D',
+        "i386 socketcall(SOCKET) via int 0x80",
+        "SC",
+    ),
+    a("D4-unshare-user", 'D', "nested user namespace", "SC"),
+    a("D4-unshare-mount", 'D', "new mount namespace", "SC, caps"),
+    a("D4-clone3", 'D', "clone3 (must be ENOSYS)", "SC"),
+    a("D4-setns", 'D', "setns", "SC"),
+    a("D5-umount-mask", 'D', "umount2 a mask", "caps, SC"),
+    a("D5-mount-bind", 'D', "bind-mount / elsewhere", "caps, SC"),
+    a(
+        "D5-open-tree",
+        'D',
+        "open_tree(OPEN_TREE_CLONE)",
+        "SC, caps",
+    ),
+    a("D5-fsopen", 'D', "fsopen(tmpfs)", "SC, caps"),
+    a("D6-bpf", 'D', "bpf", "SC"),
+    a("D6-perf-event-open", 'D', "perf_event_open", "SC"),
+    a(
+        "D6-userfaultfd",
+        'D',
+        "userfaultfd(UFFD_USER_MODE_ONLY)",
+        "SC",
+    ),
+    a(
+        "D7-keyring-canary",
+        'D',
+        "read a host session-keyring key",
+        "SC, SUP",
+    ),
+    a("D7-keyctl", 'D', "keyctl (try-syscall)", "SC"),
+    a("D8-no-new-privs", 'D', "NoNewPrivs is set", "SUP"),
+    a(
+        "D9-capabilities",
+        'D',
+        "every capability set is empty",
+        "SUP (caps)",
+    ),
+    a(
+        "E1-tcp-public-v4",
+        'E',
+        "direct TCP to a public address",
+        "NS, LL",
+    ),
+    a(
+        "E1-tcp-allowed-host-direct",
+        'E',
+        "direct TCP to the allowed host's address",
+        "NS, LL",
+    ),
+    a(
+        "E1-tcp-public-v6",
+        'E',
+        "direct TCP to a public IPv6 address",
+        "NS, LL",
+    ),
+    a(
+        "E1-tcp-metadata",
+        'E',
+        "direct TCP to 169.254.169.254:80",
+        "NS, LL",
+    ),
+    a("E2-udp-public", 'E', "UDP to a public address", "NS"),
+    a("E2-udp-ntp", 'E', "UDP to 8.8.8.8:123", "NS"),
+    a(
+        "E2-udp-public-v6",
+        'E',
+        "UDP to a public IPv6 address",
+        "NS",
+    ),
+    a(
+        "E3-dns-public-resolver",
+        'E',
+        "DNS query with an exfil name to 8.8.8.8",
+        "NS",
+    ),
+    a(
+        "E3-dns-lab-resolver",
+        'E',
+        "DNS query to the host's resolver address",
+        "NS",
+    ),
+    a(
+        "E3-system-resolver",
+        'E',
+        "getaddrinfo of an exfil name",
+        "NS, SUP",
+    ),
+    a("E4-icmp", 'E', "ICMP echo from a ping socket", "NS"),
+    a("E5-vsock", 'E', "socket(AF_VSOCK)", "SC"),
+    a(
+        "E6-exotic-families",
+        'E',
+        "socket() in every family but inet/inet6/netlink",
+        "SC",
+    ),
+    a("E6-packet", 'E', "socket(AF_PACKET)", "SC, caps"),
+    a(
+        "E7-host-loopback",
+        'E',
+        "TCP to 127.0.0.1 services of the host",
+        "NS, LL",
+    ),
+    a(
+        "G1-secret-env",
+        'G',
+        "secret-named variables in the environment",
+        "ENV",
+    ),
+    a(
+        "I1-no-user-namespaces",
+        'I',
+        "user namespaces unavailable: refuse, never run unconfined",
+        "SUP",
+    ),
+    a(
+        "I1-bad-policy",
+        'I',
+        "invalid settings file: refuse, never fall back",
+        "SUP",
+    ),
+];
+
+/// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does
+/// not block them yet. They are shown as "not yet covered" in the report
+/// and are not expected in a default run's results.
+pub const NOT_YET_COVERED: &[&str] = &[
+    "A2-default-policy-agent-credentials",
+    "B2-new-repo-hook-depth6",
+    "B2-claude-agents-nested",
+];
+
+/// Look an attack up by id.
+pub fn attack(id: &str) -> Option<&'static Attack> {
+    ATTACKS.iter().find(|a| a.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_families_known() {
+        let mut ids: Vec<_> = ATTACKS.iter().map(|a| a.id).collect();
+        ids.sort_unstable();
+        let before = ids.len();
+        ids.dedup();
+        assert_eq!(before, ids.len(), "duplicate attack id");
+        for a in ATTACKS {
+            assert!(FAMILIES.iter().any(|(f, _)| *f == a.family), "{}", a.id);
+            assert!(a.id.starts_with(a.family), "{}", a.id);
+        }
+        for id in NOT_YET_COVERED {
+            assert!(attack(id).is_some(), "{id}");
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Judging a run: the probe's verdict plus the global post-conditions, and
+//! the result record the report is generated from.
+//!
+//! Global post-conditions (after every jailed run): no canary in stdout,
+//! stderr, any sink event or DNS query, or any workspace file; no sink or
+//! stand-in socket contacted at all; the fake home unchanged; the host
+//! canary process alive; nothing injected into the terminal; no daemon left.
+
+use crate::catalog;
+use crate::lab::{Lab, Run};
+use crate::verdict::Verdict;
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Final outcome of one attack test, as recorded for the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judgement {
+    /// Blocked and every post-condition held.
+    Blocked,
+    /// The kernel cannot run the attack (shown in the report, never silently green).
+    NotApplicable,
+    /// The attack worked or a post-condition failed.
+    Escaped,
+    /// The probe failed in a way it did not expect.
+    Unexpected,
+    /// oajail or the lab failed before the probe could run: proves nothing.
+    NotRun,
+}
+
+/// One line of the report's raw data.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultRecord {
+    /// Attack id (catalog).
+    pub id: String,
+    /// The judgement.
+    pub judgement: Judgement,
+    /// Probe detail and any post-condition violations.
+    pub detail: String,
+    /// The errno name the probe saw, if any.
+    pub errno: Option<String>,
+    /// The signal the probe saw, if any.
+    pub signal: Option<i32>,
+    /// uid the suite ran as.
+    pub uid: u32,
+    /// `uname -r`.
+    pub kernel: String,
+}
+
+/// Violations of the global post-conditions.
+pub fn postconditions(lab: &mut Lab, run: &Run, allow_events: bool) -> Vec<String> {
+    let mut v = Vec::new();
+    let canary = format!("OAJ-CANARY-{}", lab.token);
+    if run.stdout.contains(&canary) {
+        v.push("canary in stdout".into());
+    }
+    if run.stderr.contains(&canary) {
+        v.push("canary in stderr".into());
+    }
+    for ev in &run.events {
+        if ev.data.contains(&canary) || ev.name.as_deref().is_some_and(|n| n.contains(&lab.token)) {
+            v.push(format!("canary reached {} sink at {}", ev.sink, ev.local));
+        } else if !allow_events {
+            v.push(format!(
+                "{} sink at {} contacted ({} bytes)",
+                ev.sink, ev.local, ev.bytes
+            ));
+        }
+    }
+    for file in files_with(&lab.dir.join("ws"), canary.as_bytes()) {
+        v.push(format!("canary in workspace file {}", file.display()));
+    }
+    v.extend(
+        lab.home_changes()
+            .into_iter()
+            .map(|c| format!("fake home {c}")),
+    );
+    if !lab.canary_alive() {
+        v.push("host canary process was killed".into());
+    }
+    if run.lab.pty_injected.is_some_and(|n| n > 0) {
+        v.push("bytes injected into the terminal".into());
+    }
+    if run.lab.leftover_daemons > 0 {
+        v.push(format!(
+            "{} daemon(s) outlived the jail",
+            run.lab.leftover_daemons
+        ));
+    }
+    v
+}
+
+fn files_with(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() => {
+                    let b = fs::read(&p).unwrap_or_default();
+                    if b.windows(needle.len()).any(|w| w == needle) {
+                        out.push(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Judge a run whose probe verdict should be `blocked`.
+fn judge(lab: &mut Lab, run: &Run) -> (Judgement, String) {
+    if let Some(e) = &run.lab.lab_error {
+        return (Judgement::NotRun, format!("lab failed: {e}"));
+    }
+    let violations = postconditions(lab, run, false);
+    let Some(report) = &run.report else {
+        let last = run.stderr.lines().last().unwrap_or("").to_owned();
+        let mut d = format!(
+            "no probe verdict (exit {:?}, signal {:?}): {last}",
+            run.lab.exit_code, run.lab.signal
+        );
+        if !violations.is_empty() {
+            d.push_str(&format!("; {}", violations.join("; ")));
+            return (Judgement::Escaped, d);
+        }
+        return (Judgement::NotRun, d);
+    };
+    let mut detail = report.detail.clone();
+    if !violations.is_empty() {
+        detail.push_str(&format!("; {}", violations.join("; ")));
+        return (Judgement::Escaped, detail);
+    }
+    let j = match report.verdict {
+        Verdict::Blocked => Judgement::Blocked,
+        Verdict::Succeeded => Judgement::Escaped,
+        Verdict::Unexpected => Judgement::Unexpected,
+        Verdict::NotApplicable => Judgement::NotApplicable,
+    };
+    (j, detail)
+}
+
+/// Record the result and fail the test unless the attack was blocked (or
+/// the kernel cannot run it).
+pub fn assert_blocked(lab: &mut Lab, id: &str, run: &Run) {
+    let (j, detail) = judge(lab, run);
+    finish(id, run, j, detail);
+}
+
+/// Like [`assert_blocked`], but first runs the attack without the jail: if
+/// the kernel itself cannot perform it (no x32, no vsock…), the result is
+/// `not_applicable` with the baseline's reason instead of a block that
+/// proves nothing about the jail.
+pub fn assert_blocked_or_unsupported(lab: &mut Lab, id: &str, baseline: &Run, run: &Run) {
+    let supported = baseline
+        .report
+        .as_ref()
+        .is_some_and(|r| r.verdict == Verdict::Succeeded);
+    if supported {
+        return assert_blocked(lab, id, run);
+    }
+    let why = baseline
+        .report
+        .as_ref()
+        .map(|r| r.detail.clone())
+        .unwrap_or_else(|| "baseline gave no verdict".into());
+    let (j, detail) = judge(lab, run);
+    let (j, detail) = match j {
+        Judgement::Escaped => (j, detail),
+        _ => (
+            Judgement::NotApplicable,
+            format!("kernel cannot run it without the jail ({why}); jailed: {detail}"),
+        ),
+    };
+    finish(id, run, j, detail);
+}
+
+/// For lifecycle attacks where the probe only starts something and the lab
+/// judges the effect (a daemon that must not outlive the jail).
+pub fn assert_contained(lab: &mut Lab, id: &str, run: &Run) {
+    let (mut j, detail) = judge(lab, run);
+    let started = run
+        .report
+        .as_ref()
+        .is_some_and(|r| r.verdict == Verdict::Succeeded);
+    if started && j == Judgement::Escaped && postconditions(lab, run, false).is_empty() {
+        j = Judgement::Blocked;
+    }
+    finish(id, run, j, detail);
+}
+
+/// For fail-closed cases: oajail must refuse (non-zero, one `oajail:` line)
+/// and the probe must never have run.
+pub fn assert_refused(lab: &mut Lab, id: &str, run: &Run) {
+    let violations = postconditions(lab, run, false);
+    let refused = run.report.is_none() && run.lab.exit_code.is_some_and(|c| c != 0);
+    let named = run.stderr.lines().any(|l| l.starts_with("oajail"));
+    let (j, detail) = match (
+        &run.lab.lab_error,
+        refused && named && violations.is_empty(),
+    ) {
+        (Some(e), _) => (Judgement::NotRun, format!("lab failed: {e}")),
+        (None, true) => (
+            Judgement::Blocked,
+            format!(
+                "refused: {}",
+                run.stderr
+                    .lines()
+                    .find(|l| l.starts_with("oajail"))
+                    .unwrap_or("")
+            ),
+        ),
+        (None, false) => (
+            Judgement::Escaped,
+            format!(
+                "not refused (exit {:?}, probe ran: {}, stderr: {}) {}",
+                run.lab.exit_code,
+                run.report.is_some(),
+                run.stderr.trim(),
+                violations.join("; ")
+            ),
+        ),
+    };
+    finish(id, run, j, detail);
+}
+
+fn finish(id: &str, run: &Run, j: Judgement, detail: String) {
+    assert!(
+        catalog::attack(id).is_some(),
+        "attack id {id} is not in the catalog"
+    );
+    let rec = ResultRecord {
+        id: id.to_owned(),
+        judgement: j,
+        detail: detail.clone(),
+        errno: run.report.as_ref().and_then(|r| r.errno_name.clone()),
+        signal: run.report.as_ref().and_then(|r| r.signal),
+        uid: nix::unistd::getuid().as_raw(),
+        kernel: kernel(),
+    };
+    record(&rec);
+    match j {
+        Judgement::Blocked => {}
+        Judgement::NotApplicable => eprintln!("NOT APPLICABLE on this kernel: {id}: {detail}"),
+        _ => panic!(
+            "{id}: {j:?}: {detail}\n  argv: {:?}\n  stdout: {}\n  stderr: {}",
+            run.argv,
+            run.stdout.trim(),
+            run.stderr.trim()
+        ),
+    }
+}
+
+/// `uname -r`.
+pub fn kernel() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Directory results are written to: `$OAJAIL_SECURITY_RESULTS`, else
+/// `/var/tmp/oajail-security-results-{root|user}`.
+pub fn results_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("OAJAIL_SECURITY_RESULTS") {
+        return PathBuf::from(d);
+    }
+    let who = if nix::unistd::getuid().is_root() {
+        "root"
+    } else {
+        "user"
+    };
+    PathBuf::from(format!("/var/tmp/oajail-security-results-{who}"))
+}
+
+fn record(rec: &ResultRecord) {
+    let dir = results_dir();
+    let write = fs::create_dir_all(&dir).and_then(|()| {
+        fs::write(
+            dir.join(format!("{}.json", rec.id)),
+            serde_json::to_vec_pretty(rec).unwrap_or_default(),
+        )
+    });
+    if let Err(e) = write {
+        panic!(
+            "security suite: write result for {} to {}: {e}",
+            rec.id,
+            dir.display()
+        );
+    }
+}

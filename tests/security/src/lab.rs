@@ -1,0 +1,408 @@
+//! Host side of the lab: builds the lab directory (fake home full of
+//! canaries, workspace, policy), starts the host canary process, and runs
+//! one command through the `oajail-lab` binary, collecting everything it
+//! recorded into a [`Run`].
+
+use crate::canary::{self, SECRET_ENV};
+use crate::labspec::{DnsMode, LabConfig, LabResult, SinkEvent};
+use crate::verdict::ProbeReport;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where the lab's binaries are; every one must exist (a missing tool fails the test).
+#[derive(Debug, Clone)]
+pub struct Tools {
+    /// The real `oajail` binary under test.
+    pub oajail: PathBuf,
+    /// `oajail-probe`.
+    pub probe: PathBuf,
+    /// `oajail-lab`.
+    pub lab: PathBuf,
+}
+
+impl Tools {
+    /// Locate the binaries next to the running test executable
+    /// (`target/<profile>/deps/<test>` → `target/<profile>/`), or from
+    /// `OAJAIL_BIN` / `OAJAIL_PROBE_BIN` / `OAJAIL_LAB_BIN`. Panics naming
+    /// the missing binary and how to build it.
+    pub fn locate() -> Tools {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let profile_dir = exe
+            .parent()
+            .and_then(|deps| {
+                if deps.ends_with("deps") {
+                    deps.parent()
+                } else {
+                    Some(deps)
+                }
+            })
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let find = |env: &str, name: &str, build: &str| -> PathBuf {
+            let p = std::env::var_os(env)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| profile_dir.join(name));
+            assert!(
+                p.is_file(),
+                "security suite: {} not found at {} (build it with `{build}` or set {env})",
+                name,
+                p.display()
+            );
+            p
+        };
+        Tools {
+            oajail: find("OAJAIL_BIN", "oajail", "cargo build -p oajail"),
+            probe: find(
+                "OAJAIL_PROBE_BIN",
+                "oajail-probe",
+                "cargo build -p oajail-security-tests",
+            ),
+            lab: find(
+                "OAJAIL_LAB_BIN",
+                "oajail-lab",
+                "cargo build -p oajail-security-tests",
+            ),
+        }
+    }
+}
+
+/// Everything one run left behind.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The command line that ran inside the lab.
+    pub argv: Vec<String>,
+    /// What the lab saw about the command.
+    pub lab: LabResult,
+    /// The command's stdout.
+    pub stdout: String,
+    /// The command's stderr.
+    pub stderr: String,
+    /// Every sink / listener event.
+    pub events: Vec<SinkEvent>,
+    /// The probe's verdict line, if it printed one.
+    pub report: Option<ProbeReport>,
+}
+
+/// Options of one lab run beyond the command.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Run the command on a pty that is its controlling terminal.
+    pub pty: bool,
+    /// Leak a dirfd and a socket into oajail.
+    pub leak_fds: bool,
+    /// Plant a session-keyring canary key with this description.
+    pub keyring_desc: Option<String>,
+    /// Marker a daemon carries; the lab checks it is gone after the run.
+    pub daemon_marker: Option<String>,
+    /// Make user namespaces unavailable to the command.
+    pub no_userns: bool,
+    /// DNS answering mode.
+    pub dns: DnsMode,
+    /// Extra environment for the command.
+    pub env: Vec<(String, String)>,
+}
+
+/// One lab: a directory with a fake home, a workspace and a policy, plus a
+/// host canary process. Removed on drop unless the test failed.
+pub struct Lab {
+    /// The binaries.
+    pub tools: Tools,
+    /// Run-unique token inside every canary.
+    pub token: String,
+    /// The lab directory.
+    pub dir: PathBuf,
+    /// Abstract socket name the lab listens on.
+    pub abstract_name: String,
+    canary_proc: Child,
+    home_before: BTreeMap<PathBuf, Vec<u8>>,
+}
+
+fn base_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("OAJAIL_SECURITY_LAB_DIR") {
+        return PathBuf::from(d);
+    }
+    // Not under /tmp: the jail gives the command a private /tmp, which
+    // would hide the workspace itself.
+    PathBuf::from(format!(
+        "/var/tmp/oajail-security-{}",
+        nix::unistd::getuid()
+    ))
+}
+
+impl Lab {
+    /// Build a fresh lab for test `name`. Panics (failing the test) on any setup error.
+    pub fn new(name: &str) -> Lab {
+        let tools = Tools::locate();
+        let token = canary::token();
+        let dir = base_dir().join(format!("{name}-{token}"));
+        let build = || -> std::io::Result<()> {
+            fs::create_dir_all(dir.join("logs"))?;
+            canary::build_home(&dir.join("home"), &token)?;
+            canary::build_workspace(&dir.join("ws"))?;
+            canary::plant(
+                &dir.join("canary-cwd/secret.txt"),
+                &canary::canary(&token, "proc-cwd"),
+            )?;
+            Ok(())
+        };
+        if let Err(e) = build() {
+            panic!("security lab: build {}: {e}", dir.display());
+        }
+        let canary_proc = Command::new(&tools.lab)
+            .args(["sleeper", "oajail-host-canary"])
+            .current_dir(dir.join("canary-cwd"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("security lab: spawn host canary process: {e}"));
+        let home_before = snapshot(&dir.join("home"));
+        let abstract_name = format!("oajail-lab-{token}");
+        Lab {
+            tools,
+            token,
+            dir,
+            abstract_name,
+            canary_proc,
+            home_before,
+        }
+    }
+
+    /// A path inside the fake home.
+    pub fn home(&self, rel: &str) -> String {
+        self.dir.join("home").join(rel).display().to_string()
+    }
+
+    /// A path inside the workspace.
+    pub fn ws(&self, rel: &str) -> String {
+        self.dir.join("ws").join(rel).display().to_string()
+    }
+
+    /// A path inside the lab directory.
+    pub fn path(&self, rel: &str) -> String {
+        self.dir.join(rel).display().to_string()
+    }
+
+    /// Pid of the host canary process (same uid as the jailed command).
+    pub fn canary_pid(&self) -> i32 {
+        self.canary_proc.id() as i32
+    }
+
+    /// True while the host canary process is alive.
+    pub fn canary_alive(&mut self) -> bool {
+        matches!(self.canary_proc.try_wait(), Ok(None))
+    }
+
+    /// Files of the fake home that changed, appeared or vanished since the lab was built.
+    pub fn home_changes(&self) -> Vec<String> {
+        let now = snapshot(&self.dir.join("home"));
+        let mut out = Vec::new();
+        for (p, before) in &self.home_before {
+            match now.get(p) {
+                None => out.push(format!("removed {}", p.display())),
+                Some(after) if after != before => out.push(format!("changed {}", p.display())),
+                _ => {}
+            }
+        }
+        out.extend(
+            now.keys()
+                .filter(|p| !self.home_before.contains_key(*p))
+                .map(|p| format!("created {}", p.display())),
+        );
+        out
+    }
+
+    /// Write fixture `tests/fixtures/<name>` into the lab with `@LAB@`
+    /// replaced by the lab directory; returns its path.
+    pub fn policy(&self, fixture: &str) -> String {
+        let src = fixtures_dir().join(fixture);
+        let text = fs::read_to_string(&src)
+            .unwrap_or_else(|e| panic!("security lab: read fixture {}: {e}", src.display()));
+        let dst = self.dir.join("policy.json");
+        fs::write(&dst, text.replace("@LAB@", &self.dir.display().to_string()))
+            .unwrap_or_else(|e| panic!("security lab: write policy: {e}"));
+        dst.display().to_string()
+    }
+
+    /// The environment of every run: the fake home, stand-in sockets and secret canaries.
+    fn base_env(&self) -> Vec<(String, String)> {
+        let run = self.path("run");
+        let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+        let mut env = vec![
+            (
+                "PATH".into(),
+                "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin".into(),
+            ),
+            ("HOME".into(), self.path("home")),
+            ("USER".into(), user.clone()),
+            ("LOGNAME".into(), user),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("XDG_RUNTIME_DIR".into(), run.clone()),
+            ("SSH_AUTH_SOCK".into(), format!("{run}/ssh-agent.sock")),
+            (
+                "DBUS_SESSION_BUS_ADDRESS".into(),
+                format!("unix:path={run}/bus"),
+            ),
+            ("DOCKER_HOST".into(), format!("unix://{run}/docker.sock")),
+            ("DISPLAY".into(), ":0".into()),
+        ];
+        for name in SECRET_ENV {
+            env.push((
+                (*name).into(),
+                canary::canary(&self.token, &format!("env-{name}")),
+            ));
+        }
+        if let Ok(v) = std::env::var("OAJAIL_TEST_DISABLE") {
+            env.push(("OAJAIL_TEST_DISABLE".into(), v));
+        }
+        env
+    }
+
+    /// Run the probe under the real oajail with fixture policy `fixture`.
+    pub fn jailed(&self, fixture: &str, probe: &[&str], opts: &RunOptions) -> Run {
+        let policy = self.policy(fixture);
+        let mut argv = vec![
+            self.tools.oajail.display().to_string(),
+            "-s".into(),
+            policy,
+            "--".into(),
+        ];
+        argv.push(self.tools.probe.display().to_string());
+        argv.extend(probe.iter().map(|s| s.to_string()));
+        self.run(argv, opts)
+    }
+
+    /// Run the probe under oajail with no settings file (the built-in default policy).
+    pub fn jailed_default(&self, probe: &[&str], opts: &RunOptions) -> Run {
+        let mut argv = vec![self.tools.oajail.display().to_string(), "--".into()];
+        argv.push(self.tools.probe.display().to_string());
+        argv.extend(probe.iter().map(|s| s.to_string()));
+        self.run(argv, opts)
+    }
+
+    /// Run the probe WITHOUT the jail (controls: proves the probe detects escapes).
+    pub fn unjailed(&self, probe: &[&str], opts: &RunOptions) -> Run {
+        let mut argv = vec![self.tools.probe.display().to_string()];
+        argv.extend(probe.iter().map(|s| s.to_string()));
+        self.run(argv, opts)
+    }
+
+    /// Run any command line in the lab.
+    pub fn run(&self, argv: Vec<String>, opts: &RunOptions) -> Run {
+        let mut env = self.base_env();
+        env.extend(opts.env.iter().cloned());
+        let config = LabConfig {
+            dir: self.dir.clone(),
+            command: argv.clone(),
+            env,
+            cwd: self.dir.join("ws"),
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            pty: opts.pty,
+            leak_fds: opts.leak_fds,
+            keyring_canary: opts
+                .keyring_desc
+                .clone()
+                .map(|d| (d, canary::canary(&self.token, "keyring"))),
+            daemon_marker: opts.daemon_marker.clone(),
+            no_userns: opts.no_userns,
+            abstract_name: self.abstract_name.clone(),
+            dns: opts.dns,
+            timeout_ms: 20_000,
+        };
+        let cfg_path = self.dir.join("lab.json");
+        fs::write(
+            &cfg_path,
+            serde_json::to_vec_pretty(&config).unwrap_or_default(),
+        )
+        .unwrap_or_else(|e| panic!("security lab: write lab config: {e}"));
+        self.spawn_lab(&cfg_path);
+        self.collect(argv)
+    }
+
+    fn spawn_lab(&self, cfg: &Path) {
+        let mut child = Command::new(&self.tools.lab)
+            .arg("run")
+            .arg(cfg)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("security lab: spawn oajail-lab: {e}"));
+        let start = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => return,
+                Ok(None) if start.elapsed() > Duration::from_secs(45) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("security lab: oajail-lab did not finish within 45 s");
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => panic!("security lab: wait for oajail-lab: {e}"),
+            }
+        }
+    }
+
+    fn collect(&self, argv: Vec<String>) -> Run {
+        let read = |rel: &str| {
+            String::from_utf8_lossy(&fs::read(self.dir.join(rel)).unwrap_or_default()).into_owned()
+        };
+        let lab: LabResult =
+            serde_json::from_str(&read("lab-result.json")).unwrap_or_else(|e| LabResult {
+                lab_error: Some(format!("no lab result ({e})")),
+                ..LabResult::default()
+            });
+        let events = read("logs/events.jsonl")
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let stdout = read("cmd.stdout");
+        let report = ProbeReport::find_in(&stdout);
+        Run {
+            argv,
+            lab,
+            stdout,
+            stderr: read("cmd.stderr"),
+            events,
+            report,
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = self.canary_proc.kill();
+        let _ = self.canary_proc.wait();
+        if !std::thread::panicking() && std::env::var_os("OAJAIL_SECURITY_KEEP").is_none() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// `tests/fixtures/` of the workspace.
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+/// Every regular file under `root` with its content (the fake home is small).
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(_) => {
+                    let content = fs::read(&p).unwrap_or_else(|_| b"<unreadable>".to_vec());
+                    let rel = p.strip_prefix(root).unwrap_or(&p).to_path_buf();
+                    out.insert(rel, content);
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,124 @@
+//! The contract between the harness (test process, host side) and the
+//! `oajail-lab` binary (inside the lab's namespaces): the lab's fixed
+//! addresses, the JSON config the harness writes, and the JSON result and
+//! event logs the lab writes back.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// "Public" address that `allowed.test` resolves to in the lab.
+pub const ALLOWED_V4: &str = "93.184.216.34";
+/// "Public" address that `evil.test` resolves to in the lab.
+pub const EVIL_V4: &str = "1.2.3.4";
+/// A public-looking IPv6 sink.
+pub const EVIL_V6: &str = "2606:4700::1111";
+/// Cloud metadata.
+pub const METADATA_V4: &str = "169.254.169.254";
+/// AWS IPv6 metadata.
+pub const METADATA_V6: &str = "fd00:ec2::254";
+/// The lab's DNS responder (also listens on every other lab address).
+pub const DNS_V4: &str = "10.53.0.53";
+/// A well-known public resolver address, held by the lab.
+pub const PUBLIC_DNS_V4: &str = "8.8.8.8";
+
+/// Every address put on the lab's dummy interface, with why it is there.
+pub const LAB_ADDRESSES: &[(&str, &str)] = &[
+    (ALLOWED_V4, "public: allowed.test"),
+    (EVIL_V4, "public: evil.test"),
+    (PUBLIC_DNS_V4, "public resolver"),
+    (DNS_V4, "lab resolver (RFC 1918)"),
+    (METADATA_V4, "cloud metadata (link-local)"),
+    ("169.254.170.2", "ECS task metadata"),
+    ("100.100.100.200", "Alibaba metadata (CGNAT)"),
+    ("100.64.0.1", "CGNAT / Tailscale"),
+    ("168.63.129.16", "Azure wireserver (public range)"),
+    ("10.0.0.5", "RFC 1918"),
+    ("172.16.0.10", "RFC 1918"),
+    ("192.168.1.10", "RFC 1918"),
+    (EVIL_V6, "public IPv6"),
+    (METADATA_V6, "AWS IPv6 metadata (ULA)"),
+];
+
+/// TCP ports with a sink on every lab address (TLS ClientHellos are parsed for SNI).
+pub const TCP_SINK_PORTS: &[u16] = &[22, 25, 80, 443, 2375, 6379, 8080, 9999];
+/// UDP ports with a sink on every lab address (53 is the DNS responder).
+pub const UDP_SINK_PORTS: &[u16] = &[123, 443, 9999];
+
+/// How the lab's DNS responder answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DnsMode {
+    /// Fixed answers from the lab table, NXDOMAIN otherwise.
+    #[default]
+    Fixed,
+    /// `rebind.test` alternates between a public address and 127.0.0.1.
+    Rebind,
+}
+
+/// What the harness asks the lab to do for one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabConfig {
+    /// The lab directory (home, workspace, logs, sockets).
+    pub dir: PathBuf,
+    /// The command to run inside the lab (usually `oajail … -- oajail-probe …`).
+    pub command: Vec<String>,
+    /// The complete environment of the command.
+    pub env: Vec<(String, String)>,
+    /// Working directory of the command.
+    pub cwd: PathBuf,
+    /// The caller's uid/gid; when non-zero the command runs as that uid.
+    pub uid: u32,
+    /// See `uid`.
+    pub gid: u32,
+    /// Give the command a pty (raw mode) as stdin and controlling terminal.
+    pub pty: bool,
+    /// Leak extra descriptors (dirfd to the fake home, a socket) into oajail.
+    pub leak_fds: bool,
+    /// Plant a `user` key `(description, payload)` in the session keyring.
+    pub keyring_canary: Option<(String, String)>,
+    /// Text a daemonised process carries in argv; checked after the run.
+    pub daemon_marker: Option<String>,
+    /// Forbid user namespaces for the command (fail-closed test).
+    pub no_userns: bool,
+    /// Abstract unix socket name the lab listens on.
+    pub abstract_name: String,
+    /// DNS answering mode.
+    pub dns: DnsMode,
+    /// Kill the command after this long.
+    pub timeout_ms: u64,
+}
+
+/// What the lab saw, written to `lab-result.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LabResult {
+    /// The command's exit code, if it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that killed the command, if any.
+    pub signal: Option<i32>,
+    /// The lab killed the command at its timeout.
+    pub timed_out: bool,
+    /// Bytes found in the pty's input queue after the run (TIOCSTI), if a pty was used.
+    pub pty_injected: Option<usize>,
+    /// Processes carrying the daemon marker still alive 1 s after the run.
+    pub leftover_daemons: usize,
+    /// Set when the lab itself failed; the run then proves nothing.
+    pub lab_error: Option<String>,
+}
+
+/// One thing a sink or listener saw. Any event in a jailed run is an escape
+/// unless the test expected traffic to that sink.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkEvent {
+    /// `tcp`, `udp`, `dns`, `icmp`, `unix:<name>`, `abstract`, `leak`.
+    pub sink: String,
+    /// Local address (or socket path) that was reached.
+    pub local: String,
+    /// Peer address, if known.
+    pub peer: String,
+    /// Bytes received (first 4 KiB only are kept in `data`).
+    pub bytes: usize,
+    /// Received data, lossy UTF-8, for canary scanning.
+    pub data: String,
+    /// TLS SNI, or the DNS query name.
+    pub name: Option<String>,
+}

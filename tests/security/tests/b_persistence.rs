@@ -1,0 +1,198 @@
+//! Family B: persistence and integrity (dotfiles, in-workspace hooks and
+//! editor/agent config at any depth, rename tricks, self-modification,
+//! metadata, daemons). The global post-condition also checks that the fake
+//! home is byte-for-byte unchanged after every run.
+mod common;
+use common::*;
+
+fn write(id: &str, mode: &'static str, path: impl FnOnce(&Lab) -> String) {
+    expect_blocked(id, HOME_READABLE, |l| argv!["write-file", mode, path(l)]);
+}
+
+#[test]
+fn blocks_bashrc_append() {
+    write("B1-bashrc-append", "append", |l| l.home(".bashrc"));
+}
+
+#[test]
+fn blocks_profile_truncate() {
+    write("B1-profile-truncate", "truncate", |l| l.home(".profile"));
+}
+
+#[test]
+fn blocks_authorized_keys_create() {
+    write("B1-authorized-keys", "create", |l| {
+        l.home(".ssh/authorized_keys2")
+    });
+}
+
+#[test]
+fn blocks_systemd_user_unit() {
+    write("B1-systemd-user-unit", "mkdirs", |l| {
+        l.home(".config/systemd/user/evil.service")
+    });
+}
+
+#[test]
+fn blocks_autostart_entry() {
+    write("B1-autostart", "mkdirs", |l| {
+        l.home(".config/autostart/evil.desktop")
+    });
+}
+
+#[test]
+fn blocks_path_shim() {
+    write("B1-path-shim", "create", |l| l.home(".local/bin/git"));
+}
+
+#[test]
+fn blocks_rename_over_bashrc() {
+    expect_blocked("B1-rename-over-bashrc", HOME_READABLE, |l| {
+        argv!["rename-over", l.ws("staging"), l.home(".bashrc")]
+    });
+}
+
+#[test]
+fn blocks_gitconfig_append() {
+    write("B1-gitconfig", "append", |l| l.home(".gitconfig"));
+}
+
+#[test]
+fn blocks_git_hook() {
+    write("B2-git-hook", "create", |l| l.ws(".git/hooks/pre-commit"));
+}
+
+#[test]
+fn blocks_git_config() {
+    write("B2-git-config", "append", |l| l.ws(".git/config"));
+}
+
+#[test]
+fn blocks_nested_repo_hook() {
+    write("B2-nested-repo-hook", "mkdirs", |l| {
+        l.ws("vendor/lib/.git/hooks/post-checkout")
+    });
+}
+
+#[test]
+fn blocks_vscode_settings_truncate() {
+    write("B2-vscode-settings", "truncate", |l| {
+        l.ws(".vscode/settings.json")
+    });
+}
+
+#[test]
+fn blocks_vscode_tasks_create() {
+    write("B2-vscode-tasks-new", "create", |l| {
+        l.ws(".vscode/tasks.json")
+    });
+}
+
+#[test]
+fn blocks_idea_create() {
+    write("B2-idea-new", "mkdirs", |l| l.ws(".idea/workspace.xml"));
+}
+
+#[test]
+fn blocks_mcp_json() {
+    write("B2-mcp-json", "create", |l| l.ws(".mcp.json"));
+}
+
+#[test]
+fn blocks_claude_commands() {
+    write("B2-claude-commands", "mkdirs", |l| {
+        l.ws(".claude/commands/x.md")
+    });
+}
+
+#[test]
+fn blocks_gitmodules() {
+    write("B2-gitmodules", "create", |l| l.ws(".gitmodules"));
+}
+
+#[test]
+fn blocks_bashrc_in_workspace() {
+    write("B2-bashrc-in-workspace", "create", |l| l.ws(".bashrc"));
+}
+
+#[test]
+fn blocks_rename_of_git_dir() {
+    expect_blocked("B3-rename-git-dir", HOME_READABLE, |l| {
+        argv!["rename-away", l.ws(".git"), l.ws("git-old")]
+    });
+}
+
+#[test]
+fn blocks_rename_of_vscode_dir() {
+    expect_blocked("B3-rename-vscode", HOME_READABLE, |l| {
+        argv!["rename-away", l.ws(".vscode"), l.ws("vs")]
+    });
+}
+
+#[test]
+fn blocks_symlink_parent_swap() {
+    expect_blocked("B3-symlink-parent", HOME_READABLE, |l| {
+        argv!["symlink-parent", l.ws(".vscode"), l.ws("tmp"), "tasks.json"]
+    });
+}
+
+#[test]
+fn blocks_unlink_and_recreate_hook() {
+    expect_blocked("B3-unlink-recreate-hook", HOME_READABLE, |l| {
+        argv!["unlink-recreate", l.ws(".git/hooks/pre-commit.sample")]
+    });
+}
+
+#[test]
+fn blocks_policy_file_write() {
+    expect_blocked("B4-policy-file", HOME_READABLE, |l| {
+        argv!["open-write", l.path("policy.json")]
+    });
+}
+
+#[test]
+fn blocks_proc1_exe_write() {
+    expect_blocked("B4-proc1-exe", HOME_READABLE, |_| {
+        argv!["open-write", "/proc/1/exe"]
+    });
+}
+
+#[test]
+fn blocks_oajail_binary_write() {
+    expect_blocked("B4-oajail-binary", HOME_READABLE, |l| {
+        argv!["open-write", l.tools.oajail.display()]
+    });
+}
+
+#[test]
+fn blocks_chmod_outside_roots() {
+    expect_blocked("B6-chmod", HOME_READABLE, |l| {
+        argv!["metadata", "chmod", l.home(".bashrc")]
+    });
+}
+
+#[test]
+fn blocks_utime_outside_roots() {
+    expect_blocked("B6-utime", HOME_READABLE, |l| {
+        argv!["metadata", "utime", l.home(".bashrc")]
+    });
+}
+
+#[test]
+fn blocks_truncate_outside_roots() {
+    expect_blocked("B6-truncate", HOME_READABLE, |l| {
+        argv!["metadata", "truncate", l.home(".bashrc")]
+    });
+}
+
+#[test]
+fn blocks_daemon_outliving_the_jail() {
+    let mut lab = Lab::new("B7-daemonize");
+    let marker = format!("oajail-daemon-{}", lab.token);
+    let opts = RunOptions {
+        daemon_marker: Some(marker.clone()),
+        ..RunOptions::default()
+    };
+    let run = lab.jailed(HOME_READABLE, &["daemonize", &marker], &opts);
+    assert_contained(&mut lab, "B7-daemonize", &run);
+}

@@ -1,0 +1,143 @@
+//! Family C: processes, IPC and the terminal. Host-side stand-ins for
+//! ssh-agent, D-Bus, docker, X11 and syslog listen in the lab and record any
+//! connection; a host canary process must survive every run.
+mod common;
+use common::*;
+
+#[test]
+fn blocks_reading_other_processes_environ() {
+    expect_blocked("C1-proc-environ", DENY_HOME, |_| argv!["proc-environ-scan"]);
+}
+
+#[test]
+fn blocks_ptrace_of_visible_processes() {
+    expect_blocked("C2-ptrace-visible", DENY_HOME, |_| {
+        argv!["ptrace-attach", "all"]
+    });
+}
+
+#[test]
+fn blocks_ptrace_of_host_canary() {
+    expect_blocked("C2-ptrace-host-canary", DENY_HOME, |l| {
+        argv!["ptrace-attach", l.canary_pid()]
+    });
+}
+
+#[test]
+fn blocks_proc_mem_write_open() {
+    expect_blocked("C2-proc-mem", DENY_HOME, |_| argv!["proc-mem", "all"]);
+}
+
+#[test]
+fn blocks_process_vm_readv() {
+    expect_blocked("C2-process-vm-readv", DENY_HOME, |_| {
+        argv!["process-vm-read", "all"]
+    });
+}
+
+#[test]
+fn blocks_pidfd_getfd() {
+    expect_blocked("C2-pidfd-getfd", DENY_HOME, |_| argv!["pidfd-getfd", "all"]);
+}
+
+#[test]
+fn blocks_kcmp() {
+    expect_blocked("C2-kcmp", DENY_HOME, |_| argv!["kcmp"]);
+}
+
+#[test]
+fn blocks_kill_of_host_canary() {
+    expect_blocked("C3-kill-host-canary", DENY_HOME, |l| {
+        argv!["kill", l.canary_pid()]
+    });
+}
+
+#[test]
+fn blocks_kill_all() {
+    expect_blocked("C3-kill-all", DENY_HOME, |_| argv!["kill-all"]);
+}
+
+#[test]
+fn blocks_ssh_agent_socket() {
+    expect_blocked("C4-ssh-agent", DENY_HOME, |l| {
+        argv!["unix-connect", l.path("run/ssh-agent.sock")]
+    });
+}
+
+#[test]
+fn blocks_dbus_socket() {
+    expect_blocked("C4-dbus", DENY_HOME, |l| {
+        argv!["unix-connect", l.path("run/bus")]
+    });
+}
+
+#[test]
+fn blocks_docker_socket() {
+    expect_blocked("C4-docker", DENY_HOME, |l| {
+        argv!["unix-connect", l.path("run/docker.sock")]
+    });
+}
+
+#[test]
+fn blocks_x11_socket() {
+    expect_blocked("C4-x11", DENY_HOME, |l| {
+        argv!["unix-connect", l.path("run/X0")]
+    });
+}
+
+#[test]
+fn blocks_syslog_datagram() {
+    expect_blocked("C4-syslog-dgram", DENY_HOME, |l| {
+        argv!["unix-sendto", l.path("run/log")]
+    });
+}
+
+#[test]
+fn blocks_unix_socket_creation() {
+    expect_blocked("C4-unix-socket-create", DENY_HOME, |_| {
+        argv!["socket-family", libc::AF_UNIX]
+    });
+}
+
+#[test]
+fn blocks_abstract_socket() {
+    expect_blocked("C5-abstract", DENY_HOME, |l| {
+        argv!["abstract-connect", l.abstract_name]
+    });
+}
+
+#[test]
+fn blocks_inherited_fds() {
+    let opts = RunOptions {
+        leak_fds: true,
+        ..RunOptions::default()
+    };
+    expect_blocked_with("C6-inherited-fds", DENY_HOME, &opts, |_| {
+        argv!["fds-inherited"]
+    });
+}
+
+#[test]
+fn blocks_tiocsti() {
+    let opts = RunOptions {
+        pty: true,
+        ..RunOptions::default()
+    };
+    expect_blocked_with("C7-tiocsti", DENY_HOME, &opts, |_| argv!["tiocsti"]);
+}
+
+#[test]
+fn blocks_tiocsti_with_high_bits() {
+    let opts = RunOptions {
+        pty: true,
+        ..RunOptions::default()
+    };
+    expect_blocked_with("C7-tiocsti-high-bits", DENY_HOME, &opts, |_| {
+        argv!["tiocsti-high"]
+    });
+}
+
+#[test]
+fn blocks_tioclinux() {
+    expect_blocked("C8-tioclinux", DENY_HOME, |_| argv!["tioclinux"]);
+}

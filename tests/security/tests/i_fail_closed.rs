@@ -1,0 +1,22 @@
+//! Family I: fail-closed behaviour. oajail must refuse with one `oajail:`
+//! line and a non-zero status, and the command must never run unconfined.
+mod common;
+use common::*;
+
+#[test]
+fn refuses_without_user_namespaces() {
+    let mut lab = Lab::new("I1-no-user-namespaces");
+    let opts = RunOptions {
+        no_userns: true,
+        ..RunOptions::default()
+    };
+    let run = lab.jailed(DENY_HOME, &["nnp"], &opts);
+    assert_refused(&mut lab, "I1-no-user-namespaces", &run);
+}
+
+#[test]
+fn refuses_invalid_policy() {
+    let mut lab = Lab::new("I1-bad-policy");
+    let run = lab.jailed("attack-invalid.json", &["nnp"], &RunOptions::default());
+    assert_refused(&mut lab, "I1-bad-policy", &run);
+}
