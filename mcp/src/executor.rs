@@ -7,6 +7,10 @@
 //! grace and answers `timeout` itself. A worker that dies for any reason
 //! becomes an error result; it never takes the server down.
 
+// An execute ends with at most one ExecError, moved once into the reply; its
+// size is irrelevant and boxing it would only add an allocation.
+#![allow(clippy::result_large_err)]
+
 use crate::api::ApiClient;
 use crate::config::Limits;
 use crate::spec::Catalogue;
@@ -195,7 +199,7 @@ impl Executor {
                         .await
                         .map_err(gone)?;
                 }
-                Ok(ToServer::Done { outcome, logs }) => return Ok(done(outcome, logs, calls)?),
+                Ok(ToServer::Done { outcome, logs }) => return done(outcome, logs, calls),
                 Ok(ToServer::Ready) => {
                     return Err(ExecError::new("js_runtime_error", "worker protocol error"));
                 }

@@ -40,10 +40,12 @@ impl Server {
 
     /// Serves MCP on stdin/stdout until stdin closes.
     pub async fn serve_stdio(self) -> Result<(), String> {
-        let running = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| format!("mcp start: {e}"))?;
+        let running = match self.serve(rmcp::transport::stdio()).await {
+            Ok(r) => r,
+            // stdin closed before any request: nothing to serve, not an error.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(format!("mcp start: {e}")),
+        };
         running.waiting().await.map_err(|e| format!("mcp: {e}"))?;
         Ok(())
     }

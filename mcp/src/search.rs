@@ -55,7 +55,7 @@ const STOPWORDS: &[&str] = &[
     "a", "an", "the", "of", "in", "on", "at", "for", "to", "by", "with", "and", "or", "is", "are",
     "be", "it", "this", "that", "these", "those", "from", "as", "i", "do", "does", "can", "please",
     "some", "any", "into", "its", "their", "there", "we", "you", "your", "want", "need", "using",
-    "use", "via",
+    "use", "via", "me", "am",
 ];
 
 const SYNONYMS: &[(&str, &[&str])] = &[
@@ -77,6 +77,19 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("remove", &["delete"]),
     ("edit", &["update", "patch"]),
     ("modify", &["update", "patch"]),
+    // Things people call events.
+    ("concert", &["events"]),
+    ("concerts", &["events"]),
+    ("festival", &["events"]),
+    ("festivals", &["events"]),
+    ("exhibition", &["events"]),
+    ("exhibitions", &["events"]),
+    ("shows", &["events"]),
+    ("happening", &["events", "upcoming"]),
+    ("weekend", &["events", "timings"]),
+    ("today", &["events", "timings"]),
+    ("tomorrow", &["events", "timings"]),
+    ("tonight", &["events", "timings"]),
 ];
 
 /// One scored operation (index into `Catalogue::ops`).
