@@ -147,11 +147,11 @@ fn check_entry(
     if PROTECTED_FILES.contains(&name) || PROTECTED_DIRS.contains(&name) {
         protect(rules, path, kind);
     } else if name == ".claude" && kind == FileKind::Dir {
-        for (child, child_kind) in PROTECTED_CLAUDE {
+        // Missing ones get placeholders only in anchors (protect_missing_at).
+        for (child, _) in PROTECTED_CLAUDE {
             let p = path.join(child);
-            match fs.kind(&p) {
-                Some(k) => protect(rules, &p, k),
-                None => {}
+            if let Some(k) = fs.kind(&p) {
+                protect(rules, &p, k);
             }
         }
     } else if name == ".git" {
