@@ -28,6 +28,7 @@
 //! a proxy is configured, and `GIT_CONFIG_*` for `git.safeDirectories`.
 
 use crate::Policy;
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 
 /// Substrings (of the upper-cased name) that mark a secret.
@@ -258,35 +259,8 @@ fn is_kept(name: &str, keep: &[String]) -> bool {
 /// Plans the jailed command's environment; see the module docs for the rules.
 pub fn plan(inputs: &EnvInputs<'_>) -> EnvPlan {
     let owned = owned_variables(inputs);
-    let settings = &inputs.policy.oajail;
-    let keep: Vec<String> = settings
-        .env_keep
-        .iter()
-        .chain(inputs.extra_keep)
-        .cloned()
-        .collect();
     let mut plan = EnvPlan::default();
-    let mut seen: Vec<&str> = Vec::new();
-    for (name, value) in inputs.inherited {
-        let (Some(name), Some(value)) = (name.to_str(), value.to_str()) else {
-            plan.dropped.push(name.to_string_lossy().into_owned());
-            continue;
-        };
-        if name.is_empty() || name.contains(['=', '\0']) || seen.contains(&name) {
-            plan.dropped.push(name.to_owned());
-            continue;
-        }
-        seen.push(name);
-        if owned.iter().any(|(n, _)| n == name) {
-            plan.replaced.push(name.to_owned());
-        } else if settings.env_deny.iter().any(|d| d == name)
-            || (!is_kept(name, &keep) && drop_reason(name, value).is_some())
-        {
-            plan.dropped.push(name.to_owned());
-        } else {
-            plan.set.push((name.to_owned(), value.to_owned()));
-        }
-    }
+    pass_inherited(inputs, &owned, &mut plan);
     let kept_git_count = git_config_base(&plan.set);
     let git = git_safe_directories(inputs.policy, kept_git_count);
     if !git.is_empty() && plan.set.iter().any(|(n, _)| n == "GIT_CONFIG_COUNT") {
@@ -300,6 +274,34 @@ pub fn plan(inputs: &EnvInputs<'_>) -> EnvPlan {
         list.dedup();
     }
     plan
+}
+
+/// Steps 1 to 6 of the module docs: sorts each inherited variable into
+/// `set`, `dropped` or `replaced`.
+fn pass_inherited(inputs: &EnvInputs<'_>, owned: &[(String, String)], plan: &mut EnvPlan) {
+    let settings = &inputs.policy.oajail;
+    let keep: Vec<String> = (settings.env_keep.iter().chain(inputs.extra_keep))
+        .cloned()
+        .collect();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    for (name, value) in inputs.inherited {
+        let (Some(name), Some(value)) = (name.to_str(), value.to_str()) else {
+            plan.dropped.push(name.to_string_lossy().into_owned());
+            continue;
+        };
+        // `insert` is false for a repeated name.
+        if name.is_empty() || name.contains(['=', '\0']) || !seen.insert(name) {
+            plan.dropped.push(name.to_owned());
+        } else if owned.iter().any(|(n, _)| n == name) {
+            plan.replaced.push(name.to_owned());
+        } else if settings.env_deny.iter().any(|d| d == name)
+            || (!is_kept(name, &keep) && drop_reason(name, value).is_some())
+        {
+            plan.dropped.push(name.to_owned());
+        } else {
+            plan.set.push((name.to_owned(), value.to_owned()));
+        }
+    }
 }
 
 /// The variables oajail sets (other than `GIT_CONFIG_*`), in order.

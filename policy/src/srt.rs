@@ -291,41 +291,52 @@ fn read_credentials(
         return Ok(());
     };
     let path = JsonPath::root().key("credentials");
-    let lists = [
-        ("files", "path", "the file is denied instead"),
-        ("envVars", "name", "the variable is removed instead"),
-    ];
-    for (list, key, instead) in lists {
+    for list in ["files", "envVars"] {
         let items = creds.get(list).and_then(Value::as_array);
         for (i, item) in items.into_iter().flatten().enumerate() {
-            let item_path = path.key(list).index(i);
-            let (Some(text), Some(mode)) = (
-                item.get(key).and_then(Value::as_str),
-                item.get("mode").and_then(Value::as_str),
-            ) else {
-                continue;
-            };
-            if mode == "mask" {
-                if list == "files" && text.ends_with('/') {
-                    let message = format!(
-                        "credential mode \"mask\" applies to a single file, not a directory; use mode \"deny\" for {}",
-                        quote(text)
-                    );
-                    return Err(Problem::new(&item_path.key("path"), message));
-                }
-                warnings.push(format!(
-                    "{}: \"mask\" is not implemented; {instead}",
-                    item_path.key("mode")
-                ));
-            }
-            if list == "files" {
-                draft
-                    .deny_read
-                    .push((item_path.key(key), (text.to_owned(), false)));
-            } else {
-                draft.env_deny.push((item_path.key(key), text.to_owned()));
-            }
+            let is_file = list == "files";
+            read_credential(item, is_file, &path.key(list).index(i), draft, warnings)?;
         }
+    }
+    Ok(())
+}
+
+/// One `credentials.files[i]` (`is_file`) or `credentials.envVars[i]` entry.
+fn read_credential(
+    item: &Value,
+    is_file: bool,
+    path: &JsonPath,
+    draft: &mut Draft,
+    warnings: &mut Vec<String>,
+) -> Result<(), Problem> {
+    let key = if is_file { "path" } else { "name" };
+    let text = item.get(key).and_then(Value::as_str).unwrap_or_default();
+    if item.get("mode").and_then(Value::as_str) == Some("mask") {
+        if is_file && text.ends_with('/') {
+            let message = format!(
+                "credential mode \"mask\" applies to a single file, not a directory; use mode \"deny\" for {}",
+                quote(text)
+            );
+            return Err(Problem::new(&path.key("path"), message));
+        }
+        let instead = if is_file {
+            "the file is denied instead"
+        } else {
+            "the variable is removed instead"
+        };
+        warnings.push(format!(
+            "{}: \"mask\" is not implemented; {instead}",
+            path.key("mode")
+        ));
+    }
+    // An empty text cannot pass the schema walk; it is refused again by
+    // validation if it ever gets here.
+    if is_file {
+        draft
+            .deny_read
+            .push((path.key(key), (text.to_owned(), false)));
+    } else {
+        draft.env_deny.push((path.key(key), text.to_owned()));
     }
     Ok(())
 }
