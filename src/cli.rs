@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// Run a command in a jail built from an srt-compatible policy.
 #[derive(Debug, Parser)]
-#[command(name = "oajail", version, args_conflicts_with_subcommands = true)]
+#[command(name = "oajail", version, subcommand_precedence_over_arg = true)]
 #[command(
     override_usage = "oajail [OPTIONS] (-c 'CMD' | -- CMD [ARGS]...)\n       oajail <COMMAND>"
 )]

@@ -65,6 +65,12 @@ fn main() {
 }
 
 fn dispatch(cli: cli::Cli) -> Result<i32, Fail> {
+    let has_command = cli.run.shell_command.is_some() || !cli.run.command.is_empty();
+    if cli.sub.is_some() && has_command {
+        return Err(Fail::usage(anyhow::anyhow!(
+            "a subcommand takes no command to run"
+        )));
+    }
     match cli.sub {
         None => run::run(&cli.common, cli.run),
         Some(cli::Sub::Policy(cmd)) => commands::policy(&cli.common, cmd),

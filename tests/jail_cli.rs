@@ -102,6 +102,27 @@ fn policy_subcommands_agree() {
 }
 
 #[test]
+fn settings_flag_works_before_and_after_a_subcommand() {
+    let home = scratch_home("sflag");
+    let path = home.join("p.json");
+    std::fs::write(&path, r#"{"network":{"allowedDomains":["example.com"],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}"#).unwrap();
+    let p = path.to_str().unwrap();
+    let before = ok(oajail("sflag1", &["-s", p, "policy", "hash"])
+        .output()
+        .unwrap());
+    let after = ok(oajail("sflag2", &["policy", "hash", "-s", p])
+        .output()
+        .unwrap());
+    let default = ok(oajail("sflag3", &["policy", "hash"]).output().unwrap());
+    assert_eq!(before, after);
+    assert_ne!(before, default);
+    let o = oajail("sflag4", &["policy", "hash", "--", "ls"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
 fn explain_json_has_every_plan() {
     let json = ok(oajail("ex", &["explain", "--json"]).output().unwrap());
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
