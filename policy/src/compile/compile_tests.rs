@@ -191,3 +191,30 @@ fn landlock_grants_read_on_the_complement_of_a_denied_dir() {
     assert!(rule("/home/u/ws").is_some_and(|a| a.contains(&landlock::FsAccess::MakeReg)));
     assert!(Path::new("/").is_absolute());
 }
+
+#[test]
+fn submodule_git_dirs_inside_dot_git_are_protected() {
+    let p = policy(&[], &[], &["."], &[]);
+    let fs = fake().files(&[
+        "/home/u/ws/.git/modules/lib/HEAD",
+        "/home/u/ws/.git/modules/lib/config",
+    ]);
+    let m = plan(&p, &fs);
+    assert!(
+        matches!(
+            step(&m, "/home/u/ws/.git/modules/lib/config"),
+            Some(MountStep::Bind {
+                writable: false,
+                ..
+            })
+        ),
+        "{m:#?}"
+    );
+    assert!(
+        matches!(
+            step(&m, "/home/u/ws/.git/modules/lib/hooks"),
+            Some(MountStep::MaskDir { .. })
+        ),
+        "{m:#?}"
+    );
+}

@@ -124,6 +124,11 @@ fn walk(
             });
         }
         *budget -= entries.len();
+        if is_inner_git_dir(&dir, &entries) {
+            // `.git/modules/<name>` and `.git/worktrees/<name>`: git dirs of
+            // submodules and linked worktrees, with their own hooks/config.
+            protect_git_dir(rules, fs, &dir, allow_git_config);
+        }
         for (name, kind) in entries {
             let path = dir.join(&name);
             check_entry(rules, fs, &path, &name, kind, allow_git_config);
@@ -133,6 +138,17 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// A directory below a `.git` that holds a `HEAD` file is a git dir itself.
+fn is_inner_git_dir(dir: &Path, entries: &[(String, FileKind)]) -> bool {
+    let below_git = dir
+        .parent()
+        .is_some_and(|p| p.components().any(|c| c.as_os_str() == ".git"));
+    below_git
+        && entries
+            .iter()
+            .any(|(n, k)| n == "HEAD" && *k == FileKind::File)
 }
 
 /// Protect `path` if its name is on the lists.

@@ -48,6 +48,8 @@ pub(crate) struct Rules {
     pub allow_write: BTreeSet<PathBuf>,
     /// Write-protected paths: `denyWrite`, mandatory denies, settings, binary.
     pub deny_write: BTreeSet<PathBuf>,
+    /// Private tmpfs mounts (`/tmp`): host content below is hidden.
+    pub private: BTreeSet<PathBuf>,
     /// Paths the walk found kinds for, including missing protected leaves.
     pub kinds: BTreeMap<PathBuf, FileKind>,
     /// Missing protected paths the supervisor must create before the run.
@@ -66,7 +68,10 @@ impl Rules {
         let home = canonical_fact(fs, "home", &facts.home)?;
         let cwd = canonical_fact(fs, "cwd", &facts.cwd)?;
         let fsp = &policy.filesystem;
-        let mut rules = Rules::default();
+        let mut rules = Rules {
+            private: [PathBuf::from(TMP)].into(),
+            ..Rules::default()
+        };
         for entry in &fsp.deny_read {
             for path in rules.expand(fs, "denyRead", entry, &home, &cwd)? {
                 rules.deny_read.insert(path);
@@ -248,10 +253,9 @@ impl Rules {
 
     /// Whether host content at `path` is visible in the jail.
     pub(crate) fn visible(&self, path: &Path) -> bool {
-        let tmp: BTreeSet<PathBuf> = [PathBuf::from(TMP)].into();
         decide(
             path,
-            &[&self.deny_read, &self.masks, &tmp],
+            &[&self.deny_read, &self.masks, &self.private],
             &[&self.allow_read, &self.allow_write],
         )
     }
@@ -274,7 +278,7 @@ impl Rules {
         ] {
             all.extend(set.iter().cloned());
         }
-        all.insert(PathBuf::from(TMP));
+        all.extend(self.private.iter().cloned());
         all
     }
 }

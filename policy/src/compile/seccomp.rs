@@ -281,3 +281,106 @@ pub fn clone_flag_names() -> Vec<&'static str> {
         .chain(["CLONE_NEWTIME (unshare)"])
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn facts() -> HostFacts {
+        HostFacts {
+            home: "/home/u".into(),
+            cwd: "/home/u/ws".into(),
+            uid: 1000,
+            gid: 1000,
+            exe: "/usr/bin/oajail".into(),
+            settings_path: None,
+            ssh_auth_sock: None,
+            mem_total_bytes: None,
+        }
+    }
+
+    fn examples() -> Vec<(String, Policy)> {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/policies");
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let loaded = Policy::from_settings_json(&text, &stem).unwrap();
+            out.push((stem, loaded.policy));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        assert!(out.len() >= 6, "examples missing");
+        out
+    }
+
+    #[test]
+    fn snapshot_of_every_example() {
+        for (stem, policy) in examples() {
+            let plan = compile(&policy, &facts()).unwrap();
+            insta::assert_json_snapshot!(format!("seccomp__{stem}"), plan);
+        }
+    }
+
+    fn denied(plan: &SeccompPlan) -> Vec<&str> {
+        plan.deny.iter().map(|d| d.syscall.as_str()).collect()
+    }
+
+    #[test]
+    fn default_denies_every_listed_class() {
+        let plan = compile(&Policy::builtin_default(), &facts()).unwrap();
+        let names = denied(&plan);
+        for must in [
+            "socket", "io_uring_setup", "ptrace", "process_vm_readv", "pidfd_getfd", "kcmp",
+            "clone", "unshare", "setns", "mount", "fsopen", "mount_setattr", "bpf",
+            "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key", "init_module",
+            "kexec_load", "kexec_file_load", "ioctl",
+        ] {
+            assert!(names.contains(&must), "{must} not denied");
+        }
+        assert_eq!(plan.enosys, vec!["clone3".to_string()]);
+        assert!(plan.kill_foreign_arch && plan.kill_x32);
+    }
+
+    #[test]
+    fn unix_sockets_only_with_allow_all_unix_sockets() {
+        let mut policy = Policy::builtin_default();
+        let socket = |p: &SeccompPlan| p.deny.iter().find(|d| d.syscall == "socket").cloned().unwrap();
+        let strict = socket(&compile(&policy, &facts()).unwrap());
+        assert!(strict.when[0].contains(&cmp(0, ArgOp::Ne, AF_INET)));
+        assert!(!strict.when[0].contains(&cmp(0, ArgOp::Ne, AF_UNIX)));
+        policy.network.allow_all_unix_sockets = true;
+        let loose = socket(&compile(&policy, &facts()).unwrap());
+        assert!(loose.when[0].contains(&cmp(0, ArgOp::Ne, AF_UNIX)));
+        // AF_VSOCK (40) is never in the allow list.
+        assert!(!loose.when[0].contains(&cmp(0, ArgOp::Ne, 40)));
+    }
+
+    #[test]
+    fn nested_user_namespaces_lift_only_the_namespace_rules() {
+        let mut policy = Policy::builtin_default();
+        policy.process.allow_nested_user_namespaces = true;
+        let plan = compile(&policy, &facts()).unwrap();
+        let names = denied(&plan);
+        for gone in ["clone", "unshare", "setns", "mount", "fsopen"] {
+            assert!(!names.contains(&gone), "{gone} still denied");
+        }
+        for kept in ["ptrace", "io_uring_setup", "bpf", "socket", "ioctl"] {
+            assert!(names.contains(&kept), "{kept} no longer denied");
+        }
+    }
+
+    #[test]
+    fn clone_rules_never_test_the_exit_signal_bits() {
+        let plan = compile(&Policy::builtin_default(), &facts()).unwrap();
+        let clone = plan.deny.iter().find(|d| d.syscall == "clone").unwrap();
+        for cond in &clone.when {
+            for c in cond {
+                assert_eq!(c.value & 0xff, 0, "clone rule tests CSIGNAL: {c:?}");
+            }
+        }
+        let unshare = plan.deny.iter().find(|d| d.syscall == "unshare").unwrap();
+        assert!(unshare.when.iter().flatten().any(|c| c.value == CLONE_NEWTIME));
+    }
+}
