@@ -57,9 +57,15 @@ fn snapshots_of_every_example() {
                 .collect::<String>(),
             serde_json::to_string_pretty(&canonical).unwrap(),
         );
-        insta::assert_snapshot!(format!("{stem}.canonical"), report);
         let srt = serde_json::to_string_pretty(&loaded.policy.to_srt_json()).unwrap();
-        insta::assert_snapshot!(format!("{stem}.srt"), srt);
+        // An absolute snapshot path: insta otherwise finds the workspace with
+        // `cargo metadata`, which the unprivileged CI run has no cargo for.
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+        settings.bind(|| {
+            insta::assert_snapshot!(format!("{stem}.canonical"), report);
+            insta::assert_snapshot!(format!("{stem}.srt"), srt);
+        });
     }
 }
 
