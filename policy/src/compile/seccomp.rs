@@ -332,10 +332,28 @@ mod tests {
         let plan = compile(&Policy::builtin_default(), &facts()).unwrap();
         let names = denied(&plan);
         for must in [
-            "socket", "io_uring_setup", "ptrace", "process_vm_readv", "pidfd_getfd", "kcmp",
-            "clone", "unshare", "setns", "mount", "fsopen", "mount_setattr", "bpf",
-            "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key", "init_module",
-            "kexec_load", "kexec_file_load", "ioctl",
+            "socket",
+            "io_uring_setup",
+            "ptrace",
+            "process_vm_readv",
+            "pidfd_getfd",
+            "kcmp",
+            "clone",
+            "unshare",
+            "setns",
+            "mount",
+            "fsopen",
+            "mount_setattr",
+            "bpf",
+            "perf_event_open",
+            "userfaultfd",
+            "keyctl",
+            "add_key",
+            "request_key",
+            "init_module",
+            "kexec_load",
+            "kexec_file_load",
+            "ioctl",
         ] {
             assert!(names.contains(&must), "{must} not denied");
         }
@@ -346,7 +364,13 @@ mod tests {
     #[test]
     fn unix_sockets_only_with_allow_all_unix_sockets() {
         let mut policy = Policy::builtin_default();
-        let socket = |p: &SeccompPlan| p.deny.iter().find(|d| d.syscall == "socket").cloned().unwrap();
+        let socket = |p: &SeccompPlan| {
+            p.deny
+                .iter()
+                .find(|d| d.syscall == "socket")
+                .cloned()
+                .unwrap()
+        };
         let strict = socket(&compile(&policy, &facts()).unwrap());
         assert!(strict.when[0].contains(&cmp(0, ArgOp::Ne, AF_INET)));
         assert!(!strict.when[0].contains(&cmp(0, ArgOp::Ne, AF_UNIX)));
@@ -381,6 +405,12 @@ mod tests {
             }
         }
         let unshare = plan.deny.iter().find(|d| d.syscall == "unshare").unwrap();
-        assert!(unshare.when.iter().flatten().any(|c| c.value == CLONE_NEWTIME));
+        assert!(
+            unshare
+                .when
+                .iter()
+                .flatten()
+                .any(|c| c.value == CLONE_NEWTIME)
+        );
     }
 }
