@@ -17,6 +17,15 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<Value, PolicyError> {
             origin: origin.to_owned(),
         });
     }
+    if text.starts_with('\u{feff}') {
+        // JSON.parse (srt) refuses it too; say why instead of "expected value".
+        return Err(PolicyError::Syntax {
+            origin: origin.to_owned(),
+            line: 1,
+            column: 1,
+            message: "the file starts with a byte order mark; save it as utf-8 without one".into(),
+        });
+    }
     match serde_json::from_str::<StrictValue>(text) {
         Ok(StrictValue(value)) => Ok(value),
         Err(err) => Err(syntax_error(&err, origin)),
@@ -147,6 +156,15 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "f: line 2 column 11: invalid json: trailing comma"
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_named() {
+        let err = parse("\u{feff}{}", "f").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f: line 1 column 1: invalid json: the file starts with a byte order mark; save it as utf-8 without one"
         );
     }
 

@@ -110,7 +110,8 @@ pub struct OajailSettings {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Limits {
-    /// RLIMIT_CORE in bytes (default 0: no core dumps).
+    /// RLIMIT_CORE in bytes (default 0: no core dumps). Validation turns
+    /// `None` into `Some(0)`: the jail never inherits the core limit.
     pub core_bytes: Option<u64>,
     /// RLIMIT_NOFILE.
     pub open_files: Option<u64>,

@@ -218,9 +218,12 @@ fn env_lists(
 }
 
 fn limits(value: Option<At<Limits>>) -> Result<Limits, Problem> {
-    let Some((path, limits)) = value else {
+    let Some((path, mut limits)) = value else {
         return Ok(Limits::default());
     };
+    // The jail never inherits the core limit (a core file of a jailed
+    // process can hold its secrets), so `null` means 0 and hashes as 0.
+    limits.core_bytes = limits.core_bytes.or(Some(0));
     let max = MAX_SAFE_INTEGER as u64;
     let checks = [
         ("coreBytes", limits.core_bytes, 0),

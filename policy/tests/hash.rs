@@ -61,6 +61,10 @@ fn equivalent_spellings_hash_equally() {
             "filesystem": {"denyRead": ["~/.ssh"], "allowWrite": ["."], "denyWrite": []},
             "oajail": {"limits": {"coreBytes": 0}, "envKeep": [], "envDeny": [], "allowDegraded": false,
             "allowPrivateDestinations": []}}"#,
+        // The core limit is never inherited: null is 0.
+        r#"{"network": {"allowedDomains": ["example.com"], "deniedDomains": []},
+            "filesystem": {"denyRead": ["~/.ssh"], "allowWrite": ["."], "denyWrite": []},
+            "oajail": {"limits": {"coreBytes": null}}}"#,
         // A literal entry without glob characters is a plain entry.
         r#"{"network": {"allowedDomains": ["example.com"], "deniedDomains": []},
             "filesystem": {"denyRead": [{"path": "~/.ssh", "literal": true}], "allowWrite": ["."], "denyWrite": []}}"#,
@@ -87,7 +91,7 @@ fn different_policies_hash_differently() {
         ),
         WORKED_EXAMPLE.replace(
             "}\n}",
-            "},\n \"oajail\": {\"limits\": {\"coreBytes\": null}}\n}",
+            "},\n \"oajail\": {\"limits\": {\"coreBytes\": 1}}\n}",
         ),
         WORKED_EXAMPLE.replace(
             r#""denyRead": ["~/.ssh/"]"#,
