@@ -155,3 +155,25 @@ fn pathological_patterns_stay_polynomial() {
     let path = format!("/{}", "a".repeat(200));
     assert!(!glob(&pattern).matches(Path::new(&path)));
 }
+
+#[test]
+fn anchors_and_odd_homes() {
+    let anchor = |text: &str| PathEntry::parse(text, false).unwrap().anchor();
+    assert_eq!(anchor("/x"), Anchor::Root);
+    assert_eq!(anchor("~"), Anchor::Home);
+    assert_eq!(anchor("~/x"), Anchor::Home);
+    assert_eq!(anchor("x"), Anchor::Cwd);
+    assert_eq!(anchor("../x"), Anchor::Cwd);
+    // A home with a trailing slash or dot segments still resolves cleanly.
+    let entry = PathEntry::parse("~/.ssh", false).unwrap();
+    let resolved = entry.resolve(Path::new("/home/u/"), Path::new("/"));
+    assert_eq!(resolved, PathBuf::from("/home/u/.ssh"));
+    let resolved = entry.resolve(Path::new("/home/./u/../v"), Path::new("/"));
+    assert_eq!(resolved, PathBuf::from("/home/v/.ssh"));
+    // `.` in the root directory is the root directory.
+    let dot = PathEntry::parse(".", false).unwrap();
+    assert_eq!(
+        dot.resolve(Path::new("/h"), Path::new("/")),
+        PathBuf::from("/")
+    );
+}
