@@ -1,4 +1,4 @@
-//! docs/policy-format.md lists the built-in default's denied paths exactly.
+//! docs/policy-format.md lists the built-in default's denied paths and the environment rules exactly.
 
 // Helpers outside #[test] functions panic on purpose: a missing doc is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,5 +25,24 @@ fn default_deny_list_matches_the_docs() {
     for (path, reason) in DEFAULT_DENY_READ {
         let row = format!("| `{path}` | {reason} |");
         assert!(rows.contains(&row.as_str()), "missing row: {row}");
+    }
+}
+
+#[test]
+fn environment_rules_match_the_docs() {
+    use oajail_policy::env::{SECRET_PREFIXES, SECRET_SEGMENTS, SECRET_SUBSTRINGS, SOCKET_NAMES};
+    let docs = policy_format();
+    let section = docs.split("## 10.").nth(1).unwrap();
+    let lists = [
+        SECRET_SUBSTRINGS,
+        SECRET_SEGMENTS,
+        SECRET_PREFIXES,
+        SOCKET_NAMES,
+    ];
+    for name in lists.iter().flat_map(|l| l.iter()) {
+        assert!(
+            section.contains(&format!("`{name}")),
+            "{name} is not in section 10"
+        );
     }
 }
