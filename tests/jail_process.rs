@@ -197,3 +197,60 @@ fn hostname_is_private() {
         "oajail"
     );
 }
+
+#[test]
+fn the_jail_dies_with_the_supervisor() {
+    let marker = format!("5{}.75", std::process::id());
+    let mut child = oajail("pdeath", &["-c", &format!("echo ready; sleep {marker}")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 6];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    assert!(host_has_process_with_arg(&marker));
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while host_has_process_with_arg(&marker) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !host_has_process_with_arg(&marker),
+        "the jail outlived its supervisor"
+    );
+}
+
+#[test]
+fn rlimits_come_from_the_policy_and_core_is_zero_by_default() {
+    assert_eq!(ok(sh("core", "ulimit -c")).trim(), "0");
+    let home = scratch_home("rlim");
+    let path = home.join("limits.json");
+    std::fs::write(
+        &path,
+        r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
+            "filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},
+            "oajail":{"limits":{"openFiles":64}}}"#,
+    )
+    .unwrap();
+    let o = oajail(
+        "rlim",
+        &["-s", path.to_str().unwrap(), "-c", "ulimit -n; ulimit -Hn"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(ok(o).split_whitespace().collect::<Vec<_>>(), ["64", "64"]);
+}
+
+#[test]
+fn the_proxy_answers_on_the_jail_listener() {
+    let py = "import socket,os\n\
+              print(os.environ['HTTPS_PROXY'])\n\
+              s=socket.create_connection(('127.0.0.1',3128),timeout=5)\n\
+              s.sendall(b'CONNECT example.com:443 HTTP/1.1\\r\\nHost: example.com:443\\r\\n\\r\\n')\n\
+              print(s.recv(64).split(b'\\r\\n')[0].decode())";
+    let o = oajail("proxy", &["--", PYTHON, "-c", py]).output().unwrap();
+    let text = ok(o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "http://127.0.0.1:3128", "{text}");
+    assert!(lines[1].starts_with("HTTP/1.1 403"), "{text}");
+}
