@@ -45,6 +45,10 @@ impl Running {
 /// stdin/stdout through a CONNECT on the jail's proxy listener.
 pub fn ssh_helper(host: &str, port: u16) -> Result<i32, Fail> {
     let proxy = SocketAddr::from(([127, 0, 0, 1], PROXY_PORT));
-    oajail_proxy::ssh_connect_helper(proxy, host, port).map_err(|e| Fail::setup(anyhow!("{e}")))?;
+    // Exit 1 (not a reserved code): to ssh this is just a failed connection.
+    oajail_proxy::ssh_connect_helper(proxy, host, port).map_err(|e| Fail {
+        code: 1,
+        err: anyhow!("{e}"),
+    })?;
     Ok(0)
 }

@@ -157,6 +157,7 @@ fn build_spec(argv: Vec<CString>, plans: &Plans, layers: Layers) -> Result<JailS
     spec.rlimits = plans.compiled.limits.rlimits.clone();
     spec.mounts = Some(plans.compiled.mounts.clone());
     spec.landlock = Some(plans.compiled.landlock.clone());
+    spec.ssh_helper = std::env::current_exe().ok();
     Ok(spec)
 }
 

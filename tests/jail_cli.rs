@@ -191,3 +191,36 @@ fn allow_degraded_runs_with_a_banner() {
     assert!(err(&o).contains("DEGRADED"), "{}", err(&o));
     assert!(err(&o).contains("missing layer: landlock"), "{}", err(&o));
 }
+
+#[test]
+fn git_ssh_command_uses_the_helper_or_is_dropped_with_a_warning() {
+    let o = ok(sh("ssh1", "echo \"$GIT_SSH_COMMAND\""));
+    assert!(o.contains(&format!("{OAJAIL} ssh-proxy %h %p")), "{o}");
+    // A policy that hides the oajail binary: the variable is dropped, loudly.
+    let home = scratch_home("ssh2");
+    let dir = std::path::Path::new(OAJAIL)
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let path = home.join("hide.json");
+    let policy = serde_json::json!({
+        "network": {"allowedDomains": [], "deniedDomains": []},
+        "filesystem": {"denyRead": [dir], "allowWrite": [], "denyWrite": []}
+    });
+    std::fs::write(&path, policy.to_string()).unwrap();
+    let o = oajail(
+        "ssh2",
+        &[
+            "-s",
+            path.to_str().unwrap(),
+            "-c",
+            "echo \"[$GIT_SSH_COMMAND]\"",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out(&o).trim(), "[]", "{}", err(&o));
+    assert!(err(&o).contains("GIT_SSH_COMMAND not set"), "{}", err(&o));
+}

@@ -46,9 +46,10 @@ fn exec(spec: &JailSpec, chan: &Channel) -> ! {
     let Some(program) = spec.argv.first() else {
         report(chan, Step::Exec, Failure::msg("empty command"))
     };
+    let env = environment(spec);
     let mut decisive = nix::Error::ENOENT;
-    for candidate in candidates(program, &spec.env) {
-        let Err(e) = nix::unistd::execve(&candidate, &spec.argv, &spec.env);
+    for candidate in candidates(program, &env) {
+        let Err(e) = nix::unistd::execve(&candidate, &spec.argv, &env);
         match e {
             nix::Error::ENOENT | nix::Error::ENOTDIR => {}
             // A file that exists but may not be executed decides the error;
@@ -77,6 +78,26 @@ fn exec(spec: &JailSpec, chan: &Channel) -> ! {
         exit_code::NOT_EXECUTABLE
     };
     crate::sys::process::exit_now(code)
+}
+
+/// The command's environment, minus `GIT_SSH_COMMAND` when the ssh helper
+/// (the oajail binary) cannot be executed in the jail's filesystem view.
+fn environment(spec: &JailSpec) -> Vec<CString> {
+    let Some(helper) = &spec.ssh_helper else {
+        return spec.env.clone();
+    };
+    if nix::unistd::access(helper.as_path(), nix::unistd::AccessFlags::X_OK).is_ok() {
+        return spec.env.clone();
+    }
+    eprintln!(
+        "oajail: warning: {} is not visible in the jail; GIT_SSH_COMMAND not set (ssh cannot use the proxy)",
+        helper.display()
+    );
+    spec.env
+        .iter()
+        .filter(|kv| !kv.to_bytes().starts_with(b"GIT_SSH_COMMAND="))
+        .cloned()
+        .collect()
 }
 
 fn file_exists(path: &CStr) -> bool {

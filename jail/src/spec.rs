@@ -59,6 +59,10 @@ pub struct JailSpec {
     pub mounts: Option<MountPlan>,
     /// The Landlock plan.
     pub landlock: Option<LandlockPlan>,
+    /// The oajail binary that `GIT_SSH_COMMAND` runs as ssh's ProxyCommand.
+    /// If the policy hides it inside the jail, `GIT_SSH_COMMAND` is removed
+    /// and a warning printed (ssh would fail obscurely otherwise).
+    pub ssh_helper: Option<PathBuf>,
 }
 
 impl JailSpec {
@@ -74,6 +78,7 @@ impl JailSpec {
             rlimits: Vec::new(),
             mounts: None,
             landlock: None,
+            ssh_helper: None,
         }
     }
 
