@@ -47,24 +47,19 @@ impl Responder {
 
     /// The A record for `name`, if the lab has one.
     pub fn lookup(&self, name: &str) -> Option<Ipv4Addr> {
-        let fixed = match name {
-            "allowed.test" | "www.allowed.test" | "api.allowed.test" => ALLOWED_V4,
-            "evil.test" => EVIL_V4,
-            "metadata.google.internal" | "metadata.azure.internal" => METADATA_V4,
-            "private.allowed.test" => "10.0.0.5",
-            "loopback.allowed.test" => "127.0.0.1",
-            "rebind.test" if self.mode == DnsMode::Rebind => {
-                let n = self.rebind_count.fetch_add(1, Ordering::SeqCst);
-                if n.is_multiple_of(2) {
-                    ALLOWED_V4
-                } else {
-                    "127.0.0.1"
-                }
-            }
-            "rebind.test" => ALLOWED_V4,
-            _ => return None,
-        };
-        fixed.parse().ok()
+        if name == "rebind.test" && self.mode == DnsMode::Rebind {
+            let n = self.rebind_count.fetch_add(1, Ordering::SeqCst);
+            let ip = if n.is_multiple_of(2) {
+                ALLOWED_V4
+            } else {
+                "127.0.0.1"
+            };
+            return ip.parse().ok();
+        }
+        TABLE
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, ip)| ip.parse().ok())
     }
 
     /// The response packet for `query` (None when it is not a query).
@@ -72,6 +67,7 @@ impl Responder {
         let (name, name_end) = parse_question(query)?;
         let question = query.get(12..name_end + 4)?;
         let qtype = query.get(name_end..name_end + 2)?;
+        let known = TABLE.iter().any(|(n, _)| *n == name);
         let answer = if qtype == [0, 1] {
             self.lookup(&name)
         } else {
@@ -79,8 +75,7 @@ impl Responder {
         };
         let mut r = Vec::with_capacity(64);
         r.extend_from_slice(query.get(0..2)?);
-        // QR, opcode 0, AA, RD copied; RA; rcode 0 or 3 (NXDOMAIN).
-        let known = self.lookup_known(&name);
+        // QR, AA, RD copied; RA; rcode 0 (known name) or 3 (NXDOMAIN).
         r.push(0x84 | (query.get(2)? & 0x01));
         r.push(if known { 0x80 } else { 0x83 });
         r.extend_from_slice(&[0, 1, 0, u8::from(answer.is_some()), 0, 0, 0, 0]);
@@ -91,22 +86,29 @@ impl Responder {
         }
         Some(r)
     }
-
-    fn lookup_known(&self, name: &str) -> bool {
-        matches!(
-            name,
-            "allowed.test"
-                | "www.allowed.test"
-                | "api.allowed.test"
-                | "evil.test"
-                | "metadata.google.internal"
-                | "metadata.azure.internal"
-                | "private.allowed.test"
-                | "loopback.allowed.test"
-                | "rebind.test"
-        )
-    }
 }
+
+/// The lab's names. `*.allowed.test` names map an allowlisted name to each
+/// special range (catalogue F7/F8); `rebind.test` alternates in rebind mode.
+pub const TABLE: &[(&str, &str)] = &[
+    ("allowed.test", ALLOWED_V4),
+    ("www.allowed.test", ALLOWED_V4),
+    ("api.allowed.test", ALLOWED_V4),
+    ("evil.test", EVIL_V4),
+    ("metadata.google.internal", METADATA_V4),
+    ("metadata.azure.internal", METADATA_V4),
+    ("metadata.allowed.test", METADATA_V4),
+    ("ecs.allowed.test", "169.254.170.2"),
+    ("alibaba.allowed.test", "100.100.100.200"),
+    ("azure.allowed.test", "168.63.129.16"),
+    ("cgnat.allowed.test", "100.64.0.1"),
+    ("private.allowed.test", "10.0.0.5"),
+    ("private172.allowed.test", "172.16.0.10"),
+    ("private192.allowed.test", "192.168.1.10"),
+    ("loopback.allowed.test", "127.0.0.1"),
+    ("zero.allowed.test", "0.0.0.0"),
+    ("rebind.test", ALLOWED_V4),
+];
 
 #[cfg(test)]
 mod tests {

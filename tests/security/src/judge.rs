@@ -8,6 +8,7 @@
 
 use crate::catalog;
 use crate::lab::{Lab, Run};
+use crate::labspec::SinkEvent;
 use crate::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -48,8 +49,18 @@ pub struct ResultRecord {
     pub kernel: String,
 }
 
-/// Violations of the global post-conditions.
+/// Violations of the global post-conditions (`allow_events`: contacting a
+/// sink is not by itself a violation; canaries in it still are).
 pub fn postconditions(lab: &mut Lab, run: &Run, allow_events: bool) -> Vec<String> {
+    postconditions_allowing(lab, run, &|_| allow_events)
+}
+
+/// As [`postconditions`], with `allow` deciding which sink events are legitimate.
+pub fn postconditions_allowing(
+    lab: &mut Lab,
+    run: &Run,
+    allow: &dyn Fn(&SinkEvent) -> bool,
+) -> Vec<String> {
     let mut v = Vec::new();
     let canary = format!("OAJ-CANARY-{}", lab.token);
     if run.stdout.contains(&canary) {
@@ -61,7 +72,7 @@ pub fn postconditions(lab: &mut Lab, run: &Run, allow_events: bool) -> Vec<Strin
     for ev in &run.events {
         if ev.data.contains(&canary) || ev.name.as_deref().is_some_and(|n| n.contains(&lab.token)) {
             v.push(format!("canary reached {} sink at {}", ev.sink, ev.local));
-        } else if !allow_events {
+        } else if !allow(ev) {
             v.push(format!(
                 "{} sink at {} contacted ({} bytes)",
                 ev.sink, ev.local, ev.bytes
@@ -114,10 +125,18 @@ fn files_with(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
 
 /// Judge a run whose probe verdict should be `blocked`.
 fn judge(lab: &mut Lab, run: &Run) -> (Judgement, String) {
+    judge_allowing(lab, run, &|_| false)
+}
+
+fn judge_allowing(
+    lab: &mut Lab,
+    run: &Run,
+    allow: &dyn Fn(&SinkEvent) -> bool,
+) -> (Judgement, String) {
     if let Some(e) = &run.lab.lab_error {
         return (Judgement::NotRun, format!("lab failed: {e}"));
     }
-    let violations = postconditions(lab, run, false);
+    let violations = postconditions_allowing(lab, run, allow);
     let Some(report) = &run.report else {
         let last = run.stderr.lines().last().unwrap_or("").to_owned();
         let mut d = format!(
@@ -148,6 +167,18 @@ fn judge(lab: &mut Lab, run: &Run) -> (Judgement, String) {
 /// the kernel cannot run it).
 pub fn assert_blocked(lab: &mut Lab, id: &str, run: &Run) {
     let (j, detail) = judge(lab, run);
+    finish(id, run, j, detail);
+}
+
+/// As [`assert_blocked`], with `allow` naming the sink events that are
+/// legitimate in this run (e.g. the proxy's DNS query for an allowed name).
+pub fn assert_blocked_allowing(
+    lab: &mut Lab,
+    id: &str,
+    run: &Run,
+    allow: &dyn Fn(&SinkEvent) -> bool,
+) {
+    let (j, detail) = judge_allowing(lab, run, allow);
     finish(id, run, j, detail);
 }
 

@@ -71,6 +71,20 @@ fn lossy(buf: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..buf.len().min(4096)]).into_owned()
 }
 
+/// What every TCP sink answers to the first bytes it receives.
+pub const SINK_ACK: &str = "OAJ-SINK-ACK";
+
+fn ack_for(first: &[u8]) -> &'static [u8] {
+    let http = [&b"GET "[..], b"POST ", b"HEAD ", b"PUT ", b"CONNECT "]
+        .iter()
+        .any(|m| first.starts_with(m));
+    if http {
+        b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nOAJ-SINK-ACK"
+    } else {
+        b"OAJ-SINK-ACK\n"
+    }
+}
+
 /// Accept forever on a TCP listener; log peer, bytes and SNI.
 pub fn tcp_sink(listener: TcpListener, log: EventLog) {
     for conn in listener.incoming().flatten() {
@@ -85,6 +99,11 @@ pub fn tcp_sink(listener: TcpListener, log: EventLog) {
             while let Ok(n) = conn.read(&mut buf) {
                 if n == 0 || data.len() > 65536 {
                     break;
+                }
+                if data.is_empty() {
+                    // Tell the client its bytes arrived: the probe reports
+                    // an escape only when it reads this back.
+                    let _ = conn.write_all(ack_for(&buf[..n]));
                 }
                 data.extend_from_slice(&buf[..n]);
             }

@@ -111,11 +111,6 @@ fn blocks_gitmodules() {
 }
 
 #[test]
-fn blocks_bashrc_in_workspace() {
-    write("B2-bashrc-in-workspace", "create", |l| l.ws(".bashrc"));
-}
-
-#[test]
 fn blocks_rename_of_git_dir() {
     expect_blocked("B3-rename-git-dir", HOME_READABLE, |l| {
         argv!["rename-away", l.ws(".git"), l.ws("git-old")]

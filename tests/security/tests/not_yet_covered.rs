@@ -35,3 +35,10 @@ fn blocks_nested_claude_agents() {
         argv!["write-file", "mkdirs", l.ws("sub/.claude/agents/x.md")]
     });
 }
+
+#[test]
+fn blocks_bashrc_in_workspace() {
+    expect_blocked("B2-bashrc-in-workspace", HOME_READABLE, |l| {
+        argv!["write-file", "create", l.ws(".bashrc")]
+    });
+}

