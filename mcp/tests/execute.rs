@@ -153,13 +153,24 @@ fn hostile_scripts_get_their_code_in_time() {
         ("return std.open('/etc/passwd')", "js_runtime_error"),
     ];
     for (code, want) in cases {
-        let start = Instant::now();
-        let r = s.execute(code);
-        let took = start.elapsed();
-        assert_eq!(&error_code(&r), want, "code {code:?} gave {r}");
+        // One retry on a late answer only: the CI box has 2 cores shared
+        // with parallel test binaries, and a descheduled client is not a
+        // late server. A wrong code is never retried.
+        let mut attempts = Vec::new();
+        let r = loop {
+            let start = Instant::now();
+            let r = s.execute(code);
+            attempts.push(start.elapsed());
+            assert_eq!(&error_code(&r), want, "code {code:?} gave {r}");
+            let late = attempts[attempts.len() - 1] > deadline + Duration::from_millis(250);
+            if !late || attempts.len() == 2 {
+                break r;
+            }
+        };
+        let took = attempts[attempts.len() - 1];
         assert!(
             took <= deadline + Duration::from_millis(250),
-            "{code:?} took {took:?}"
+            "{code:?} took {attempts:?}"
         );
         if *want == "js_runtime_error" && code.contains("TypeError") {
             assert!(r["structuredContent"]["error"]["stack"].is_string(), "{r}");
