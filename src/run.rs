@@ -2,7 +2,6 @@
 
 use crate::cli::{Common, RunArgs};
 use crate::plans::{self, Plans};
-use crate::settings::Origin;
 use crate::{Fail, proxy, settings};
 use anyhow::anyhow;
 use oajail_jail::doctor::{KernelFeatures, Missing};
@@ -10,6 +9,7 @@ use oajail_jail::seccomp::SeccompProgram;
 use oajail_jail::{Jail, JailSpec, Layers};
 use oajail_policy::Policy;
 use std::ffi::{CString, OsString};
+use std::net::TcpListener;
 use std::os::unix::ffi::OsStringExt;
 use std::time::Duration;
 
@@ -26,7 +26,48 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     let spec = build_spec(argv, &plans, layers)?;
     let timeout = args.timeout.or(plans.compiled.limits.wall_seconds);
-    supervise(&spec, &plans, &args, timeout, &origin)
+    let allow_degraded = args.allow_degraded || policy.oajail.allow_degraded;
+    supervise(&spec, &plans, &args, timeout, allow_degraded)
+}
+
+/// Clone the jail and receive its listeners. When the kernel refuses the
+/// namespaces and a degraded run is allowed, retry without any namespace
+/// (Landlock and seccomp only) after printing what that loses.
+fn start(spec: &JailSpec, allow_degraded: bool) -> Result<(Jail, Vec<TcpListener>), Fail> {
+    let attempt = |spec: &JailSpec| -> Result<(Jail, Vec<TcpListener>), oajail_jail::JailError> {
+        let mut jail = Jail::spawn(spec)?;
+        let listeners = jail.take_listeners()?;
+        Ok((jail, listeners))
+    };
+    match attempt(spec) {
+        Ok(started) => Ok(started),
+        Err(e) if e.namespaces_refused() && allow_degraded && spec.layers.landlock => {
+            print_banner(&[format!("user namespaces: {e}"), NO_NAMESPACES.into()]);
+            let mut flat = spec.clone();
+            flat.layers.namespaces = false;
+            flat.layers.mounts = false;
+            attempt(&flat).map_err(Fail::from)
+        }
+        Err(e) if e.namespaces_refused() => Err(Fail::setup(anyhow!(
+            "{e}: user namespaces are unavailable (see `oajail doctor`); \
+             --allow-degraded runs with Landlock and seccomp only"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What a run without namespaces loses (printed in the degraded banner).
+const NO_NAMESPACES: &str = "without namespaces: no mount view (denyWrite inside allowWrite and the \
+    mandatory denies are NOT enforced; Landlock alone holds the filesystem), host network (Landlock \
+    limits TCP connects to the proxy port; UDP is open), host /proc and pids (background processes \
+    may outlive the command)";
+
+fn print_banner(lines: &[String]) {
+    eprintln!("oajail: ==================== DEGRADED JAIL ====================");
+    for line in lines {
+        eprintln!("oajail: missing layer: {line}");
+    }
+    eprintln!("oajail: =======================================================");
 }
 
 /// Start the jail, the proxy on its listeners, and wait.
@@ -35,9 +76,8 @@ fn supervise(
     plans: &Plans,
     args: &RunArgs,
     timeout: Option<u64>,
-    origin: &Origin,
+    allow_degraded: bool,
 ) -> Result<i32, Fail> {
-    let _ = origin;
     // Missing protected paths are created on the host for the run (so they
     // can be masked) and removed afterwards, also on error (Drop).
     let placeholders = if spec.layers.mounts {
@@ -47,8 +87,7 @@ fn supervise(
     } else {
         None
     };
-    let mut jail = Jail::spawn(spec)?;
-    let listeners = jail.take_listeners()?;
+    let (mut jail, listeners) = start(spec, allow_degraded)?;
     let proxy = match proxy::start(plans, args.log_json.clone(), listeners) {
         Ok(p) => p,
         Err(e) => {
@@ -94,11 +133,7 @@ fn decide_layers(policy: &Policy, allow_flag: bool) -> Result<Layers, Fail> {
                 _ => {}
             }
         }
-        eprintln!("oajail: ==================== DEGRADED JAIL ====================");
-        for line in &list {
-            eprintln!("oajail: missing layer: {line}");
-        }
-        eprintln!("oajail: =======================================================");
+        print_banner(&list);
     }
     let off = oajail_jail::layers::apply_test_disable(&mut layers);
     if !off.is_empty() {

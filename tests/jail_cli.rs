@@ -147,15 +147,15 @@ fn doctor_reports_kernel_features() {
 }
 
 /// Run oajail under a seccomp filter (installed by python, inherited over
-/// execve) that makes `landlock_create_ruleset` (444) fail with ENOSYS: the
-/// kernel then looks like one without Landlock.
-fn without_landlock(tag: &str, args: &[&str]) -> std::process::Output {
-    let script = r#"
+/// execve) given as `(code, jt, jf, k)` BPF tuples, to simulate a kernel
+/// without some feature.
+fn under_filter(tag: &str, prog: &str, args: &[&str]) -> std::process::Output {
+    let script = format!(
+        r#"
 import ctypes, os, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
-# BPF: A = nr; if A == 444 return ERRNO(ENOSYS) else ALLOW
-prog = [(0x20, 0, 0, 0), (0x15, 0, 1, 444), (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7fff0000)]
+prog = {prog}
 buf = b"".join(struct.pack("HBBI", *i) for i in prog)
 cbuf = ctypes.create_string_buffer(buf)
 fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(cbuf))
@@ -163,9 +163,10 @@ cprog = ctypes.create_string_buffer(fprog)
 assert libc.prctl(38, 1, 0, 0, 0) == 0
 assert libc.prctl(22, 2, ctypes.addressof(cprog), 0, 0) == 0, ctypes.get_errno()
 os.execv(sys.argv[1], sys.argv[1:])
-"#;
+"#
+    );
     let home = scratch_home(tag);
-    let mut argv = vec!["-c", script, OAJAIL];
+    let mut argv = vec!["-c", script.as_str(), OAJAIL];
     argv.extend_from_slice(args);
     Command::new(PYTHON)
         .args(&argv)
@@ -174,6 +175,53 @@ os.execv(sys.argv[1], sys.argv[1:])
         .current_dir(&home)
         .output()
         .unwrap()
+}
+
+/// `landlock_create_ruleset` (444) → ENOSYS: a kernel without Landlock.
+const NO_LANDLOCK: &str =
+    "[(0x20, 0, 0, 0), (0x15, 0, 1, 444), (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7fff0000)]";
+
+/// `clone` (56) with CLONE_NEWUSER → EPERM: user namespaces disabled.
+const NO_USERNS: &str = "[(0x20, 0, 0, 0), (0x15, 0, 3, 56), (0x20, 0, 0, 16), \
+    (0x45, 0, 1, 0x10000000), (0x06, 0, 0, 0x00050000 | 1), (0x06, 0, 0, 0x7fff0000)]";
+
+fn without_landlock(tag: &str, args: &[&str]) -> std::process::Output {
+    under_filter(tag, NO_LANDLOCK, args)
+}
+
+#[test]
+fn missing_user_namespaces_are_refused_with_a_hint() {
+    let o = under_filter("nouserns", NO_USERNS, &["--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(125), "{}", err(&o));
+    assert!(err(&o).contains("user namespaces"), "{}", err(&o));
+    assert!(err(&o).contains("--allow-degraded"), "{}", err(&o));
+}
+
+#[test]
+fn allow_degraded_without_user_namespaces_runs_landlock_and_seccomp_only() {
+    let marker = format!("6{}.5", std::process::id());
+    let script = format!(
+        "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status; (setsid sleep {marker} &); echo done"
+    );
+    let o = under_filter("degrns", NO_USERNS, &["--allow-degraded", "-c", &script]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        text.contains("Seccomp:\t2") && text.contains("NoNewPrivs:\t1"),
+        "{text}"
+    );
+    assert!(
+        err(&o).contains("DEGRADED") && err(&o).contains("without namespaces"),
+        "{}",
+        err(&o)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(&marker))
+            .unwrap_or(false)
+    });
+    assert!(!alive, "a background process outlived a degraded jail");
 }
 
 #[test]

@@ -7,8 +7,12 @@ use caps::CapSet;
 /// then read them all back and fail unless every one is empty.
 ///
 /// Bounding goes first: dropping from it needs CAP_SETPCAP in the effective
-/// set, which the later steps remove.
-pub(crate) fn drop_all() -> Result<(), Failure> {
+/// set, which the later steps remove. `bounding_optional` is for a degraded
+/// run without a user namespace, where an unprivileged caller holds no
+/// CAP_SETPCAP: the bounding set then stays as inherited, which no_new_privs
+/// (set right after) makes harmless, since execve can no longer gain
+/// capabilities from file capabilities or set-uid binaries.
+pub(crate) fn drop_all(bounding_optional: bool) -> Result<(), Failure> {
     const ORDER: [CapSet; 5] = [
         CapSet::Bounding,
         CapSet::Ambient,
@@ -16,11 +20,18 @@ pub(crate) fn drop_all() -> Result<(), Failure> {
         CapSet::Effective,
         CapSet::Permitted,
     ];
-    for set in ORDER {
-        caps::clear(None, set).map_err(|e| Failure::msg(format!("clear {set:?}: {e}")))?;
+    let may_skip_bounding = bounding_optional
+        && !caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false);
+    let sets: Vec<CapSet> = ORDER
+        .into_iter()
+        .filter(|s| !(may_skip_bounding && matches!(s, CapSet::Bounding)))
+        .collect();
+    for set in &sets {
+        caps::clear(None, *set).map_err(|e| Failure::msg(format!("clear {set:?} set: {e}")))?;
     }
-    for set in ORDER {
-        let left = caps::read(None, set).map_err(|e| Failure::msg(format!("read {set:?}: {e}")))?;
+    for set in &sets {
+        let left =
+            caps::read(None, *set).map_err(|e| Failure::msg(format!("read {set:?} set: {e}")))?;
         if !left.is_empty() {
             return Err(Failure::msg(format!(
                 "{set:?} set not empty after drop: {left:?}"

@@ -28,7 +28,7 @@ pub(crate) fn run(spec: &JailSpec, chan: Channel, ids: (u32, u32)) -> ! {
             // Closing our end: once the command has executed too, the
             // supervisor sees end-of-file, which means "exec succeeded".
             drop(chan);
-            init::run(command, signals)
+            init::run(command, signals, !spec.layers.namespaces)
         }
         Ok(Err((step, failure))) => report(&chan, step, failure),
         Err(_) => report(&chan, Step::Fork, Failure::msg("panic during jail setup")),
@@ -63,6 +63,9 @@ fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<
     }
     at(Step::ParentDeath, init::die_with_supervisor(chan))?;
     at(Step::InitHardening, init::harden())?;
+    if !layers.namespaces {
+        at(Step::InitHardening, init::become_subreaper())?;
+    }
     if layers.namespaces {
         at(Step::Hostname, ns::set_hostname(&spec.hostname))?;
     }
@@ -81,7 +84,7 @@ fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
     at(Step::Supervisor, chan.wait_go())?;
     if layers.caps {
-        at(Step::Capabilities, caps::drop_all())?;
+        at(Step::Capabilities, caps::drop_all(!layers.namespaces))?;
     }
     at(Step::NoNewPrivs, caps::no_new_privs())?;
     // In pid 1, before the fork: the command inherits this very domain, so

@@ -110,6 +110,25 @@ impl JailError {
         }
     }
 
+    /// Whether this failure means the kernel refused the namespaces
+    /// (user namespaces disabled by sysctl, or AppArmor's
+    /// `apparmor_restrict_unprivileged_userns` refusing the id maps or the
+    /// namespace's capabilities).
+    pub fn namespaces_refused(&self) -> bool {
+        let JailError::Step { step, errno, .. } = self else {
+            return false;
+        };
+        let denied = matches!(
+            *errno,
+            Some(libc::EPERM | libc::EACCES | libc::ENOSPC | libc::EINVAL)
+        );
+        match step {
+            Step::Namespaces => true,
+            Step::IdMaps | Step::Hostname | Step::Loopback => denied,
+            _ => false,
+        }
+    }
+
     /// The exit status `oajail` uses for this error.
     pub fn exit_code(&self) -> i32 {
         match self {

@@ -51,8 +51,16 @@ pub(crate) fn signal_fd() -> Result<SignalFd, Failure> {
     )?)
 }
 
-/// The init loop. Never returns.
-pub(crate) fn run(command: Pid, signals: SignalFd) -> ! {
+/// Without a pid namespace (degraded run) pid 1 is not an init: it becomes
+/// a child subreaper so orphaned descendants are reparented to it, and
+/// [`kill_descendants`] kills them when the command exits.
+pub(crate) fn become_subreaper() -> Result<(), Failure> {
+    Ok(nix::sys::prctl::set_child_subreaper(true)?)
+}
+
+/// The init loop. Never returns. `flat`: no pid namespace, so descendants
+/// must be killed explicitly before exiting.
+pub(crate) fn run(command: Pid, signals: SignalFd, flat: bool) -> ! {
     close_all_but(signals.as_raw_fd());
     loop {
         match signals.read_signal() {
@@ -60,6 +68,9 @@ pub(crate) fn run(command: Pid, signals: SignalFd) -> ! {
                 let signo = info.ssi_signo as i32;
                 if signo == libc::SIGCHLD {
                     if let Some(code) = reap(command) {
+                        if flat {
+                            kill_descendants();
+                        }
                         crate::sys::process::exit_now(code);
                     }
                 } else if let Ok(sig) = Signal::try_from(signo) {
@@ -69,6 +80,30 @@ pub(crate) fn run(command: Pid, signals: SignalFd) -> ! {
             Ok(None) | Err(nix::Error::EINTR) => {}
             // Cannot wait any more: exiting kills the whole jail (fail closed).
             Err(_) => crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED),
+        }
+    }
+}
+
+/// Kill every process reparented to us (we are their subreaper), repeating
+/// while killing a parent orphans more of them. Best effort: needs
+/// `/proc/self/task/*/children` (CONFIG_PROC_CHILDREN).
+fn kill_descendants() {
+    let me = nix::unistd::getpid();
+    for _ in 0..64 {
+        let path = format!("/proc/self/task/{me}/children");
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let pids: Vec<i32> = text
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.is_empty() {
+            return;
+        }
+        for pid in pids {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::__WALL));
         }
     }
 }
