@@ -254,3 +254,22 @@ fn the_proxy_answers_on_the_jail_listener() {
     assert_eq!(lines[0], "http://127.0.0.1:3128", "{text}");
     assert!(lines[1].starts_with("HTTP/1.1 403"), "{text}");
 }
+
+#[test]
+fn host_unix_sockets_are_unreachable() {
+    let home = scratch_home("unix");
+    let path = home.join("host.sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let py = format!(
+        "import socket\ntry:\n  s=socket.socket(socket.AF_UNIX); s.connect({:?}); print('connected')\nexcept OSError as e: print('blocked', e.errno)",
+        path.to_str().unwrap()
+    );
+    let o = ok(oajail("unix", &["--", PYTHON, "-c", &py]).output().unwrap());
+    assert_eq!(o.trim(), "blocked 1", "{o}");
+    assert!(
+        listener.accept().is_err(),
+        "the host socket saw a connection"
+    );
+}
