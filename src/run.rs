@@ -4,7 +4,7 @@ use crate::cli::{Common, RunArgs};
 use crate::plans::{self, Plans};
 use crate::{Fail, proxy, settings};
 use anyhow::anyhow;
-use oajail_jail::doctor::{KernelFeatures, Missing};
+use oajail_jail::doctor::Missing;
 use oajail_jail::seccomp::SeccompProgram;
 use oajail_jail::{Jail, JailSpec, Layers};
 use oajail_policy::Policy;
@@ -25,6 +25,14 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let layers = decide_layers(&policy, args.allow_degraded)?;
     let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     let spec = build_spec(argv, &plans, layers)?;
+    if common.debug {
+        eprintln!(
+            "oajail: layers {layers:?}; {} mount steps, {} landlock rules, {} seccomp instructions",
+            plans.compiled.mounts.steps.len(),
+            plans.compiled.landlock.fs_rules.len(),
+            spec.seccomp.as_ref().map_or(0, |p| p.len()),
+        );
+    }
     let timeout = args.timeout.or(plans.compiled.limits.wall_seconds);
     let allow_degraded = args.allow_degraded || policy.oajail.allow_degraded;
     supervise(&spec, &plans, &args, timeout, allow_degraded)
@@ -172,7 +180,6 @@ fn quick_probe() -> Vec<Missing> {
             why: "seccomp filters unavailable".into(),
         });
     }
-    let _ = KernelFeatures::probe;
     missing
 }
 
