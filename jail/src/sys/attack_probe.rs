@@ -153,17 +153,36 @@ pub fn int80_getpid() -> i64 {
 #[cfg(target_arch = "x86_64")]
 pub fn int80_socket_inet() -> i64 {
     // The compat ABI reads 32-bit pointers: the argument block must sit below
-    // 4 GiB, which heap and stack of a PIE do not guarantee. Use a static.
-    static ARGS: [u32; 3] = [libc::AF_INET as u32, libc::SOCK_STREAM as u32, 0];
-    let ptr = std::ptr::addr_of!(ARGS) as u64;
-    if ptr > u64::from(u32::MAX) {
-        return -(libc::EFAULT as i64);
+    // 4 GiB, which heap, stack and statics of a PIE do not guarantee, so it
+    // goes in a page mapped with MAP_32BIT.
+    // SAFETY: an anonymous private mapping of one page; no existing memory
+    // is affected and the result is checked before use.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        return -(Errno::last() as i64);
+    }
+    let args = page.cast::<u32>();
+    // SAFETY: `page` is a fresh, writable, page-aligned mapping of 4096
+    // bytes; three u32 fit at its start.
+    unsafe {
+        args.write(libc::AF_INET as u32);
+        args.add(1).write(libc::SOCK_STREAM as u32);
+        args.add(2).write(0);
     }
     let mut ret: i64 = 102; // __NR_socketcall (i386)
-    // SAFETY: socketcall(SYS_SOCKET=1, args) reads three u32 from `ARGS`,
-    // a static that lives for the whole program and sits below 4 GiB
-    // (checked above). LLVM reserves rbx, so the call number is swapped into
-    // it and rbx restored right after; other registers as in `int80_getpid`.
+    // SAFETY: socketcall(SYS_SOCKET=1, args) reads three u32 from the page
+    // mapped above, alive until the munmap below and below 2 GiB
+    // (MAP_32BIT). LLVM reserves rbx, so the call number is swapped into it
+    // and rbx restored right after; other registers as in `int80_getpid`.
     unsafe {
         std::arch::asm!(
             "xchg {call}, rbx",
@@ -171,11 +190,13 @@ pub fn int80_socket_inet() -> i64 {
             "xchg {call}, rbx",
             call = inout(reg) 1u64 => _,
             inout("rax") ret,
-            in("rcx") ptr,
+            in("rcx") page as u64,
             out("r8") _, out("r9") _, out("r10") _, out("r11") _,
             options(nostack),
         );
     }
+    // SAFETY: unmapping exactly the page mapped above; nothing refers to it.
+    unsafe { libc::munmap(page, 4096) };
     if let Ok(fd) = i32::try_from(ret)
         && fd >= 0
     {

@@ -323,3 +323,57 @@ fn record(rec: &ResultRecord) {
         );
     }
 }
+
+/// One attack run with one enforcement layer switched off (I2).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AblationRecord {
+    /// Attack id (catalog).
+    pub id: String,
+    /// Layers the documentation says stop this attack on their own.
+    pub claimed: Vec<String>,
+    /// For each layer switched off: the judgement and its detail.
+    pub without: Vec<(String, Judgement, String)>,
+    /// uid the suite ran as.
+    pub uid: u32,
+}
+
+/// Judge a run of the ablation matrix (no assertion, no record).
+pub fn judge_run(lab: &mut Lab, run: &Run) -> (Judgement, String) {
+    judge(lab, run)
+}
+
+/// Record the ablation row and fail when the layers that matter differ from
+/// the claim: an attack must only escape when a claimed layer is off, and
+/// never when the claim names two or more layers (defence in depth).
+pub fn assert_ablation(rec: &AblationRecord) {
+    let dir = results_dir().join("ablation");
+    let write = fs::create_dir_all(&dir).and_then(|()| {
+        fs::write(
+            dir.join(format!("{}.json", rec.id)),
+            serde_json::to_vec_pretty(rec).unwrap_or_default(),
+        )
+    });
+    if let Err(e) = write {
+        panic!("security suite: write ablation result for {}: {e}", rec.id);
+    }
+    let mut problems = Vec::new();
+    for (layer, j, detail) in &rec.without {
+        match j {
+            Judgement::Blocked | Judgement::NotApplicable => {}
+            Judgement::Escaped if rec.claimed.len() == 1 && rec.claimed.contains(layer) => {}
+            Judgement::Escaped if rec.claimed.contains(layer) => {
+                problems.push(format!(
+                    "without {layer}: escaped, but the claim is defence in depth ({detail})"
+                ));
+            }
+            other => problems.push(format!("without {layer}: {other:?} ({detail})")),
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{}: layer ablation (claimed {:?}):\n  {}",
+        rec.id,
+        rec.claimed,
+        problems.join("\n  ")
+    );
+}

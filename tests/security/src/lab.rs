@@ -255,9 +255,6 @@ impl Lab {
                 canary::canary(&self.token, &format!("env-{name}")),
             ));
         }
-        if let Ok(v) = std::env::var("OAJAIL_TEST_DISABLE") {
-            env.push(("OAJAIL_TEST_DISABLE".into(), v));
-        }
         env
     }
 
@@ -273,6 +270,29 @@ impl Lab {
         argv.push(self.tools.probe.display().to_string());
         argv.extend(probe.iter().map(|s| s.to_string()));
         self.run(argv, opts)
+    }
+
+    /// Run the probe under the `test-layers` build of oajail with
+    /// `OAJAIL_TEST_DISABLE=<layer>` (see [`ablation_oajail`]).
+    pub fn jailed_without(
+        &self,
+        layer: &str,
+        fixture: &str,
+        probe: &[&str],
+        opts: &RunOptions,
+    ) -> Run {
+        let policy = self.policy(fixture);
+        let mut argv = vec![
+            ablation_oajail().display().to_string(),
+            "-s".into(),
+            policy,
+            "--".into(),
+        ];
+        argv.push(self.tools.probe.display().to_string());
+        argv.extend(probe.iter().map(|s| s.to_string()));
+        let mut opts = opts.clone();
+        opts.env.push(("OAJAIL_TEST_DISABLE".into(), layer.into()));
+        self.run(argv, &opts)
     }
 
     /// Run the probe under oajail with no settings file (the built-in default policy).
@@ -379,6 +399,31 @@ impl Drop for Lab {
             let _ = fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// The `test-layers` build of oajail used by the layer-ablation tests:
+/// `$OAJAIL_ABLATION_BIN`, else `target/test-layers/<profile>/oajail`
+/// (built by `cargo build -p oajail --features test-layers --target-dir
+/// target/test-layers`). Panics naming the build command when missing: an
+/// ablation run that cannot happen must fail, not pass.
+pub fn ablation_oajail() -> PathBuf {
+    if let Some(p) = std::env::var_os("OAJAIL_ABLATION_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/<profile>/deps/<test> → target/test-layers/<profile>/oajail
+    let profile = exe.parent().and_then(Path::parent);
+    let target = profile.and_then(Path::parent);
+    let p = match (target, profile.and_then(Path::file_name)) {
+        (Some(t), Some(prof)) => t.join("test-layers").join(prof).join("oajail"),
+        _ => PathBuf::from("target/test-layers/debug/oajail"),
+    };
+    assert!(
+        p.is_file(),
+        "layer ablation: {} not found (build it with `cargo build -p oajail --features test-layers --target-dir target/test-layers` or set OAJAIL_ABLATION_BIN)",
+        p.display()
+    );
+    p
 }
 
 /// `tests/fixtures/` of the workspace.

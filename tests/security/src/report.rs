@@ -3,7 +3,7 @@
 //! (`tests/security/report-notes.md`: not-yet-covered attacks, fuzzing).
 
 use crate::catalog::{ATTACKS, FAMILIES, NOT_YET_COVERED};
-use crate::judge::{Judgement, ResultRecord};
+use crate::judge::{AblationRecord, Judgement, ResultRecord};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -43,6 +43,80 @@ fn cell(id: &str, rec: Option<&ResultRecord>) -> String {
         Judgement::NotRun => "**not run**",
     };
     format!("{j}{how}")
+}
+
+/// Read every ablation row in `dir/ablation` (missing dir = none).
+pub fn load_ablation(dir: &Path) -> BTreeMap<String, AblationRecord> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir.join("ablation"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let Ok(bytes) = std::fs::read(entry.path()) else {
+            continue;
+        };
+        if let Ok(rec) = serde_json::from_slice::<AblationRecord>(&bytes) {
+            out.insert(rec.id.clone(), rec);
+        }
+    }
+    out
+}
+
+fn ablation_cell(rec: Option<&AblationRecord>, layer: &str) -> String {
+    let Some(r) = rec else {
+        return "not run".into();
+    };
+    match r
+        .without
+        .iter()
+        .find(|(l, _, _)| l == layer)
+        .map(|(_, j, _)| *j)
+    {
+        Some(Judgement::Blocked) => "blocked".into(),
+        Some(Judgement::Escaped) => "**escaped**".into(),
+        Some(Judgement::NotApplicable) => "n/a".into(),
+        Some(j) => format!("**{j:?}**"),
+        None => "-".into(),
+    }
+}
+
+/// The "Layer ablation" section: for each attack, what happens with each
+/// layer switched off, as root / as the unprivileged user.
+pub fn render_ablation(
+    root: &BTreeMap<String, AblationRecord>,
+    user: &BTreeMap<String, AblationRecord>,
+) -> String {
+    const LAYERS: &[&str] = &["mounts", "landlock", "seccomp", "netns", "caps"];
+    let mut s = String::from("## Layer ablation (I2)\n\n");
+    s.push_str("Each attack re-run under the `test-layers` build with one layer switched off (`OAJAIL_TEST_DISABLE`). Cells: root / unprivileged. The test fails when an attack escapes without a layer the documentation does not claim for it, or with one layer off when two or more are claimed.\n\n");
+    s.push_str("| id | claimed layers |");
+    for l in LAYERS {
+        let _ = write!(s, " without {l} |");
+    }
+    s.push_str("\n|---|---|");
+    s.push_str(&"---|".repeat(LAYERS.len()));
+    s.push('\n');
+    let ids: std::collections::BTreeSet<&String> = root.keys().chain(user.keys()).collect();
+    for id in ids {
+        let claimed = root
+            .get(id)
+            .or(user.get(id))
+            .map(|r| r.claimed.join(", "))
+            .unwrap_or_default();
+        let _ = write!(s, "| {id} | {claimed} |");
+        for l in LAYERS {
+            let _ = write!(
+                s,
+                " {} / {} |",
+                ablation_cell(root.get(id), l),
+                ablation_cell(user.get(id), l)
+            );
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+    s
 }
 
 /// Render the whole report.

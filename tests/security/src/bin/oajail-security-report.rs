@@ -35,8 +35,11 @@ fn main() -> Result<()> {
     let (r, u) = (report::load(&root), report::load(&user));
     let notes_text =
         std::fs::read_to_string(&notes).with_context(|| format!("read {}", notes.display()))?;
-    std::fs::write(&out, report::render(&r, &u, &notes_text))
-        .with_context(|| format!("write {}", out.display()))?;
+    let (ra, ua) = (report::load_ablation(&root), report::load_ablation(&user));
+    let mut text = report::render(&r, &u, "");
+    text.push_str(&report::render_ablation(&ra, &ua));
+    text.push_str(&notes_text);
+    std::fs::write(&out, text).with_context(|| format!("write {}", out.display()))?;
     println!(
         "wrote {} ({} root, {} user results)",
         out.display(),

@@ -88,6 +88,7 @@ fn in_child(id: &str, params: &[String]) -> Outcome {
         .arg(CHILD_FLAG)
         .arg(id)
         .args(params)
+        .env("OAJ_PROBE_PARENT", std::process::id().to_string())
         .stdin(std::process::Stdio::inherit())
         .output();
     let out = match out {

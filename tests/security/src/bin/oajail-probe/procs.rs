@@ -36,12 +36,18 @@ fn targets(arg: &str) -> Vec<i32> {
         return arg.parse().into_iter().collect();
     }
     let me = std::process::id() as i32;
+    // When the attack runs in a re-executed child, its parent is the probe
+    // itself (the attacker's own process), not a target.
+    let probe_parent: i32 = std::env::var("OAJ_PROBE_PARENT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     let mut pids: Vec<i32> = fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .filter(|p| *p != me)
+        .filter(|p| *p != me && *p != probe_parent)
         .collect();
     pids.sort_unstable();
     pids

@@ -1,0 +1,145 @@
+//! I2: layer ablation. Each attack is re-run under the `test-layers` build
+//! of oajail with one layer switched off (`OAJAIL_TEST_DISABLE`), for every
+//! switchable layer. The test fails when the attack escapes without a layer
+//! the documentation does not name as its defence, or when it escapes with
+//! one layer off although the documentation claims two or more (defence in
+//! depth). The rows are written to the report ("Layer ablation").
+mod common;
+use common::*;
+use oajail_security::judge::{AblationRecord, assert_ablation, judge_run};
+
+/// Every layer `OAJAIL_TEST_DISABLE` can switch off.
+const LAYERS: &[&str] = &["mounts", "landlock", "seccomp", "netns", "caps"];
+
+fn ablate(id: &str, fixture: &str, claimed: &[&str], args: impl Fn(&Lab) -> Vec<String>) {
+    ablate_with(id, fixture, claimed, &RunOptions::default(), args);
+}
+
+fn ablate_with(
+    id: &str,
+    fixture: &str,
+    claimed: &[&str],
+    opts: &RunOptions,
+    args: impl Fn(&Lab) -> Vec<String>,
+) {
+    let mut without = Vec::new();
+    for layer in LAYERS {
+        let mut lab = Lab::new(&format!("{id}-no-{layer}"));
+        let argv = args(&lab);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let run = lab.jailed_without(layer, fixture, &argv, opts);
+        let (j, detail) = judge_run(&mut lab, &run);
+        without.push(((*layer).to_owned(), j, detail));
+    }
+    let rec = AblationRecord {
+        id: id.to_owned(),
+        claimed: claimed.iter().map(|s| (*s).to_owned()).collect(),
+        without,
+        uid: nix::unistd::getuid().as_raw(),
+    };
+    assert_ablation(&rec);
+}
+
+#[test]
+fn ablation_ssh_key_read() {
+    ablate("A1-ssh-key", DENY_HOME, &["mounts", "landlock"], |l| {
+        argv!["read-file", l.home(".ssh/id_ed25519")]
+    });
+}
+
+#[test]
+fn ablation_symlink_in_workspace() {
+    ablate(
+        "A3-symlink-in-workspace",
+        DENY_HOME,
+        &["mounts", "landlock"],
+        |l| argv!["symlink-read", l.home(".ssh/id_ed25519"), l.ws("link")],
+    );
+}
+
+#[test]
+fn ablation_bashrc_append() {
+    ablate(
+        "B1-bashrc-append",
+        HOME_READABLE,
+        &["mounts", "landlock"],
+        |l| argv!["write-file", "append", l.home(".bashrc")],
+    );
+}
+
+#[test]
+fn ablation_git_hook() {
+    ablate("B2-git-hook", HOME_READABLE, &["mounts"], |l| {
+        argv!["write-file", "create", l.ws(".git/hooks/pre-commit")]
+    });
+}
+
+#[test]
+fn ablation_ptrace() {
+    ablate(
+        "C2-ptrace-visible",
+        DENY_HOME,
+        &["seccomp", "landlock"],
+        |_| argv!["ptrace-attach", "all"],
+    );
+}
+
+#[test]
+fn ablation_ssh_agent_socket() {
+    ablate("C4-ssh-agent", DENY_HOME, &["seccomp", "mounts"], |l| {
+        argv!["unix-connect", l.path("run/ssh-agent.sock")]
+    });
+}
+
+#[test]
+fn ablation_abstract_socket() {
+    ablate("C5-abstract", DENY_HOME, &["netns", "landlock"], |l| {
+        argv!["abstract-connect", l.abstract_name]
+    });
+}
+
+#[test]
+fn ablation_io_uring() {
+    ablate("D1-io-uring-setup", DENY_HOME, &["seccomp"], |_| {
+        argv!["io-uring-setup"]
+    });
+}
+
+#[test]
+fn ablation_nested_user_namespace() {
+    ablate("D4-unshare-user", DENY_HOME, &["seccomp"], |_| {
+        argv!["unshare-user"]
+    });
+}
+
+#[test]
+fn ablation_capabilities() {
+    ablate("D9-capabilities", DENY_HOME, &["caps"], |_| argv!["caps"]);
+}
+
+#[test]
+fn ablation_direct_tcp() {
+    ablate(
+        "E1-tcp-public-v4",
+        DENY_HOME,
+        &["netns", "landlock"],
+        |_| argv!["tcp-connect", labspec::EVIL_V4, 443],
+    );
+}
+
+#[test]
+fn ablation_udp() {
+    ablate("E2-udp-public", DENY_HOME, &["netns"], |_| {
+        argv!["udp-send", labspec::EVIL_V4, 443]
+    });
+}
+
+#[test]
+fn ablation_host_loopback() {
+    ablate(
+        "E7-host-loopback",
+        DENY_HOME,
+        &["netns", "landlock"],
+        |_| argv!["tcp-connect", "127.0.0.1", 9999],
+    );
+}
