@@ -25,7 +25,7 @@ pub fn meta() -> Value {
 
 /// A running server with a raw line client.
 pub struct Server {
-    child: Child,
+    child: Option<Child>,
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
     pending: HashMap<i64, Value>,
@@ -46,12 +46,15 @@ pub fn command(envs: &[(&str, &str)], args: &[&str]) -> Command {
 impl Server {
     /// Starts the server with extra env vars and args.
     pub fn start(envs: &[(&str, &str)], args: &[&str]) -> Self {
-        let mut child = command(envs, args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn openagenda-mcp");
+        Self::start_command(command(envs, args))
+    }
+
+    fn with_child(mut self, child: Child) -> Self {
+        self.child = Some(child);
+        self
+    }
+
+    fn attach(child: &mut Child) -> Self {
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
         let stderr = child.stderr.take().unwrap();
@@ -75,7 +78,7 @@ impl Server {
             }
         });
         Self {
-            child,
+            child: None,
             stdin: Some(stdin),
             lines: rx,
             pending: HashMap::new(),
@@ -121,6 +124,33 @@ impl Server {
         }
     }
 
+    /// The next response to any request (for pipelined clients).
+    pub fn recv_any(&mut self, timeout: Duration) -> Value {
+        if let Some(id) = self.pending.keys().next().copied() {
+            return self.pending.remove(&id).unwrap();
+        }
+        loop {
+            let msg = self
+                .lines
+                .recv_timeout(timeout)
+                .expect("no response in time");
+            if msg.get("id").is_some() {
+                return msg;
+            }
+        }
+    }
+
+    /// Starts any command speaking MCP on stdio (used for baselines).
+    pub fn start_command(mut cmd: Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn server command");
+        Self::attach(&mut child).with_child(child)
+    }
+
     /// Request + response.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.request(method, params);
@@ -148,7 +178,7 @@ impl Server {
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 return st;
             }
             assert!(
@@ -161,14 +191,16 @@ impl Server {
 
     /// Process id of the server.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.as_ref().unwrap().id()
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 
