@@ -20,7 +20,7 @@ use openagenda_mcp::search::SearchIndex;
 use openagenda_mcp::spec::Catalogue;
 use serde_json::json;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::mock::Mock;
@@ -162,7 +162,7 @@ fn bench_rust(mock: &Mock, n: usize) -> (f64, f64) {
     (c1.p50, c4.per_sec)
 }
 
-fn bench_node(dir: &PathBuf, mode: &str, n: usize) -> Option<(f64, f64)> {
+fn bench_node(dir: &Path, mode: &str, n: usize) -> Option<(f64, f64)> {
     let script = dir.join("oa-mcp-bench-codemode-vm.mjs");
     std::fs::copy(
         concat!(env!("CARGO_MANIFEST_DIR"), "/benches/node/codemode-vm.mjs"),
@@ -195,7 +195,7 @@ fn bench_node(dir: &PathBuf, mode: &str, n: usize) -> Option<(f64, f64)> {
     Some((c1.p50, c4.per_sec))
 }
 
-fn bench_search(spec: &PathBuf) {
+fn bench_search(spec: &Path) {
     let queries = [
         "upcoming events in Paris",
         "my agendas",
