@@ -655,6 +655,36 @@ pub const ATTACKS: &[Attack] = &[
         "PX",
     ),
     a(
+        "H2-memory",
+        'H',
+        "allocate 2 GiB under a 1 GiB address-space limit",
+        "RL",
+    ),
+    a(
+        "H3-tmp-fill",
+        'H',
+        "write 64 MiB into the 16 MiB private /tmp",
+        "RL, NS",
+    ),
+    a(
+        "H3-file-size",
+        'H',
+        "write a 64 MiB file under an 8 MiB file-size limit",
+        "RL",
+    ),
+    a(
+        "H4-wall-timeout",
+        'H',
+        "a SIGTERM-blocking busy loop must end at --timeout 1",
+        "SUP",
+    ),
+    a(
+        "H5-supervisor-killed",
+        'H',
+        "oajail SIGKILLed: nothing of the jail survives",
+        "SUP (pdeathsig, pid ns)",
+    ),
+    a(
         "G1-secret-env",
         'G',
         "secret-named variables in the environment",

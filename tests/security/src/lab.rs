@@ -103,6 +103,10 @@ pub struct RunOptions {
     pub dns: DnsMode,
     /// Extra environment for the command.
     pub env: Vec<(String, String)>,
+    /// Extra oajail arguments, placed before `--` (e.g. `--timeout 1`).
+    pub oajail_args: Vec<String>,
+    /// SIGKILL oajail itself after this many milliseconds.
+    pub kill_after_ms: Option<u64>,
 }
 
 /// One lab: a directory with a fake home, a workspace and a policy, plus a
@@ -261,12 +265,9 @@ impl Lab {
     /// Run the probe under the real oajail with fixture policy `fixture`.
     pub fn jailed(&self, fixture: &str, probe: &[&str], opts: &RunOptions) -> Run {
         let policy = self.policy(fixture);
-        let mut argv = vec![
-            self.tools.oajail.display().to_string(),
-            "-s".into(),
-            policy,
-            "--".into(),
-        ];
+        let mut argv = vec![self.tools.oajail.display().to_string(), "-s".into(), policy];
+        argv.extend(opts.oajail_args.iter().cloned());
+        argv.push("--".into());
         argv.push(self.tools.probe.display().to_string());
         argv.extend(probe.iter().map(|s| s.to_string()));
         self.run(argv, opts)
@@ -332,6 +333,7 @@ impl Lab {
             abstract_name: self.abstract_name.clone(),
             dns: opts.dns,
             timeout_ms: 20_000,
+            kill_after_ms: opts.kill_after_ms,
         };
         let cfg_path = self.dir.join("lab.json");
         fs::write(

@@ -86,6 +86,9 @@ pub struct LabConfig {
     pub dns: DnsMode,
     /// Kill the command after this long.
     pub timeout_ms: u64,
+    /// SIGKILL the command (oajail itself) after this long: the jail must die with it.
+    #[serde(default)]
+    pub kill_after_ms: Option<u64>,
 }
 
 /// What the lab saw, written to `lab-result.json`.
@@ -97,6 +100,9 @@ pub struct LabResult {
     pub signal: Option<i32>,
     /// The lab killed the command at its timeout.
     pub timed_out: bool,
+    /// Wall time of the command, in milliseconds.
+    #[serde(default)]
+    pub elapsed_ms: u64,
     /// Bytes found in the pty's input queue after the run (TIOCSTI), if a pty was used.
     pub pty_injected: Option<usize>,
     /// Processes carrying the daemon marker still alive 1 s after the run.

@@ -396,7 +396,11 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
     let child = cmd.spawn().with_context(|| format!("spawn {}", argv[0]))?;
     drop(cmd);
     drop(_leaks);
-    let mut result = wait_with_timeout(child, Duration::from_millis(config.timeout_ms))?;
+    let mut result = wait_with_timeout(
+        child,
+        Duration::from_millis(config.timeout_ms),
+        config.kill_after_ms,
+    )?;
     if let Some(p) = pty {
         result.pty_injected = Some(drain(&p.slave));
     }
@@ -428,13 +432,23 @@ fn drain(slave: &OwnedFd) -> usize {
     nix::unistd::read(slave, &mut buf).unwrap_or(0)
 }
 
-fn wait_with_timeout(mut child: Child, limit: Duration) -> Result<LabResult> {
+fn wait_with_timeout(
+    mut child: Child,
+    limit: Duration,
+    kill_after_ms: Option<u64>,
+) -> Result<LabResult> {
     use std::os::unix::process::ExitStatusExt;
     let start = Instant::now();
     let mut timed_out = false;
+    let kill_at = kill_after_ms.map(Duration::from_millis);
     let status = loop {
         if let Some(st) = child.try_wait()? {
             break st;
+        }
+        if kill_at.is_some_and(|k| start.elapsed() > k) {
+            // The supervisor is killed from outside (H5): no chance to clean up.
+            let _ = child.kill();
+            break child.wait()?;
         }
         if start.elapsed() > limit {
             timed_out = true;
@@ -443,10 +457,12 @@ fn wait_with_timeout(mut child: Child, limit: Duration) -> Result<LabResult> {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
+    let elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(LabResult {
         exit_code: status.code(),
         signal: status.signal(),
         timed_out,
+        elapsed_ms,
         ..LabResult::default()
     })
 }

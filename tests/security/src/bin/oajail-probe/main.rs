@@ -11,6 +11,7 @@
 
 mod fs;
 mod lifecycle;
+mod limits;
 mod net;
 mod procs;
 mod proxy;
@@ -51,6 +52,8 @@ const IN_CHILD: &[&str] = &[
     "pidfd-getfd",
     "tiocsti",
     "tiocsti-high",
+    "alloc",
+    "fill-file",
     "tioclinux",
     "socket-family",
     "socket-families",
@@ -176,6 +179,10 @@ fn ids() -> Vec<&'static str> {
         "icmp-ping",
         "socket-family",
         "socket-families",
+        "daemonize-wait",
+        "alloc",
+        "fill-file",
+        "spin",
         "proxy-connect",
         "proxy-get",
         "proxy-raw",
@@ -206,6 +213,10 @@ fn dispatch(id: &str, p: &[String]) -> Outcome {
         "metadata" => fs::metadata(id, a(0), a(1)),
         "open-write" => fs::open_write(id, a(0)),
         "daemonize" => lifecycle::daemonize(id, a(0)),
+        "daemonize-wait" => limits::daemonize_wait(id, a(0)),
+        "alloc" => limits::alloc(id, a(0)),
+        "fill-file" => limits::fill_file(id, a(0), a(1)),
+        "spin" => limits::spin(id),
         _ => dispatch_proc_sys(id, p),
     }
 }
@@ -279,7 +290,8 @@ fn arity_ok(id: &str, n: usize) -> bool {
         "copy-to-ws" | "symlink-read" | "hardlink-read" | "write-file" | "rename-over"
         | "rename-away" | "metadata" | "mount-bind" | "tcp-connect" | "udp-send" | "dns-query" => 2,
         "symlink-parent" => 3,
-        "proxy-connect" | "proxy-get" | "socks" => 2,
+        "proxy-connect" | "proxy-get" | "socks" | "fill-file" => 2,
+        "alloc" | "daemonize-wait" => 1,
         "proxy-raw" => 1,
         "read-file" | "sendfile-file" | "read-tree" | "unlink-recreate" | "open-write"
         | "daemonize" | "ptrace-attach" | "proc-mem" | "process-vm-read" | "pidfd-getfd"

@@ -89,7 +89,8 @@ impl Outcome {
 
     /// A child running the attack was killed by `signal` (seccomp KILL gives SIGSYS).
     pub fn killed(attack: &str, signal: i32) -> Outcome {
-        let verdict = if signal == libc::SIGSYS || signal == libc::SIGKILL {
+        // SIGSYS: seccomp kill; SIGKILL: OOM or limit; SIGXFSZ: RLIMIT_FSIZE.
+        let verdict = if [libc::SIGSYS, libc::SIGKILL, libc::SIGXFSZ].contains(&signal) {
             Verdict::Blocked
         } else {
             Verdict::Unexpected
