@@ -97,6 +97,12 @@ pub const ATTACKS: &[Attack] = &[
         "NS, LL",
     ),
     a(
+        "A4-symlinked-write-root",
+        'A',
+        "write through a writable root planted as a symlink to $HOME",
+        "SUP, NS",
+    ),
+    a(
         "A6-hardlink-into-workspace",
         'A',
         "hardlink a secret into the workspace",
@@ -694,6 +700,18 @@ pub const ATTACKS: &[Attack] = &[
         "I1-no-user-namespaces",
         'I',
         "user namespaces unavailable: refuse, never run unconfined",
+        "SUP",
+    ),
+    a(
+        "I1-no-landlock",
+        'I',
+        "Landlock missing (test build pretends): refuse",
+        "SUP",
+    ),
+    a(
+        "I1-no-seccomp",
+        'I',
+        "seccomp missing (test build pretends): refuse",
         "SUP",
     ),
     a(

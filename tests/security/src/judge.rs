@@ -224,6 +224,15 @@ pub fn assert_contained(lab: &mut Lab, id: &str, run: &Run) {
     finish(id, run, j, detail);
 }
 
+/// The attack must be blocked, or oajail must refuse to run at all (one
+/// `oajail:` line, non-zero status, probe never ran): both keep the host safe.
+pub fn assert_blocked_or_refused(lab: &mut Lab, id: &str, run: &Run) {
+    if run.report.is_none() && run.lab.lab_error.is_none() {
+        return assert_refused(lab, id, run);
+    }
+    assert_blocked(lab, id, run);
+}
+
 /// For fail-closed cases: oajail must refuse (non-zero, one `oajail:` line)
 /// and the probe must never have run.
 pub fn assert_refused(lab: &mut Lab, id: &str, run: &Run) {

@@ -282,17 +282,31 @@ impl Lab {
         probe: &[&str],
         opts: &RunOptions,
     ) -> Run {
+        self.jailed_test_build(&[("OAJAIL_TEST_DISABLE", layer)], fixture, probe, opts)
+    }
+
+    /// Run the probe under the `test-layers` build of oajail with extra
+    /// test switches in its environment (`OAJAIL_TEST_DISABLE`,
+    /// `OAJAIL_TEST_PRETEND_MISSING`).
+    pub fn jailed_test_build(
+        &self,
+        switches: &[(&str, &str)],
+        fixture: &str,
+        probe: &[&str],
+        opts: &RunOptions,
+    ) -> Run {
         let policy = self.policy(fixture);
-        let mut argv = vec![
-            ablation_oajail().display().to_string(),
-            "-s".into(),
-            policy,
-            "--".into(),
-        ];
+        let mut argv = vec![ablation_oajail().display().to_string(), "-s".into(), policy];
+        argv.extend(opts.oajail_args.iter().cloned());
+        argv.push("--".into());
         argv.push(self.tools.probe.display().to_string());
         argv.extend(probe.iter().map(|s| s.to_string()));
         let mut opts = opts.clone();
-        opts.env.push(("OAJAIL_TEST_DISABLE".into(), layer.into()));
+        opts.env.extend(
+            switches
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         self.run(argv, &opts)
     }
 

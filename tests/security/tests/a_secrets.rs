@@ -135,3 +135,45 @@ fn blocks_proc_root_of_host_process() {
 fn blocks_canary_in_mount_tables() {
     expect_blocked("A8-mountinfo", DENY_HOME, |_| argv!["mountinfo-scan"]);
 }
+
+/// A4: a previous run left `ws/build -> $HOME`; this run's policy makes
+/// `./build` writable. Writing `.bashrc` through it must fail (or oajail
+/// must refuse the symlinked root); the home stays unchanged.
+#[test]
+fn blocks_policy_time_symlink_plant() {
+    let id = "A4-symlinked-write-root";
+    let mut lab = Lab::new(id);
+    std::os::unix::fs::symlink(lab.home(""), lab.ws("build")).expect("plant ws/build -> home");
+    let target = lab.ws("build/.bashrc");
+    let run = lab.jailed(
+        "attack-symlinked-root.json",
+        &["write-file", "append", &target],
+        &RunOptions::default(),
+    );
+    oajail_security::judge::assert_blocked_or_refused(&mut lab, id, &run);
+}
+
+/// A6b, documented residual (docs/threat-model.md): a hardlink made BEFORE
+/// the run inside a readable tree aliases a denied file, and path rules
+/// cannot see it. The test asserts that the alias is readable, so a future
+/// defence (refusal or warning) shows up here.
+#[test]
+fn residual_preexisting_hardlink_is_readable() {
+    let lab = Lab::new("A6b-preexisting-hardlink");
+    std::fs::create_dir_all(lab.ws(".cache")).expect("mkdir ws/.cache");
+    std::fs::hard_link(lab.home(".ssh/id_ed25519"), lab.ws(".cache/k")).expect("plant hardlink");
+    let alias = lab.ws(".cache/k");
+    let run = lab.jailed(
+        "attack-symlinked-root.json",
+        &["read-file", &alias],
+        &RunOptions::default(),
+    );
+    let verdict = run.report.as_ref().map(|r| r.verdict);
+    assert_eq!(
+        verdict,
+        Some(oajail_security::verdict::Verdict::Succeeded),
+        "residual changed (good news? update docs/threat-model.md): {} {}",
+        run.stdout,
+        run.stderr
+    );
+}

@@ -20,3 +20,30 @@ fn refuses_invalid_policy() {
     let run = lab.jailed("attack-invalid.json", &["nnp"], &RunOptions::default());
     assert_refused(&mut lab, "I1-bad-policy", &run);
 }
+
+/// The kernel "lacks" Landlock (test build: `OAJAIL_TEST_PRETEND_MISSING`):
+/// oajail must refuse rather than run with one layer fewer.
+#[test]
+fn refuses_without_landlock() {
+    let mut lab = Lab::new("I1-no-landlock");
+    let run = lab.jailed_test_build(
+        &[("OAJAIL_TEST_PRETEND_MISSING", "landlock")],
+        DENY_HOME,
+        &["nnp"],
+        &RunOptions::default(),
+    );
+    assert_refused(&mut lab, "I1-no-landlock", &run);
+}
+
+/// The kernel "lacks" seccomp filters: refuse.
+#[test]
+fn refuses_without_seccomp() {
+    let mut lab = Lab::new("I1-no-seccomp");
+    let run = lab.jailed_test_build(
+        &[("OAJAIL_TEST_PRETEND_MISSING", "seccomp")],
+        DENY_HOME,
+        &["nnp"],
+        &RunOptions::default(),
+    );
+    assert_refused(&mut lab, "I1-no-seccomp", &run);
+}
