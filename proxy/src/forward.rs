@@ -28,6 +28,43 @@ struct Url {
     path: String,
 }
 
+/// What a request turned into after its checks.
+struct Prepared {
+    url: Url,
+    body: Body,
+    websocket: bool,
+    /// `host[:port]` for the rebuilt `Host` header.
+    authority: String,
+    /// The client's own `Host` header, logged when it differs.
+    client_host: Option<String>,
+}
+
+fn prepare(req: &Request) -> Result<Prepared, Reject> {
+    let url = parse_absolute(&req.target)?;
+    let body = request_body(req)?;
+    let websocket = check_upgrade(req)?;
+    let host_headers: Vec<&[u8]> = req.values("host").collect();
+    if host_headers.len() > 1 {
+        return Err(bad("more than one Host header"));
+    }
+    let authority = if url.port == 80 {
+        url.host.to_string()
+    } else {
+        url.host.authority(url.port)
+    };
+    let client_host = host_headers
+        .first()
+        .map(|h| String::from_utf8_lossy(h).into_owned())
+        .filter(|h| !h.eq_ignore_ascii_case(&authority));
+    Ok(Prepared {
+        url,
+        body,
+        websocket,
+        authority,
+        client_host,
+    })
+}
+
 /// Forward one request. `Ok(true)`: the client connection may carry
 /// another request. `Err`: answer the rejection and close.
 pub(crate) async fn forward(
@@ -36,20 +73,8 @@ pub(crate) async fn forward(
     client: &mut BufConn,
     req: Request,
 ) -> Result<bool, (String, Reject)> {
-    let fail = |r: Reject| (req.method.clone(), r);
-    let url = parse_absolute(&req.target).map_err(fail)?;
-    let body = request_body(&req).map_err(fail)?;
-    let websocket = check_upgrade(&req).map_err(fail)?;
-    let host_headers: Vec<&[u8]> = req.values("host").collect();
-    if host_headers.len() > 1 {
-        return Err(fail(bad("more than one Host header")));
-    }
-    let authority = if url.port == 80 {
-        url.host.to_string()
-    } else {
-        url.host.authority(url.port)
-    };
-    let mut route = match route::open(shared, ctx, &req.method, &url.host, url.port).await {
+    let p = prepare(&req).map_err(|r| (req.method.clone(), r))?;
+    let mut route = match route::open(shared, ctx, &req.method, &p.url.host, p.url.port).await {
         Ok(r) => r,
         Err(refusal) => {
             let _ = client.stream.write_all(&refusal_response(&refusal)).await;
@@ -59,33 +84,15 @@ pub(crate) async fn forward(
     let mut rec = ctx.record("decision", "allowed");
     rec.decision = Some("allow");
     rec.method = Some(req.method.clone());
-    rec.host = Some(url.host.to_string());
-    rec.port = Some(url.port);
+    rec.host = Some(p.url.host.to_string());
+    rec.port = Some(p.url.port);
     rec.resolved = Some(route.addr.to_string());
     rec.entry = Some(route.allowed.entry.clone());
-    rec.client_host_header = host_headers
-        .first()
-        .map(|h| String::from_utf8_lossy(h).into_owned())
-        .filter(|h| !h.eq_ignore_ascii_case(&authority));
+    rec.client_host_header = p.client_host.clone();
     shared.log.write(rec);
-
-    let head = upstream_head(&req, &url.path, &authority, body, websocket);
-    let idle = shared.limits.idle_timeout;
-    let sent = async {
-        route
-            .stream
-            .write_all(head.as_bytes())
-            .await
-            .map_err(ReadError::Io)?;
-        match body {
-            Body::Length(n) => client.relay_exact(n, &mut route.stream, idle).await,
-            Body::Chunked => client.relay_chunked(&mut route.stream, idle).await,
-            Body::None => Ok(()),
-        }
-    };
-    match sent.await {
+    match send_request(shared, client, &mut route.stream, &req, &p).await {
         Ok(()) => {}
-        // The upstream went away while taking the body.
+        // The upstream went away while taking the request.
         Err(ReadError::Io(e)) => {
             let msg = format!("the upstream failed while receiving the request: {e}");
             let _ = client
@@ -94,21 +101,31 @@ pub(crate) async fn forward(
                 .await;
             return Ok(false);
         }
-        Err(e) => return Err(fail(bad(format!("request body: {e}")))),
+        Err(e) => return Err((req.method.clone(), bad(format!("request body: {e}")))),
     }
-    let client_keep = req.version == 1 && !connection_has(&req.headers, "close") && !websocket;
-    let upstream = BufConn::new(route.stream);
-    crate::response::relay(
-        shared,
-        ctx,
-        client,
-        upstream,
-        &req.method,
-        client_keep,
-        websocket,
-    )
-    .await
-    .map_err(|r| (req.method.clone(), r))
+    let asked = crate::response::Asked {
+        method: &req.method,
+        keep_alive: req.version == 1 && !connection_has(&req.headers, "close") && !p.websocket,
+        websocket: p.websocket,
+    };
+    Ok(crate::response::relay(shared, ctx, client, BufConn::new(route.stream), asked).await)
+}
+
+async fn send_request(
+    shared: &Shared,
+    client: &mut BufConn,
+    up: &mut tokio::net::TcpStream,
+    req: &Request,
+    p: &Prepared,
+) -> Result<(), ReadError> {
+    let head = upstream_head(req, &p.url.path, &p.authority, p.body, p.websocket);
+    up.write_all(&head).await?;
+    let idle = shared.limits.idle_timeout;
+    match p.body {
+        Body::Length(n) => client.relay_exact(n, up, idle).await,
+        Body::Chunked => client.relay_chunked(up, idle).await,
+        Body::None => Ok(()),
+    }
 }
 
 fn parse_absolute(target: &str) -> Result<Url, Reject> {
@@ -240,33 +257,36 @@ pub(crate) fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
         || listed.iter().any(|l| l == name)
 }
 
+/// The request as it goes upstream: rebuilt request line and `Host`, the
+/// client's end-to-end headers byte for byte, our own framing.
 fn upstream_head(
     req: &Request,
     path: &str,
     authority: &str,
     body: Body,
     websocket: bool,
-) -> String {
+) -> Vec<u8> {
     let listed = connection_tokens(&req.headers);
-    let mut out = format!("{} {path} HTTP/1.1\r\nHost: {authority}\r\n", req.method);
+    let mut out = format!("{} {path} HTTP/1.1\r\nHost: {authority}\r\n", req.method).into_bytes();
     for (name, value) in &req.headers {
         if !is_hop_by_hop(name, &listed) {
-            out.push_str(name);
-            out.push_str(": ");
-            out.push_str(&String::from_utf8_lossy(value));
-            out.push_str("\r\n");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
         }
     }
     match body {
-        Body::Length(n) => out.push_str(&format!("Content-Length: {n}\r\n")),
-        Body::Chunked => out.push_str("Transfer-Encoding: chunked\r\n"),
+        Body::Length(n) => out.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes()),
+        Body::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
         Body::None => {}
     }
-    out.push_str(if websocket {
-        "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    let end: &[u8] = if websocket {
+        b"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
     } else {
-        "Connection: close\r\n\r\n"
-    });
+        b"Connection: close\r\n\r\n"
+    };
+    out.extend_from_slice(end);
     out
 }
 

@@ -116,6 +116,50 @@ pub(crate) async fn websocket(
     run(shared, close, client, &mut upstream).await;
 }
 
+/// srt `httpProxyPort` / `socksProxyPort`: hand the whole connection, as
+/// received, to the user's own proxy on the host's loopback; that proxy
+/// does all filtering (srt semantics). Logged as one decision and one close.
+pub(crate) async fn to_user_proxy(shared: &Shared, ctx: &Ctx, mut client: BufConn, port: u16) {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut rec = ctx.record("decision", "user_proxy");
+    rec.resolved = Some(addr.to_string());
+    let dialed =
+        tokio::time::timeout(shared.limits.connect_timeout, TcpStream::connect(addr)).await;
+    let stream = match dialed {
+        Ok(Ok(s)) => s,
+        Ok(Err(_)) | Err(_) => {
+            rec.decision = Some("error");
+            rec.reason = "user_proxy_unreachable".into();
+            rec.message = Some(format!(
+                "the user's proxy at {addr} (httpProxyPort/socksProxyPort) is unreachable"
+            ));
+            shared.log.write(rec);
+            if ctx.proto == "http" {
+                let answer = crate::http::error_response(
+                    502,
+                    "Bad Gateway",
+                    "the configured proxy is unreachable",
+                    None,
+                );
+                let _ = client.stream.write_all(&answer).await;
+            }
+            return;
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    rec.decision = Some("allow");
+    rec.message = Some(format!("forwarded to the user's proxy at {addr}"));
+    let close = Record {
+        event: "close",
+        decision: None,
+        reason: String::new(),
+        message: None,
+        ..clone_record(&rec)
+    };
+    shared.log.write(rec);
+    run(shared, close, &mut client, &mut BufConn::new(stream)).await;
+}
+
 fn clone_record(r: &Record) -> Record {
     Record {
         conn: r.conn,

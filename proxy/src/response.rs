@@ -6,7 +6,7 @@
 //! `502`; a failure halfway through a body closes the client connection.
 use crate::conn::BufConn;
 use crate::forward::{connection_tokens, is_hop_by_hop, parse_length};
-use crate::http::{Reject, error_response};
+use crate::http::error_response;
 use crate::route::Ctx;
 use crate::server::Shared;
 use tokio::io::AsyncWriteExt;
@@ -103,99 +103,88 @@ fn client_head(head: &Head, framing: Framing, keep: bool) -> Vec<u8> {
     out
 }
 
-/// Relay the response(s) to one request. `Ok(true)`: the client
-/// connection may carry another request.
+async fn bad_gateway(client: &mut BufConn, message: &str) -> bool {
+    let _ = client
+        .stream
+        .write_all(&error_response(502, "Bad Gateway", message, None))
+        .await;
+    false
+}
+
+/// How the request that is being answered shapes the answer.
+pub(crate) struct Asked<'a> {
+    pub method: &'a str,
+    /// The client may send another request afterwards.
+    pub keep_alive: bool,
+    /// The request asked for `Upgrade: websocket`.
+    pub websocket: bool,
+}
+
+/// Relay the response(s) to one request. `true`: the client connection may
+/// carry another request.
 pub(crate) async fn relay(
     shared: &Shared,
     ctx: &Ctx,
     client: &mut BufConn,
     mut upstream: BufConn,
-    method: &str,
-    client_keep: bool,
-    websocket: bool,
-) -> Result<bool, Reject> {
+    asked: Asked<'_>,
+) -> bool {
     let limits = &shared.limits;
-    loop {
-        let head = match upstream
+    // Interim 1xx answers (100 Continue) are passed on; then the final one.
+    let head = loop {
+        let raw = upstream
             .read_head(limits.max_head_bytes * 4, limits.idle_timeout)
-            .await
-        {
-            Ok(raw) => parse_response(&raw, limits.max_headers * 2),
-            Err(_) => None,
+            .await;
+        let Some(head) = raw
+            .ok()
+            .and_then(|r| parse_response(&r, limits.max_headers * 2))
+        else {
+            return bad_gateway(client, "the upstream sent no valid response head").await;
         };
-        let Some(head) = head else {
-            let answer = error_response(
-                502,
-                "Bad Gateway",
-                "the upstream sent no valid response head",
-                None,
-            );
-            let _ = client.stream.write_all(&answer).await;
-            return Ok(false);
-        };
-        if head.status == 101 {
-            if !websocket {
-                let _ = client
-                    .stream
-                    .write_all(&error_response(
-                        502,
-                        "Bad Gateway",
-                        "unexpected 101 from upstream",
-                        None,
-                    ))
-                    .await;
-                return Ok(false);
-            }
-            if client
-                .stream
-                .write_all(&client_head(&head, Framing::None, false))
-                .await
-                .is_err()
-            {
-                return Ok(false);
-            }
-            crate::relay::websocket(shared, ctx, client, upstream).await;
-            return Ok(false);
+        if head.status >= 200 || head.status == 101 {
+            break head;
         }
-        if head.status < 200 {
-            if client
-                .stream
-                .write_all(&client_head(&head, Framing::None, true))
-                .await
-                .is_err()
-            {
-                return Ok(false);
-            }
-            continue;
-        }
-        let Some(framing) = framing(&head, method) else {
-            let _ = client
-                .stream
-                .write_all(&error_response(
-                    502,
-                    "Bad Gateway",
-                    "ambiguous response framing from upstream",
-                    None,
-                ))
-                .await;
-            return Ok(false);
-        };
-        let keep = client_keep && framing != Framing::ToClose;
         if client
             .stream
-            .write_all(&client_head(&head, framing, keep))
+            .write_all(&client_head(&head, Framing::None, true))
             .await
             .is_err()
         {
-            return Ok(false);
+            return false;
         }
-        let idle = limits.idle_timeout;
-        let done = match framing {
-            Framing::None => Ok(()),
-            Framing::Length(n) => upstream.relay_exact(n, &mut client.stream, idle).await,
-            Framing::Chunked => upstream.relay_chunked(&mut client.stream, idle).await,
-            Framing::ToClose => upstream.relay_to_eof(&mut client.stream, idle).await,
-        };
-        return Ok(keep && done.is_ok());
+    };
+    if head.status == 101 {
+        if !asked.websocket {
+            return bad_gateway(client, "unexpected 101 from upstream").await;
+        }
+        if client
+            .stream
+            .write_all(&client_head(&head, Framing::None, false))
+            .await
+            .is_ok()
+        {
+            crate::relay::websocket(shared, ctx, client, upstream).await;
+        }
+        return false;
     }
+    let Some(framing) = framing(&head, asked.method) else {
+        return bad_gateway(client, "ambiguous response framing from upstream").await;
+    };
+    let keep = asked.keep_alive && framing != Framing::ToClose;
+    if client
+        .stream
+        .write_all(&client_head(&head, framing, keep))
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let idle = limits.idle_timeout;
+    let done = match framing {
+        Framing::None => Ok(()),
+        Framing::Length(n) => upstream.relay_exact(n, &mut client.stream, idle).await,
+        Framing::Chunked => upstream.relay_chunked(&mut client.stream, idle).await,
+        Framing::ToClose => upstream.relay_to_eof(&mut client.stream, idle).await,
+    };
+    keep && done.is_ok()
 }

@@ -162,6 +162,13 @@ async fn serve(shared: Arc<Shared>, permits: Arc<Semaphore>, stream: TcpStream, 
     if permit.is_none() {
         return over_limit(&shared, &ctx, client, first).await;
     }
+    let user_proxy = match first {
+        0x05 | 0x04 => shared.plan.socks_proxy_port,
+        _ => shared.plan.http_proxy_port,
+    };
+    if let Some(port) = user_proxy {
+        return crate::relay::to_user_proxy(&shared, &ctx, client, port).await;
+    }
     match first {
         0x05 => crate::socks::serve(&shared, &ctx, client).await,
         0x04 => {

@@ -83,13 +83,37 @@ async fn handshake(
     client: &mut BufConn,
     deadline: Instant,
 ) -> Result<Result<(Host, u16), Refused>, String> {
-    let io = |e: ReadError| e.to_string();
-    need(client, 2, deadline).await.map_err(io)?;
+    greeting(client, deadline).await?;
+    let (cmd, atyp, addr, port) = request(client, deadline).await?;
+    if cmd != 1 {
+        let what = match cmd {
+            2 => "BIND",
+            3 => "UDP ASSOCIATE",
+            _ => "unknown command",
+        };
+        let message = format!("SOCKS5 {what} is not supported");
+        return Ok(Err((
+            REPLY_COMMAND_NOT_SUPPORTED,
+            "socks_command_refused",
+            message,
+        )));
+    }
+    if port == 0 {
+        return Ok(Err((REPLY_FAILURE, "bad_request", "port 0".into())));
+    }
+    Ok(target(atyp, &addr).map(|host| (host, port)))
+}
+
+/// Method negotiation: only "no authentication" is accepted.
+async fn greeting(client: &mut BufConn, deadline: Instant) -> Result<(), String> {
+    need(client, 2, deadline).await.map_err(|e| e.to_string())?;
     let methods = usize::from(client.buf[1]);
     if methods == 0 {
         return Err("no authentication methods offered".into());
     }
-    need(client, 2 + methods, deadline).await.map_err(io)?;
+    need(client, 2 + methods, deadline)
+        .await
+        .map_err(|e| e.to_string())?;
     let offered: Vec<u8> = client.buf.drain(..2 + methods).skip(2).collect();
     if !offered.contains(&0) {
         let _ = client.stream.write_all(&[5, 0xff]).await;
@@ -99,8 +123,15 @@ async fn handshake(
         .stream
         .write_all(&[5, 0])
         .await
-        .map_err(|e| e.to_string())?;
-    need(client, 5, deadline).await.map_err(io)?;
+        .map_err(|e| e.to_string())
+}
+
+/// The request: (command, address type, address bytes, port).
+async fn request(
+    client: &mut BufConn,
+    deadline: Instant,
+) -> Result<(u8, u8, Vec<u8>, u16), String> {
+    need(client, 5, deadline).await.map_err(|e| e.to_string())?;
     let (ver, cmd, rsv, atyp) = (client.buf[0], client.buf[1], client.buf[2], client.buf[3]);
     if ver != 5 || rsv != 0 {
         return Err("bad request header".into());
@@ -112,46 +143,32 @@ async fn handshake(
         3 => 1 + usize::from(client.buf[4]),
         _ => return Err(format!("unknown address type {atyp}")),
     };
-    need(client, 4 + addr_len + 2, deadline).await.map_err(io)?;
+    need(client, 4 + addr_len + 2, deadline)
+        .await
+        .map_err(|e| e.to_string())?;
     let req: Vec<u8> = client.buf.drain(..4 + addr_len + 2).collect();
     let port = u16::from_be_bytes([req[4 + addr_len], req[5 + addr_len]]);
-    if cmd != 1 {
-        let what = match cmd {
-            2 => "BIND",
-            3 => "UDP ASSOCIATE",
-            _ => "unknown command",
-        };
-        return Ok(Err((
-            REPLY_COMMAND_NOT_SUPPORTED,
-            "socks_command_refused",
-            format!("SOCKS5 {what} is not supported"),
-        )));
-    }
-    if port == 0 {
-        return Ok(Err((REPLY_FAILURE, "bad_request", "port 0".into())));
-    }
-    let addr = &req[4..4 + addr_len];
-    let host = match atyp {
-        1 => Host::V4(Ipv4Addr::new(addr[0], addr[1], addr[2], addr[3])),
+    Ok((cmd, atyp, req[4..4 + addr_len].to_vec(), port))
+}
+
+/// The destination: IPv4, IPv6, or a name canonicalised like any other.
+fn target(atyp: u8, addr: &[u8]) -> Result<Host, Refused> {
+    match atyp {
+        1 => Ok(Host::V4(Ipv4Addr::new(addr[0], addr[1], addr[2], addr[3]))),
         4 => {
             let mut b = [0u8; 16];
             b.copy_from_slice(addr);
-            Host::V6(Ipv6Addr::from(b))
+            Ok(Host::V6(Ipv6Addr::from(b)))
         }
         _ => {
-            let name = std::str::from_utf8(&addr[1..])
-                .map_err(|_| "domain name is not UTF-8".to_string())?;
-            match host::canonicalize(name) {
-                Ok(h) => h,
-                Err(e) => {
-                    return Ok(Err((
-                        REPLY_FAILURE,
-                        "bad_request",
-                        format!("SOCKS5 target {name:?}: {e}"),
-                    )));
-                }
-            }
+            let name = String::from_utf8_lossy(&addr[1..]);
+            host::canonicalize(&name).map_err(|e| {
+                (
+                    REPLY_FAILURE,
+                    "bad_request",
+                    format!("SOCKS5 target {name:?}: {e}"),
+                )
+            })
         }
-    };
-    Ok(Ok((host, port)))
+    }
 }

@@ -84,6 +84,10 @@ pub(crate) async fn peek(
     check_sni(host, sni)
 }
 
+fn bad_hello(message: String) -> PeekDeny {
+    deny("bad_client_hello", message, None, true)
+}
+
 /// Feed the buffered bytes to rustls until it has the whole ClientHello.
 async fn read_client_hello(
     shared: &Shared,
@@ -94,18 +98,10 @@ async fn read_client_hello(
     let mut fed = 0;
     loop {
         while fed < client.buf.len() {
-            let mut cursor = Cursor::new(&client.buf[fed..]);
-            match acceptor.read_tls(&mut cursor) {
+            match acceptor.read_tls(&mut Cursor::new(&client.buf[fed..])) {
                 Ok(0) => break,
                 Ok(n) => fed += n,
-                Err(e) => {
-                    return Err(deny(
-                        "bad_client_hello",
-                        format!("malformed ClientHello: {e}"),
-                        None,
-                        true,
-                    ));
-                }
+                Err(e) => return Err(bad_hello(format!("malformed ClientHello: {e}"))),
             }
         }
         match acceptor.accept() {
@@ -113,22 +109,10 @@ async fn read_client_hello(
                 return Ok(accepted.client_hello().server_name().map(str::to_owned));
             }
             Ok(None) => {}
-            Err((e, _)) => {
-                return Err(deny(
-                    "bad_client_hello",
-                    format!("malformed ClientHello: {e}"),
-                    None,
-                    true,
-                ));
-            }
+            Err((e, _)) => return Err(bad_hello(format!("malformed ClientHello: {e}"))),
         }
         if client.buf.len() > shared.limits.max_client_hello {
-            return Err(deny(
-                "bad_client_hello",
-                "ClientHello too large".into(),
-                None,
-                true,
-            ));
+            return Err(bad_hello("ClientHello too large".into()));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         match client.fill(left).await {

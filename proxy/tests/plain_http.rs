@@ -309,3 +309,32 @@ fn empty_allow_list_means_no_network() {
     assert!(resp.contains("allowedDomains is empty"), "{resp}");
     assert!(lab.resolver.queries().is_empty());
 }
+
+#[test]
+fn http_proxy_port_hands_connections_to_the_users_proxy() {
+    // The "user's proxy": records what it gets and answers 200.
+    let user = Upstream::http(CANARY);
+    let mut egress = plan(&[], &[]);
+    egress.http_proxy_port = Some(user.addr.port());
+    let lab = Lab::with(egress, oajail_proxy::Limits::default());
+    let resp = raw(
+        lab.proxy,
+        b"GET http://anything.test/ HTTP/1.1\r\nProxy-Authorization: x\r\n\r\n",
+    );
+    assert_eq!(status(&resp), 200, "{resp}");
+    // Bytes pass unchanged: the user's proxy does all filtering.
+    assert_eq!(
+        String::from_utf8(user.received()).unwrap(),
+        "GET http://anything.test/ HTTP/1.1\r\nProxy-Authorization: x\r\n\r\n"
+    );
+    assert!(lab.resolver.queries().is_empty());
+    let d = lab.decisions();
+    assert_eq!((d.len(), d[0]["reason"].as_str()), (1, Some("user_proxy")));
+    // SOCKS is still filtered by oajail when only httpProxyPort is set.
+    let mut s = TcpStream::connect(lab.proxy).unwrap();
+    s.write_all(&[5, 1, 0, 5, 1, 0, 3, 4, b'a', b'.', b'b', b'c', 0, 80])
+        .unwrap();
+    let mut reply = [0u8; 12];
+    s.read_exact(&mut reply).unwrap();
+    assert_eq!(reply[3], 2);
+}
