@@ -23,11 +23,13 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
         eprintln!("oajail: policy from {origin} (sha256 {})", policy.sha256());
     }
     let layers = decide_layers(&policy, args.allow_degraded)?;
+    let started = std::time::Instant::now();
     let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     let spec = build_spec(argv, &plans, layers)?;
     if common.debug {
         eprintln!(
-            "oajail: layers {layers:?}; {} mount steps, {} landlock rules, {} seccomp instructions",
+            "oajail: compiled in {:.1} ms; layers {layers:?}; {} mount steps, {} landlock rules, {} seccomp instructions",
+            started.elapsed().as_secs_f64() * 1000.0,
             plans.compiled.mounts.steps.len(),
             plans.compiled.landlock.fs_rules.len(),
             spec.seccomp.as_ref().map_or(0, |p| p.len()),
@@ -35,7 +37,8 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     }
     let timeout = args.timeout.or(plans.compiled.limits.wall_seconds);
     let allow_degraded = args.allow_degraded || policy.oajail.allow_degraded;
-    supervise(&spec, &plans, &args, timeout, allow_degraded)
+    let debug = common.debug;
+    supervise(&spec, &plans, &args, timeout, allow_degraded, debug)
 }
 
 /// Clone the jail and receive its listeners. When the kernel refuses the
@@ -85,7 +88,9 @@ fn supervise(
     args: &RunArgs,
     timeout: Option<u64>,
     allow_degraded: bool,
+    debug: bool,
 ) -> Result<i32, Fail> {
+    let started = std::time::Instant::now();
     // Missing protected paths are created on the host for the run (so they
     // can be masked) and removed afterwards, also on error (Drop).
     let placeholders = if spec.layers.mounts {
@@ -104,6 +109,10 @@ fn supervise(
         }
     };
     jail.release()?;
+    if debug {
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        eprintln!("oajail: command executed {ms:.1} ms after the clone started");
+    }
     let outcome = jail.wait(timeout.map(Duration::from_secs))?;
     proxy.finish();
     if let Some(p) = placeholders {
