@@ -91,15 +91,7 @@ fn supervise(
     debug: bool,
 ) -> Result<i32, Fail> {
     let started = std::time::Instant::now();
-    // Missing protected paths are created on the host for the run (so they
-    // can be masked) and removed afterwards, also on error (Drop).
-    let placeholders = if spec.layers.mounts {
-        let p = oajail_jail::mount::create_placeholders(&plans.compiled.mounts)
-            .map_err(|e| Fail::setup(anyhow!("placeholders: {e}")))?;
-        Some(p)
-    } else {
-        None
-    };
+    let placeholders = placeholders(spec, plans)?;
     let (mut jail, listeners) = start(spec, allow_degraded)?;
     let proxy = match proxy::start(plans, args.log_json.clone(), listeners) {
         Ok(p) => p,
@@ -125,6 +117,20 @@ fn supervise(
         );
     }
     Ok(outcome.code)
+}
+
+/// Missing protected paths are created on the host for the run (so they can
+/// be masked) and removed afterwards, also on error (Drop).
+fn placeholders(
+    spec: &JailSpec,
+    plans: &Plans,
+) -> Result<Option<oajail_jail::mount::Placeholders>, Fail> {
+    if !spec.layers.mounts {
+        return Ok(None);
+    }
+    oajail_jail::mount::create_placeholders(&plans.compiled.mounts)
+        .map(Some)
+        .map_err(|e| Fail::setup(anyhow!("placeholders: {e}")))
 }
 
 /// Which layers to enforce: all of them, unless the kernel lacks one and the
