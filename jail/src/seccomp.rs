@@ -244,3 +244,173 @@ impl Table {
             .map(|(n, nr)| (n.strip_prefix("SYS_").unwrap_or(n), *nr))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The compiled program is run through a small classic-BPF interpreter
+    //! over hand-made `seccomp_data`, so the filter's decisions (including
+    //! the hand-written prefix's jump offsets) are checked without a kernel.
+    use super::*;
+    use oajail_policy::Policy;
+    use oajail_policy::compile::HostFacts;
+
+    const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+    const KILL: u32 = libc::SECCOMP_RET_KILL_PROCESS;
+    const EPERM: u32 = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+
+    /// `struct seccomp_data` as the kernel lays it out (little endian).
+    fn data(arch: u32, nr: u32, args: [u64; 6]) -> Vec<u8> {
+        let mut d = Vec::new();
+        d.extend(nr.to_le_bytes());
+        d.extend(arch.to_le_bytes());
+        d.extend(0u64.to_le_bytes());
+        for a in args {
+            d.extend(a.to_le_bytes());
+        }
+        d
+    }
+
+    /// Run `prog` on `data`; panics on an opcode the filter should not use.
+    fn run(prog: &[sock_filter], data: &[u8]) -> u32 {
+        let (mut acc, mut pc) = (0u32, 0usize);
+        loop {
+            let i = &prog[pc];
+            pc += 1;
+            let jump = |cond: bool| {
+                if cond {
+                    usize::from(i.jt)
+                } else {
+                    usize::from(i.jf)
+                }
+            };
+            match i.code {
+                0x20 => {
+                    let k = i.k as usize;
+                    acc = u32::from_le_bytes(data[k..k + 4].try_into().unwrap());
+                }
+                0x54 => acc &= i.k,
+                0x05 => pc += i.k as usize,
+                0x15 => pc += jump(acc == i.k),
+                0x25 => pc += jump(acc > i.k),
+                0x35 => pc += jump(acc >= i.k),
+                0x45 => pc += jump(acc & i.k != 0),
+                0x06 => return i.k,
+                other => panic!("unexpected opcode {other:#x}"),
+            }
+        }
+    }
+
+    fn program(policy: &Policy) -> SeccompProgram {
+        let facts = HostFacts {
+            home: "/h".into(),
+            cwd: "/h".into(),
+            uid: 1,
+            gid: 1,
+            exe: "/x".into(),
+            settings_path: None,
+            ssh_auth_sock: None,
+            mem_total_bytes: None,
+        };
+        let plan = oajail_policy::compile::seccomp::compile(policy, &facts).unwrap();
+        SeccompProgram::compile(&plan).unwrap()
+    }
+
+    fn call(p: &SeccompProgram, nr: i64, args: [u64; 6]) -> u32 {
+        run(&p.0, &data(AUDIT_ARCH, nr as u32, args))
+    }
+
+    #[test]
+    fn ordinary_calls_pass_and_denied_calls_get_eperm() {
+        let p = program(&Policy::builtin_default());
+        assert_eq!(call(&p, libc::SYS_read, [0; 6]), ALLOW);
+        assert_eq!(call(&p, libc::SYS_openat, [0; 6]), ALLOW);
+        assert_eq!(call(&p, libc::SYS_ptrace, [0; 6]), EPERM);
+        assert_eq!(call(&p, libc::SYS_io_uring_setup, [0; 6]), EPERM);
+        assert_eq!(call(&p, libc::SYS_fsopen, [0; 6]), EPERM);
+        assert_eq!(call(&p, libc::SYS_clone3, [0; 6]), ENOSYS);
+    }
+
+    #[test]
+    fn socket_families() {
+        let p = program(&Policy::builtin_default());
+        let sock = |fam: u64, proto: u64| call(&p, libc::SYS_socket, [fam, 1, proto, 0, 0, 0]);
+        assert_eq!(sock(libc::AF_INET as u64, 0), ALLOW);
+        assert_eq!(sock(libc::AF_INET6 as u64, 0), ALLOW);
+        assert_eq!(sock(libc::AF_NETLINK as u64, 0), ALLOW);
+        assert_eq!(sock(libc::AF_NETLINK as u64, 9), EPERM);
+        assert_eq!(sock(libc::AF_UNIX as u64, 0), EPERM);
+        assert_eq!(sock(libc::AF_VSOCK as u64, 0), EPERM);
+        assert_eq!(sock(libc::AF_PACKET as u64, 0), EPERM);
+        // High bits are ignored by the kernel and by the 32-bit compare.
+        assert_eq!(sock((1 << 32) | libc::AF_UNIX as u64, 0), EPERM);
+        let mut open = Policy::builtin_default();
+        open.network.allow_all_unix_sockets = true;
+        let p = program(&open);
+        assert_eq!(
+            call(&p, libc::SYS_socket, [libc::AF_UNIX as u64, 1, 0, 0, 0, 0]),
+            ALLOW
+        );
+        assert_eq!(
+            call(&p, libc::SYS_socket, [libc::AF_VSOCK as u64, 1, 0, 0, 0, 0]),
+            EPERM
+        );
+    }
+
+    #[test]
+    fn clone_flags_and_terminal_ioctls() {
+        let p = program(&Policy::builtin_default());
+        let clone = |flags: u64| call(&p, libc::SYS_clone, [flags, 0, 0, 0, 0, 0]);
+        assert_eq!(clone(libc::SIGCHLD as u64), ALLOW);
+        assert_eq!(clone((libc::CLONE_VM | libc::CLONE_THREAD) as u64), ALLOW);
+        assert_eq!(
+            clone(libc::CLONE_NEWUSER as u64 | libc::SIGCHLD as u64),
+            EPERM
+        );
+        assert_eq!(clone(libc::CLONE_NEWNET as u64), EPERM);
+        let ioctl = |req: u64| call(&p, libc::SYS_ioctl, [0, req, 0, 0, 0, 0]);
+        assert_eq!(ioctl(libc::TIOCSTI), EPERM);
+        assert_eq!(ioctl((1 << 32) | libc::TIOCSTI), EPERM);
+        assert_eq!(ioctl(libc::TIOCLINUX), EPERM);
+        assert_eq!(ioctl(libc::TIOCGWINSZ), ALLOW);
+    }
+
+    #[test]
+    fn foreign_arch_and_x32_are_killed() {
+        let p = program(&Policy::builtin_default());
+        const AUDIT_ARCH_I386: u32 = 3 | 0x4000_0000;
+        assert_eq!(run(&p.0, &data(AUDIT_ARCH_I386, 20, [0; 6])), KILL);
+        if cfg!(target_arch = "x86_64") {
+            let x32_getpid = X32_SYSCALL_BIT | libc::SYS_getpid as u32;
+            assert_eq!(run(&p.0, &data(AUDIT_ARCH, x32_getpid, [0; 6])), KILL);
+        }
+    }
+
+    #[test]
+    fn nested_user_namespaces_allow_clone_flags_but_keep_the_rest() {
+        let mut policy = Policy::builtin_default();
+        policy.process.allow_nested_user_namespaces = true;
+        let p = program(&policy);
+        assert_eq!(
+            call(
+                &p,
+                libc::SYS_clone,
+                [libc::CLONE_NEWUSER as u64, 0, 0, 0, 0, 0]
+            ),
+            ALLOW
+        );
+        assert_eq!(call(&p, libc::SYS_ptrace, [0; 6]), EPERM);
+        assert_eq!(call(&p, libc::SYS_clone3, [0; 6]), ENOSYS);
+    }
+
+    #[test]
+    fn plan_constants_match_libc() {
+        use oajail_policy::compile::seccomp as plan;
+        assert_eq!(plan::AF_UNIX, libc::AF_UNIX as u32);
+        assert_eq!(plan::AF_INET, libc::AF_INET as u32);
+        assert_eq!(plan::AF_INET6, libc::AF_INET6 as u32);
+        assert_eq!(plan::AF_NETLINK, libc::AF_NETLINK as u32);
+        assert_eq!(plan::TIOCSTI as u64, libc::TIOCSTI);
+        assert_eq!(plan::TIOCLINUX as u64, libc::TIOCLINUX);
+    }
+}
