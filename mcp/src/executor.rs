@@ -150,6 +150,8 @@ impl Executor {
             other => other,
         };
         let _ = worker.child.start_kill();
+        drop(worker);
+        self.pool.refill();
         finish(outcome, calls)
     }
 

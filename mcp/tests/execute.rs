@@ -377,3 +377,27 @@ fn invalid_arguments_are_tool_errors() {
         .collect();
     assert!(audit.len() >= 2);
 }
+
+#[test]
+fn proxy_environment_is_honoured() {
+    let mock = Mock::start();
+    // A proxy that is not there: every call must fail without reaching the mock.
+    let mut s = server_with(&mock, &[("HTTPS_PROXY", "http://127.0.0.1:9")]);
+    let r = s.execute("return (await oa.agendas.get({ path: { agendaUid: 1 } })).error");
+    assert_eq!(r["structuredContent"]["result"]["status"], json!(0), "{r}");
+    assert!(
+        mock.seen.lock().unwrap().is_empty(),
+        "the call bypassed HTTPS_PROXY"
+    );
+    drop(s);
+    // NO_PROXY exempts the API host.
+    let mut s = server_with(
+        &mock,
+        &[
+            ("HTTPS_PROXY", "http://127.0.0.1:9"),
+            ("NO_PROXY", "localhost"),
+        ],
+    );
+    let r = s.execute("return (await oa.agendas.get({ path: { agendaUid: 1 } })).data.title");
+    assert_eq!(r["structuredContent"]["result"], json!("Agenda"), "{r}");
+}

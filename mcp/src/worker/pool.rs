@@ -4,7 +4,7 @@
 //! it), `/` as working directory and piped stdin/stdout. It is "ready" once
 //! it has sent [`ToServer::Ready`], i.e. once its sandbox is in place. The
 //! pool keeps up to `size` ready workers; [`Pool::take`] hands one out and
-//! starts a replacement, so a worker never serves two executes.
+//! [`Pool::refill`] replaces it, so a worker never serves two executes.
 
 use super::frame;
 use super::{ToServer, WORKER_ARG};
@@ -86,10 +86,11 @@ impl Pool {
         }
     }
 
-    /// Takes a ready worker (or starts one) and tops the pool up.
+    /// Takes a ready worker, or starts one when the pool is empty. The
+    /// caller tops the pool up with [`Pool::refill`] once its execute is
+    /// over, so replacements do not compete for CPU with the run itself.
     pub async fn take(self: &Arc<Self>) -> Result<Worker, String> {
         let pooled = self.ready.lock().await.pop();
-        self.refill();
         match pooled {
             Some(w) => Ok(w),
             None => self.spawn_ready().await,
