@@ -155,7 +155,7 @@ pub(crate) async fn reject(
             r.status,
             phrase(r.status),
             &r.message,
-            None,
+            (r.status == 403).then_some("X-Proxy-Error: blocked-by-allowlist"),
         ))
         .await;
     let _ = client.stream.shutdown().await;

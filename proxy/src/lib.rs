@@ -79,8 +79,12 @@ pub struct Limits {
     pub max_headers: usize,
     /// Most bytes buffered while looking for the complete ClientHello.
     pub max_client_hello: usize,
-    /// Relay buffer per direction, allocated only while data flows.
+    /// Relay buffer per direction when copying, allocated only while data
+    /// flows.
     pub relay_buffer: usize,
+    /// Move tunnel bytes with `splice(2)` instead of copying them through
+    /// user space (see docs/benchmarks.md for both).
+    pub splice: bool,
 }
 
 impl Default for Limits {
@@ -96,6 +100,7 @@ impl Default for Limits {
             max_headers: 100,
             max_client_hello: 64 * 1024,
             relay_buffer: 64 * 1024,
+            splice: true,
         }
     }
 }

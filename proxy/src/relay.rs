@@ -216,11 +216,19 @@ async fn relay_both(
     let started = Instant::now();
     let size = shared.limits.relay_buffer;
     let (c, u) = (&client.stream, &upstream.stream);
+    let (up, down) = (&guard.up, &guard.down);
     let both = async {
-        tokio::try_join!(
-            splice_or_copy(c, u, size, &guard.up, &last, started),
-            splice_or_copy(u, c, size, &guard.down, &last, started)
-        )
+        if shared.limits.splice {
+            tokio::try_join!(
+                splice_or_copy(c, u, size, up, &last, started),
+                splice_or_copy(u, c, size, down, &last, started)
+            )
+        } else {
+            tokio::try_join!(
+                pump(c, u, size, up, &last, started),
+                pump(u, c, size, down, &last, started)
+            )
+        }
     };
     tokio::select! {
         r = both => r.map(|_| ()),

@@ -174,9 +174,13 @@ fn check_one(shared: &Shared, host: &Host, ip: IpAddr, port: u16) -> Result<(), 
             "private_address"
         };
         let message = match host {
+            // "address 10.0.0.7 is not public …" → "db.test resolved to
+            // 10.0.0.7, which is not public …"
             Host::Name(n) => format!(
                 "{n} resolved to {}",
-                d.message.trim_start_matches("address ")
+                d.message
+                    .trim_start_matches("address ")
+                    .replacen(" is ", ", which is ", 1)
             ),
             _ => d.message,
         };

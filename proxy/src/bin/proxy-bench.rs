@@ -50,14 +50,14 @@ fn main() -> Res<()> {
             .get(2)
             .ok_or("serve needs the upstream port")?
             .parse()?;
-        return serve_proxy(port);
+        return serve_proxy(port, args.get(3).map(String::as_str) != Some("copy"));
     }
     let quick = args.iter().any(|a| a == "--quick");
     bench(quick)
 }
 
 /// Child mode: run the proxy, print its address, stop at stdin EOF.
-fn serve_proxy(upstream_port: u16) -> Res<()> {
+fn serve_proxy(upstream_port: u16, splice: bool) -> Res<()> {
     let allow = [
         format!("{NAME}:{upstream_port}"),
         format!("127.0.0.1:{upstream_port}"),
@@ -73,6 +73,7 @@ fn serve_proxy(upstream_port: u16) -> Res<()> {
     let addr = listener.local_addr()?;
     let limits = Limits {
         max_connections: 4096,
+        splice,
         ..Limits::default()
     };
     let config = ProxyConfig {
@@ -241,54 +242,98 @@ fn rss_kib(pid: u32) -> Res<u64> {
     Ok(line.split_whitespace().nth(1).ok_or("bad VmRSS")?.parse()?)
 }
 
+/// A proxy child process (`serve`), stopped when dropped.
+struct ProxyChild {
+    child: std::process::Child,
+    addr: SocketAddr,
+}
+
+impl ProxyChild {
+    fn spawn(up: SocketAddr, mode: &str) -> Res<Self> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["serve", &up.port().to_string(), mode])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().ok_or("no child stdout")?).read_line(&mut line)?;
+        Ok(Self {
+            addr: line.trim().parse()?,
+            child,
+        })
+    }
+}
+
+impl Drop for ProxyChild {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+struct Setup {
+    up: SocketAddr,
+    hello: Vec<u8>,
+    splice: ProxyChild,
+    copy: ProxyChild,
+}
+
 fn bench(quick: bool) -> Res<()> {
     let hello = client_hello(NAME);
     let up = upstream(hello.len())?;
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["serve", &up.port().to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().ok_or("no child stdout")?).read_line(&mut line)?;
-    let proxy: SocketAddr = line.trim().parse()?;
-    let pid = child.id();
+    let s = Setup {
+        splice: ProxyChild::spawn(up, "splice")?,
+        copy: ProxyChild::spawn(up, "copy")?,
+        up,
+        hello,
+    };
+    println!(
+        "proxy-bench: {} CPUs, upstream {up}, proxies (splice) {} pid {}, (copy, 64 KiB) {} pid {}",
+        thread::available_parallelism()?.get(),
+        s.splice.addr,
+        s.splice.child.id(),
+        s.copy.addr,
+        s.copy.child.id()
+    );
+    for p in [None, Some(s.splice.addr), Some(s.copy.addr)] {
+        rate(p, up, &s.hello, 4, 400)?; // warm-up
+    }
     let (bulk_bytes, runs, ops_32, ops_1) = if quick {
         (GIB / 4, 3, 4_000, 2_000)
     } else {
         (GIB, 5, 20_000, 10_000)
     };
+    bench_bulk(&s, bulk_bytes, runs)?;
+    bench_rate(&s, Some(s.splice.addr), ops_32, ops_1)?;
+    bench_idle(&s)
+}
 
-    println!(
-        "proxy-bench: {} CPUs, proxy pid {pid} at {proxy}, upstream {up}",
-        thread::available_parallelism()?.get()
-    );
-    // Warm up both paths.
-    rate(None, up, &hello, 4, 400)?;
-    rate(Some(proxy), up, &hello, 4, 400)?;
-
-    let mut direct = Vec::new();
-    let mut proxied = Vec::new();
+fn bench_bulk(s: &Setup, bytes: u64, runs: usize) -> Res<()> {
+    let (mut d, mut sp, mut cp) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
-        direct.push(bulk(None, up, &hello, bulk_bytes)?);
-        proxied.push(bulk(Some(proxy), up, &hello, bulk_bytes)?);
+        d.push(bulk(None, s.up, &s.hello, bytes)?);
+        sp.push(bulk(Some(s.splice.addr), s.up, &s.hello, bytes)?);
+        cp.push(bulk(Some(s.copy.addr), s.up, &s.hello, bytes)?);
     }
-    let (d, p) = (median(direct), median(proxied));
+    let (d, sp, cp) = (median(d), median(sp), median(cp));
     println!(
-        "B1 bulk {} MiB x{runs} (median): direct {d:.2} GiB/s, proxy {p:.2} GiB/s, ratio {:.2}",
-        bulk_bytes >> 20,
-        p / d
+        "B1 bulk {} MiB x{runs} (median): direct {d:.2} GiB/s; splice {sp:.2} GiB/s (ratio {:.2}); copy {cp:.2} GiB/s (ratio {:.2})",
+        bytes >> 20,
+        sp / d,
+        cp / d
     );
+    Ok(())
+}
 
-    let (dr, _) = rate(None, up, &hello, 32, ops_32)?;
-    let (pr, _) = rate(Some(proxy), up, &hello, 32, ops_32)?;
+fn bench_rate(s: &Setup, proxy: Option<SocketAddr>, ops_32: usize, ops_1: usize) -> Res<()> {
+    let (dr, _) = rate(None, s.up, &s.hello, 32, ops_32)?;
+    let (pr, _) = rate(proxy, s.up, &s.hello, 32, ops_32)?;
     println!(
         "B3 c=32 {ops_32} round trips: direct {dr:.0} ops/s, proxy {pr:.0} ops/s, ratio {:.2}",
         pr / dr
     );
-
-    let (_, dl) = rate(None, up, &hello, 1, ops_1)?;
-    let (_, pl) = rate(Some(proxy), up, &hello, 1, ops_1)?;
+    let (_, dl) = rate(None, s.up, &s.hello, 1, ops_1)?;
+    let (_, pl) = rate(proxy, s.up, &s.hello, 1, ops_1)?;
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let (d50, d99, p50, p99) = (
         us(pct(&dl, 0.5)),
@@ -301,11 +346,16 @@ fn bench(quick: bool) -> Res<()> {
         p50 - d50,
         p99 - d99
     );
+    Ok(())
+}
 
+/// 1,000 tunnels opened, left idle, then each must still relay one byte.
+fn bench_idle(s: &Setup) -> Res<()> {
+    let pid = s.splice.child.id();
     let before = rss_kib(pid)?;
     let mut tunnels = Vec::with_capacity(1000);
     for _ in 0..1000 {
-        tunnels.push(open(Some(proxy), up, &hello, b'E', 0)?);
+        tunnels.push(open(Some(s.splice.addr), s.up, &s.hello, b'E', 0)?);
     }
     thread::sleep(Duration::from_millis(1500));
     let after = rss_kib(pid)?;
@@ -324,9 +374,6 @@ fn bench(quick: bool) -> Res<()> {
         "B6 1000 idle tunnels: {ok}/1000 relay after idling; proxy RSS {before} KiB -> {after} KiB, {:.1} KiB per tunnel",
         (after.saturating_sub(before)) as f64 / 1000.0
     );
-    drop(tunnels);
-    drop(child.stdin.take());
-    child.wait()?;
     Ok(())
 }
 
