@@ -117,8 +117,13 @@ impl Stage {
         mount_setattr(&root, true, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
             .ctx(|| "make new root read-only".into())?;
         let staging = new_tmpfs("0700", None, ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC)?;
-        for dir in ["host", "root", "mask"] {
-            rustix::fs::mkdirat(&staging, dir, Mode::from_raw_mode(0o700))
+        for (dir, mode) in [
+            ("host", 0o700),
+            ("root", 0o700),
+            ("mask", 0o700),
+            ("mask/dir", 0o755),
+        ] {
+            rustix::fs::mkdirat(&staging, dir, Mode::from_raw_mode(mode))
                 .ctx(|| format!("staging mkdir {dir}"))?;
         }
         let empty = rustix::fs::openat(
@@ -185,8 +190,14 @@ impl Stage {
         self.attach(&tree, path, true)
     }
 
-    /// An empty read-only tmpfs holding only the skeleton's mount points.
+    /// An empty read-only directory: a clone of the staging area's empty
+    /// `mask/dir` when nothing is mounted inside it (one cheap bind instead
+    /// of a new tmpfs per mask), else a tmpfs holding the skeleton's mount
+    /// points.
     fn mask_dir(&self, path: &str, skeleton: &[SkeletonEntry]) -> Result<(), MountError> {
+        if skeleton.is_empty() {
+            return self.clone_mask(path, "mask/dir");
+        }
         let fs = new_tmpfs(
             "0755",
             Some(1 << 20),
@@ -199,9 +210,14 @@ impl Stage {
 
     /// An empty, mode-000, read-only file over a file, socket or symlink.
     fn mask_file(&self, path: &str) -> Result<(), MountError> {
-        let what = || format!("mask file {path}");
+        self.clone_mask(path, "mask/empty")
+    }
+
+    /// Bind the staging area's empty `source` read-only over `path`.
+    fn clone_mask(&self, path: &str, source: &str) -> Result<(), MountError> {
+        let what = || format!("mask {path}");
         let flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
-        let file = rustix::mount::open_tree(&self.base, "mask/empty", flags).ctx(what)?;
+        let file = rustix::mount::open_tree(&self.base, source, flags).ctx(what)?;
         mount_setattr(
             &file,
             false,

@@ -199,3 +199,45 @@ impl FsView for MemFs {
         }
     }
 }
+
+/// An [`FsView`] that remembers every `lstat` answer: compilation asks about
+/// the same directories many times (each component of each rule path), and
+/// one answer per path also keeps the plan consistent if the host changes
+/// while compiling.
+pub(crate) struct Cached<'a> {
+    inner: &'a dyn FsView,
+    kinds: std::cell::RefCell<std::collections::HashMap<PathBuf, Option<FileKind>>>,
+}
+
+impl<'a> Cached<'a> {
+    pub(crate) fn new(inner: &'a dyn FsView) -> Cached<'a> {
+        Cached {
+            inner,
+            kinds: Default::default(),
+        }
+    }
+}
+
+impl FsView for Cached<'_> {
+    fn kind(&self, path: &Path) -> Option<FileKind> {
+        if let Some(kind) = self.kinds.borrow().get(path) {
+            return *kind;
+        }
+        let kind = self.inner.kind(path);
+        self.kinds.borrow_mut().insert(path.to_path_buf(), kind);
+        kind
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, FileKind)>> {
+        let entries = self.inner.read_dir(path)?;
+        let mut kinds = self.kinds.borrow_mut();
+        for (name, kind) in &entries {
+            kinds.entry(path.join(name)).or_insert(Some(*kind));
+        }
+        Ok(entries)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        self.inner.read_link(path)
+    }
+}

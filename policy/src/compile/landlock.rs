@@ -22,6 +22,7 @@ use super::{CompileError, FileKind, FsView};
 use crate::Policy;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 /// The Landlock ABI this plan is written for (Linux 6.12+).
@@ -206,7 +207,10 @@ fn read_rules(
     dir: &Path,
     acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>,
 ) -> Result<(), CompileError> {
-    let below = points.iter().any(|p| p.starts_with(dir) && p != dir);
+    let below = points
+        .range::<Path, _>((Bound::Excluded(dir), Bound::Unbounded))
+        .next()
+        .is_some_and(|p| p.starts_with(dir));
     let visible = rules.visible(dir);
     if !below {
         if visible {
@@ -232,7 +236,11 @@ fn read_rules(
             continue;
         }
         let child = dir.join(name);
-        let leads = points.iter().any(|p| p.starts_with(&child));
+        // Paths order component-wise, so a subtree is one contiguous range.
+        let leads = points
+            .range::<Path, _>((Bound::Included(child.as_path()), Bound::Unbounded))
+            .next()
+            .is_some_and(|p| p.starts_with(&child));
         if leads && kind == FileKind::Dir {
             read_rules(rules, fs, points, &child, acc)?;
         } else if rules.visible(&child) {

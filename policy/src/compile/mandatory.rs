@@ -253,7 +253,7 @@ fn protect_missing(rules: &mut Rules, fs: &dyn FsView, path: &Path, leaf_kind: F
     let parent_ok = first
         .parent()
         .is_some_and(|p| fs.kind(p) == Some(FileKind::Dir) && rules.writable(p));
-    if !parent_ok || rules.deny_write.iter().any(|d| first.starts_with(d)) {
+    if !parent_ok || super::rules::covers(&rules.deny_write, &first) {
         // Nothing in the jail can create it (or it is already protected).
         return;
     }

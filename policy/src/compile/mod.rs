@@ -137,6 +137,8 @@ pub fn compile_filesystem(
     facts: &HostFacts,
     fs: &dyn FsView,
 ) -> Result<(mounts::MountPlan, landlock::LandlockPlan), CompileError> {
+    let cached = fsview::Cached::new(fs);
+    let fs: &dyn FsView = &cached;
     let rules = rules::Rules::build(policy, facts, fs)?;
     let mounts = mounts::build(&rules, policy, facts, fs)?;
     let landlock = landlock::build(&rules, policy, fs)?;

@@ -287,12 +287,16 @@ fn node_kind(kind: FileKind) -> NodeKind {
 /// Give every mask/tmpfs the mount points of the steps directly beneath it.
 fn fill_skeletons(steps: &mut [MountStep], rules: &Rules, fs: &dyn FsView) {
     let paths: Vec<PathBuf> = steps.iter().map(|s| PathBuf::from(s.path())).collect();
+    let index: BTreeMap<&Path, usize> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.as_path(), i))
+        .collect();
     let mut found: BTreeMap<usize, Vec<SkeletonEntry>> = BTreeMap::new();
-    for (i, path) in paths.iter().enumerate() {
-        // The nearest earlier step that is an ancestor of this one.
-        let owner = (0..i)
-            .rev()
-            .find(|&j| path.starts_with(&paths[j]) && path != &paths[j]);
+    for path in &paths {
+        // The nearest ancestor that has a step (steps are unique per path and
+        // ordered shallow first, so it is an earlier step).
+        let owner = path.ancestors().skip(1).find_map(|a| index.get(a).copied());
         let Some(owner) = owner else { continue };
         if !matches!(
             steps[owner],

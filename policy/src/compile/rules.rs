@@ -262,9 +262,7 @@ impl Rules {
 
     /// Whether host content at `path` is writable from the jail.
     pub(crate) fn writable(&self, path: &Path) -> bool {
-        self.visible(path)
-            && self.allow_write.iter().any(|w| path.starts_with(w))
-            && !self.deny_write.iter().any(|d| path.starts_with(d))
+        self.visible(path) && covers(&self.allow_write, path) && !covers(&self.deny_write, path)
     }
 
     /// Every path any rule names, for plans that need all of them.
@@ -301,18 +299,22 @@ fn whole_dir_matcher(entry: &PathEntry, home: &Path, cwd: &Path) -> PathMatcher 
 
 /// The deepest rule covering `path` decides; allows win ties; none: allowed.
 fn decide(path: &Path, denies: &[&BTreeSet<PathBuf>], allows: &[&BTreeSet<PathBuf>]) -> bool {
-    let deepest = |sets: &[&BTreeSet<PathBuf>]| {
-        sets.iter()
-            .flat_map(|s| s.iter())
-            .filter(|p| path.starts_with(p))
-            .map(|p| p.components().count())
-            .max()
-    };
-    match (deepest(denies), deepest(allows)) {
-        (None, _) => true,
-        (Some(_), None) => false,
-        (Some(d), Some(a)) => a >= d,
+    // Ancestors deepest first: the first one any rule names decides, and an
+    // allow on the same path wins. O(depth · log n), not O(rules).
+    for ancestor in path.ancestors() {
+        if allows.iter().any(|s| s.contains(ancestor)) {
+            return true;
+        }
+        if denies.iter().any(|s| s.contains(ancestor)) {
+            return false;
+        }
     }
+    true
+}
+
+/// Whether `set` holds `path` or one of its ancestors.
+pub(crate) fn covers(set: &BTreeSet<PathBuf>, path: &Path) -> bool {
+    path.ancestors().any(|a| set.contains(a))
 }
 
 fn canonical_fact(fs: &dyn FsView, name: &str, path: &Path) -> Result<PathBuf, CompileError> {
