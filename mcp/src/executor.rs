@@ -261,7 +261,14 @@ fn timeout_error(limit: Duration) -> ExecError {
 async fn crash_error(w: &mut Worker, limit: Duration) -> ExecError {
     let status = tokio::time::timeout(Duration::from_millis(200), w.child.wait()).await;
     match status.ok().and_then(Result::ok).and_then(|s| s.signal()) {
-        Some(libc::SIGXCPU) | Some(libc::SIGKILL) => timeout_error(limit),
+        Some(libc::SIGXCPU) => timeout_error(limit),
+        Some(libc::SIGKILL) => ExecError::new(
+            "timeout",
+            format!(
+                "the worker was killed (SIGKILL) before finishing: CPU time limit ({} ms deadline) or an outside kill",
+                limit.as_millis()
+            ),
+        ),
         Some(libc::SIGABRT) => ExecError::new(
             "memory_limit",
             "the worker aborted, most likely out of memory (address-space limit reached)",

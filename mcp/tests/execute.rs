@@ -5,6 +5,7 @@
 mod support;
 
 use serde_json::{Value, json};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use support::mock::Mock;
 use support::{Server, error_code, meta};
@@ -400,4 +401,37 @@ fn proxy_environment_is_honoured() {
     );
     let r = s.execute("return (await oa.agendas.get({ path: { agendaUid: 1 } })).data.title");
     assert_eq!(r["structuredContent"]["result"], json!("Agenda"), "{r}");
+}
+
+#[test]
+fn a_killed_worker_does_not_take_the_server_down() {
+    let mock = Mock::start();
+    let mut s = server_with(
+        &mock,
+        &[("OA_SANDBOX_TIMEOUT_MS", "5000"), ("OA_WORKER_POOL", "1")],
+    );
+    assert_eq!(
+        s.execute("return 1")["structuredContent"]["result"],
+        json!(1)
+    );
+    let id = s.request(
+        "tools/call",
+        json!({"_meta": meta(), "name": "execute", "arguments": {"code": "while(true){}"}}),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let start = Instant::now();
+    // The workers are children of the server this test started.
+    for k in children(s.pid()) {
+        let _ = Command::new("kill").arg("-9").arg(k.to_string()).status();
+    }
+    let r = s.response(id, Duration::from_secs(10));
+    assert!(r["result"]["isError"] == json!(true), "{r}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "the kill was not noticed"
+    );
+    assert_eq!(
+        s.execute("return 'up'")["structuredContent"]["result"],
+        json!("up")
+    );
 }

@@ -42,41 +42,11 @@ struct Shared {
 pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     let cpu_secs = timeout_ms.div_ceil(1000) + 2;
     sandbox::apply_rlimits(memory_mb, cpu_secs)?;
-    let qerr = |e: rquickjs::Error| McpError::Worker {
-        step: "quickjs",
-        message: e.to_string(),
-    };
-    let rt = Runtime::new().map_err(qerr)?;
-    rt.set_memory_limit(usize::try_from(memory_mb * 1024 * 1024).unwrap_or(usize::MAX));
-    rt.set_max_stack_size(JS_STACK_BYTES);
-    let shared = Rc::new(Shared {
-        deadline: Cell::new(None),
-        interrupted: Cell::new(false),
-        logs: RefCell::new(Logs::default()),
-        output_cap: Cell::new(0),
-    });
-    let handler_state = shared.clone();
-    rt.set_interrupt_handler(Some(Box::new(move || {
-        let late = handler_state
-            .deadline
-            .get()
-            .is_some_and(|d| Instant::now() >= d);
-        if late {
-            handler_state.interrupted.set(true);
-        }
-        late
-    })));
-    let ctx = Context::full(&rt).map_err(qerr)?;
+    let (rt, ctx, shared) = engine(memory_mb)?;
     sandbox::apply_seccomp()?;
-    let io = |e: FrameError| McpError::Worker {
-        step: "pipe",
-        message: e.to_string(),
-    };
-    let mut stdout = std::io::stdout().lock();
-    frame::write_sync(&mut stdout, &ToServer::Ready).map_err(io)?;
-    drop(stdout);
+    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready).map_err(pipe_err)?;
     let exec: ToWorker =
-        frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(io)?;
+        frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(pipe_err)?;
     let ToWorker::Exec {
         code,
         timeout_ms,
@@ -101,7 +71,42 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
         &mut std::io::stdout().lock(),
         &ToServer::Done { outcome, logs },
     )
-    .map_err(io)
+    .map_err(pipe_err)
+}
+
+fn pipe_err(e: FrameError) -> McpError {
+    McpError::Worker {
+        step: "pipe",
+        message: e.to_string(),
+    }
+}
+
+/// The QuickJS runtime (heap and stack limits, deadline interrupt) and a
+/// full context, built before the sandbox closes and before any code.
+fn engine(memory_mb: u64) -> Result<(Runtime, Context, Rc<Shared>), McpError> {
+    let qerr = |e: rquickjs::Error| McpError::Worker {
+        step: "quickjs",
+        message: e.to_string(),
+    };
+    let rt = Runtime::new().map_err(qerr)?;
+    rt.set_memory_limit(usize::try_from(memory_mb * 1024 * 1024).unwrap_or(usize::MAX));
+    rt.set_max_stack_size(JS_STACK_BYTES);
+    let shared = Rc::new(Shared {
+        deadline: Cell::new(None),
+        interrupted: Cell::new(false),
+        logs: RefCell::new(Logs::default()),
+        output_cap: Cell::new(0),
+    });
+    let state = shared.clone();
+    rt.set_interrupt_handler(Some(Box::new(move || {
+        let late = state.deadline.get().is_some_and(|d| Instant::now() >= d);
+        if late {
+            state.interrupted.set(true);
+        }
+        late
+    })));
+    let ctx = Context::full(&rt).map_err(qerr)?;
+    Ok((rt, ctx, shared))
 }
 
 /// QuickJS sometimes cannot even allocate the "out of memory" error and
