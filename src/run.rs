@@ -6,7 +6,7 @@ use crate::{Fail, proxy, settings};
 use anyhow::anyhow;
 use oajail_jail::doctor::Missing;
 use oajail_jail::seccomp::SeccompProgram;
-use oajail_jail::{Jail, JailSpec, Layers};
+use oajail_jail::{Jail, JailError, JailSpec, Layers};
 use oajail_policy::Policy;
 use std::ffi::{CString, OsString};
 use std::net::TcpListener;
@@ -19,45 +19,77 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
     settings::print_warnings(&loaded.warnings);
     let policy = loaded.policy;
-    if common.debug {
-        eprintln!("oajail: policy from {origin} (sha256 {})", policy.sha256());
-    }
     let layers = decide_layers(&policy, args.allow_degraded)?;
-    let started = std::time::Instant::now();
+    let clock = Clock::new(common.debug);
+    // Clone first: the kernel builds the namespaces and pid 1 brings up its
+    // network on the other core while this process compiles the plans. The
+    // process is still single-threaded here, as the clone requires.
+    let early = Jail::spawn(layers);
     let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
-    let spec = build_spec(argv, &plans, layers)?;
-    if common.debug {
-        eprintln!(
-            "oajail: compiled in {:.1} ms; layers {layers:?}; {} mount steps, {} landlock rules, {} seccomp instructions",
-            started.elapsed().as_secs_f64() * 1000.0,
-            plans.compiled.mounts.steps.len(),
-            plans.compiled.landlock.fs_rules.len(),
-            spec.seccomp.as_ref().map_or(0, |p| p.len()),
-        );
-    }
+    let spec = build_spec(argv, &plans)?;
+    clock.note(&format!(
+        "policy from {origin} (sha256 {}); layers {layers:?}; {} mount steps, {} landlock \
+         rules, {} seccomp instructions; compiled",
+        plans.compiled.policy_sha256,
+        plans.compiled.mounts.steps.len(),
+        plans.compiled.landlock.fs_rules.len(),
+        spec.seccomp.as_ref().map_or(0, |p| p.len()),
+    ));
     let timeout = args.timeout.or(plans.compiled.limits.wall_seconds);
     let allow_degraded = args.allow_degraded || policy.oajail.allow_degraded;
-    let debug = common.debug;
-    supervise(&spec, &plans, &args, timeout, allow_degraded, debug)
+    let placeholders = placeholders(layers, &plans)?;
+    let (jail, listeners) = start(early, layers, &spec, allow_degraded)?;
+    let code = supervise(jail, listeners, &plans, &args, timeout, &clock)?;
+    if let Some(p) = placeholders {
+        p.remove();
+    }
+    Ok(code)
 }
 
-/// Clone the jail and receive its listeners. When the kernel refuses the
-/// namespaces and a degraded run is allowed, retry without any namespace
-/// (Landlock and seccomp only) after printing what that loses.
-fn start(spec: &JailSpec, allow_degraded: bool) -> Result<(Jail, Vec<TcpListener>), Fail> {
-    let attempt = |spec: &JailSpec| -> Result<(Jail, Vec<TcpListener>), oajail_jail::JailError> {
-        let mut jail = Jail::spawn(spec)?;
+/// `-d`: timestamped notes on stderr.
+struct Clock(Option<std::time::Instant>);
+
+impl Clock {
+    fn new(debug: bool) -> Self {
+        Clock(debug.then(std::time::Instant::now))
+    }
+
+    fn note(&self, what: &str) {
+        if let Some(t0) = self.0 {
+            eprintln!(
+                "oajail: [{:.1} ms] {what}",
+                t0.elapsed().as_secs_f64() * 1000.0
+            );
+        }
+    }
+}
+
+/// Hand the spec to the freshly cloned jail and receive its listeners. When
+/// the kernel refuses the namespaces and a degraded run is allowed, retry
+/// without any namespace (Landlock and seccomp only) after printing what
+/// that loses.
+fn start(
+    early: Result<Jail, JailError>,
+    layers: Layers,
+    spec: &JailSpec,
+    allow_degraded: bool,
+) -> Result<(Jail, Vec<TcpListener>), Fail> {
+    let finish = |jail: Result<Jail, JailError>| -> Result<(Jail, Vec<TcpListener>), JailError> {
+        let mut jail = jail?;
+        jail.send_spec(spec)?;
         let listeners = jail.take_listeners()?;
         Ok((jail, listeners))
     };
-    match attempt(spec) {
+    match finish(early) {
         Ok(started) => Ok(started),
-        Err(e) if e.namespaces_refused() && allow_degraded && spec.layers.landlock => {
+        Err(e) if e.namespaces_refused() && allow_degraded && layers.landlock => {
             print_banner(&[format!("user namespaces: {e}"), NO_NAMESPACES.into()]);
-            let mut flat = spec.clone();
-            flat.layers.namespaces = false;
-            flat.layers.mounts = false;
-            attempt(&flat).map_err(Fail::from)
+            let flat = Layers {
+                namespaces: false,
+                mounts: false,
+                ..layers
+            };
+            finish(Jail::spawn(flat)).map_err(Fail::from)
         }
         Err(e) if e.namespaces_refused() => Err(Fail::setup(anyhow!(
             "{e}: user namespaces are unavailable (see `oajail doctor`); \
@@ -81,18 +113,15 @@ fn print_banner(lines: &[String]) {
     eprintln!("oajail: =======================================================");
 }
 
-/// Start the jail, the proxy on its listeners, and wait.
+/// Start the proxy on the jail's listeners, release the jail, and wait.
 fn supervise(
-    spec: &JailSpec,
+    mut jail: Jail,
+    listeners: Vec<TcpListener>,
     plans: &Plans,
     args: &RunArgs,
     timeout: Option<u64>,
-    allow_degraded: bool,
-    debug: bool,
+    clock: &Clock,
 ) -> Result<i32, Fail> {
-    let started = std::time::Instant::now();
-    let placeholders = placeholders(spec, plans)?;
-    let (mut jail, listeners) = start(spec, allow_degraded)?;
     let proxy = match proxy::start(plans, args.log_json.clone(), listeners) {
         Ok(p) => p,
         Err(e) => {
@@ -101,15 +130,9 @@ fn supervise(
         }
     };
     jail.release()?;
-    if debug {
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
-        eprintln!("oajail: command executed {ms:.1} ms after the clone started");
-    }
+    clock.note("command executed");
     let outcome = jail.wait(timeout.map(Duration::from_secs))?;
     proxy.finish();
-    if let Some(p) = placeholders {
-        p.remove();
-    }
     if outcome.timed_out {
         eprintln!(
             "oajail: timeout: killed the jail after {}s",
@@ -122,10 +145,10 @@ fn supervise(
 /// Missing protected paths are created on the host for the run (so they can
 /// be masked) and removed afterwards, also on error (Drop).
 fn placeholders(
-    spec: &JailSpec,
+    layers: Layers,
     plans: &Plans,
 ) -> Result<Option<oajail_jail::mount::Placeholders>, Fail> {
-    if !spec.layers.mounts {
+    if !(layers.namespaces && layers.mounts) {
         return Ok(None);
     }
     oajail_jail::mount::create_placeholders(&plans.compiled.mounts)
@@ -198,7 +221,7 @@ fn quick_probe() -> Vec<Missing> {
     missing
 }
 
-fn build_spec(argv: Vec<CString>, plans: &Plans, layers: Layers) -> Result<JailSpec, Fail> {
+fn build_spec(argv: Vec<CString>, plans: &Plans) -> Result<JailSpec, Fail> {
     let cwd = std::env::current_dir().map_err(|e| Fail::setup(anyhow!("cwd: {e}")))?;
     let env = plans
         .env
@@ -208,7 +231,6 @@ fn build_spec(argv: Vec<CString>, plans: &Plans, layers: Layers) -> Result<JailS
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| Fail::setup(anyhow!("environment: a value contains a NUL byte")))?;
     let mut spec = JailSpec::new(argv, env, cwd);
-    spec.layers = layers;
     spec.seccomp =
         Some(SeccompProgram::compile(&plans.compiled.seccomp).map_err(|e| Fail::setup(e.into()))?);
     spec.rlimits = plans.compiled.limits.rlimits.clone();

@@ -3,8 +3,9 @@
 //!
 //! The reasons for this order are in `docs/enforcement-order.md`; in short:
 //! id maps before anything that needs the namespace's capabilities and before
-//! going non-dumpable; the network and mounts while capabilities are still
-//! held; the supervisor's go-ahead before dropping privileges (so a proxy
+//! going non-dumpable; the listener hand-off before waiting for the spec
+//! (the supervisor compiles it meanwhile); the network and mounts while
+//! capabilities are still held; the supervisor's go-ahead before dropping privileges (so a proxy
 //! failure stops the jail before the command exists); capabilities, then
 //! no_new_privs, then Landlock in pid 1 *before* the fork, so pid 1 and the
 //! command share one Landlock domain (Landlock's signal scope would otherwise
@@ -12,23 +13,26 @@
 //! before `execve` in the command and just before the wait loop in pid 1.
 
 use crate::error::{Failure, Step};
-use crate::spec::JailSpec;
-use crate::sync::{Channel, ChildMsg};
+use crate::spec::Layers;
+use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, fork};
 use crate::{caps, exit_code, init, net, ns};
 use nix::sys::signalfd::SignalFd;
 use nix::unistd::Pid;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+/// The jail's host name (its uts namespace is private).
+const HOSTNAME: &str = "oajail";
+
 /// Run pid 1. Never returns: exits with the command's status, or with
 /// [`exit_code::SETUP_FAILED`] after reporting the failing step.
-pub(crate) fn run(spec: &JailSpec, chan: Channel, ids: (u32, u32)) -> ! {
-    match catch_unwind(AssertUnwindSafe(|| setup(spec, &chan, ids))) {
+pub(crate) fn run(layers: Layers, chan: Channel, spec_file: &SpecFile, ids: (u32, u32)) -> ! {
+    match catch_unwind(AssertUnwindSafe(|| setup(layers, &chan, spec_file, ids))) {
         Ok(Ok((command, signals))) => {
             // Closing our end: once the command has executed too, the
             // supervisor sees end-of-file, which means "exec succeeded".
             drop(chan);
-            init::run(command, signals, !spec.layers.namespaces)
+            init::run(command, signals, !layers.namespaces)
         }
         Ok(Err((step, failure))) => report(&chan, step, failure),
         Err(_) => report(&chan, Step::Fork, Failure::msg("panic during jail setup")),
@@ -56,8 +60,12 @@ fn at<T, E: Into<Failure>>(step: Step, r: Result<T, E>) -> StepResult<T> {
     r.map_err(|e| (step, e.into()))
 }
 
-fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<(Pid, SignalFd)> {
-    let layers = spec.layers;
+fn setup(
+    layers: Layers,
+    chan: &Channel,
+    spec_file: &SpecFile,
+    (uid, gid): (u32, u32),
+) -> StepResult<(Pid, SignalFd)> {
     if layers.namespaces {
         at(Step::IdMaps, ns::write_id_maps(uid, gid))?;
     }
@@ -67,12 +75,14 @@ fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<
         at(Step::InitHardening, init::become_subreaper())?;
     }
     if layers.namespaces {
-        at(Step::Hostname, ns::set_hostname(&spec.hostname))?;
+        at(Step::Hostname, ns::set_hostname(HOSTNAME))?;
     }
     if layers.namespaces && layers.netns {
         at(Step::Loopback, net::loopback_up())?;
     }
     at(Step::ProxyListener, net::hand_off_listeners(chan))?;
+    at(Step::Supervisor, chan.wait_byte(sync::SPEC))?;
+    let spec = at(Step::Supervisor, spec_file.read())?;
     if let Some(plan) = spec
         .mounts
         .as_ref()
@@ -82,7 +92,7 @@ fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<
         at(Step::Mounts, crate::mount::apply(plan))?;
     }
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
-    at(Step::Supervisor, chan.wait_go())?;
+    at(Step::Supervisor, chan.wait_byte(sync::GO))?;
     if layers.caps {
         at(Step::Capabilities, caps::drop_all(!layers.namespaces))?;
     }
@@ -97,7 +107,7 @@ fn setup(spec: &JailSpec, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult<
     }
     let signals = at(Step::Fork, init::signal_fd())?;
     let command = match at(Step::Fork, fork())? {
-        Forked::Child => crate::command::run(spec, chan),
+        Forked::Child => crate::command::run(&spec, layers, chan),
         Forked::Parent(pid) => Pid::from_raw(pid),
     };
     if let Some(program) = spec.seccomp.as_ref().filter(|_| layers.seccomp) {

@@ -1,14 +1,16 @@
 //! The supervisor side: start the jail, hand over the proxy listeners, wait.
 //!
 //! Usage, in this order (the root binary does it):
-//! [`Jail::spawn`] → [`Jail::take_listeners`] → start the proxy on them →
-//! [`Jail::release`] → [`Jail::wait`]. Between `spawn` and `release` the jail
-//! is parked before dropping its privileges, so a proxy that fails to start
-//! means the command never runs ([`Jail::abort`]).
+//! [`Jail::spawn`] (as early as possible: the kernel builds the namespaces
+//! while the supervisor compiles the plans) → [`Jail::send_spec`] →
+//! [`Jail::take_listeners`] → start the proxy on them → [`Jail::release`] →
+//! [`Jail::wait`]. Until `release` the jail is parked before dropping its
+//! privileges, so a proxy that fails to start means the command never runs
+//! ([`Jail::abort`], or just dropping the [`Jail`]).
 
 use crate::error::{JailError, Step};
-use crate::spec::JailSpec;
-use crate::sync::{self, Channel, ChildMsg};
+use crate::spec::{JailSpec, Layers};
+use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, clone_fork};
 use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::signalfd::SignalFd;
@@ -53,6 +55,7 @@ pub struct Jail {
     pid: Pid,
     chan: Channel,
     signals: SignalFd,
+    spec_file: SpecFile,
     reaped: Option<WaitStatus>,
 }
 
@@ -60,19 +63,20 @@ impl Jail {
     /// Block the handled signals, create the channel and clone pid 1 of the
     /// jail into its new namespaces. Must be called while the process is
     /// still single-threaded (before any proxy or runtime thread exists).
-    pub fn spawn(spec: &JailSpec) -> Result<Jail, JailError> {
+    pub fn spawn(layers: Layers) -> Result<Jail, JailError> {
         let set = handled_signals();
         set.thread_block()
             .map_err(|e| JailError::io(Step::Wait, e.into()))?;
         let (mine, theirs) = sync::pair().map_err(|e| JailError::io(Step::Channel, e))?;
+        let spec_file = SpecFile::new().map_err(|e| JailError::io(Step::Channel, e))?;
         let ids = (
             nix::unistd::getuid().as_raw(),
             nix::unistd::getgid().as_raw(),
         );
-        match clone_fork(spec.clone_flags()).map_err(|e| namespaces_error(spec, e))? {
+        match clone_fork(layers.clone_flags()).map_err(namespaces_error)? {
             Forked::Child => {
                 drop(mine);
-                crate::child::run(spec, theirs, ids)
+                crate::child::run(layers, theirs, &spec_file, ids)
             }
             Forked::Parent(pid) => {
                 drop(theirs);
@@ -82,6 +86,7 @@ impl Jail {
                     pid: Pid::from_raw(pid),
                     chan: mine,
                     signals,
+                    spec_file,
                     reaped: None,
                 })
             }
@@ -91,6 +96,14 @@ impl Jail {
     /// pid 1 of the jail, as seen from the supervisor's pid namespace.
     pub fn pid(&self) -> i32 {
         self.pid.as_raw()
+    }
+
+    /// Hand the jail what it needs for the rest of its setup and the command.
+    pub fn send_spec(&mut self, spec: &JailSpec) -> Result<(), JailError> {
+        self.spec_file
+            .write(spec)
+            .and_then(|()| self.chan.send_byte(sync::SPEC))
+            .map_err(|e| JailError::io(Step::Supervisor, e))
     }
 
     /// Receive the proxy listener(s) bound inside the jail's netns.
@@ -111,7 +124,7 @@ impl Jail {
     /// the command has been executed (channel EOF) or setup failed.
     pub fn release(&mut self) -> Result<(), JailError> {
         self.chan
-            .send_go()
+            .send_byte(sync::GO)
             .map_err(|e| JailError::io(Step::Supervisor, e))?;
         match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
             None => Ok(()),
@@ -250,13 +263,12 @@ pub(crate) fn status_code(status: WaitStatus) -> i32 {
     }
 }
 
-fn namespaces_error(spec: &JailSpec, e: std::io::Error) -> JailError {
+fn namespaces_error(e: std::io::Error) -> JailError {
     let hint = if e.raw_os_error() == Some(libc::EPERM) || e.raw_os_error() == Some(libc::ENOSPC) {
         " (user namespaces unavailable: see `oajail doctor`)"
     } else {
         ""
     };
-    let _ = spec;
     JailError::msg(
         Step::Namespaces,
         format!("clone: {}{hint}", crate::error::lower_first(&e.to_string())),

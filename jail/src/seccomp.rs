@@ -30,10 +30,28 @@ use seccompiler::{
 };
 use std::collections::BTreeMap;
 
-/// A compiled filter, ready to install (compiled once in the supervisor,
-/// before the clone, so the jail only loads it).
-#[derive(Debug, Clone)]
+/// A compiled filter, ready to install (compiled once in the supervisor, so
+/// the jail only loads it). Serialized as `[code, jt, jf, k]` quadruples to
+/// cross into the jail.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(into = "Vec<(u16, u8, u8, u32)>", from = "Vec<(u16, u8, u8, u32)>")]
 pub struct SeccompProgram(BpfProgram);
+
+impl From<SeccompProgram> for Vec<(u16, u8, u8, u32)> {
+    fn from(p: SeccompProgram) -> Self {
+        p.0.into_iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect()
+    }
+}
+
+impl From<Vec<(u16, u8, u8, u32)>> for SeccompProgram {
+    fn from(v: Vec<(u16, u8, u8, u32)>) -> Self {
+        SeccompProgram(
+            v.into_iter()
+                .map(|(code, jt, jf, k)| sock_filter { code, jt, jf, k })
+                .collect(),
+        )
+    }
+}
 
 /// Why a plan could not be compiled.
 #[derive(Debug, thiserror::Error)]

@@ -1,16 +1,18 @@
-//! What the supervisor hands to the jail: computed before the clone, so the
-//! child only applies plain data.
+//! What the supervisor hands to the jail. [`Layers`] are fixed at the clone;
+//! the [`JailSpec`] is compiled while the new namespaces come up and reaches
+//! the jail through a memfd, so the child only applies plain data.
 
 use crate::seccomp::SeccompProgram;
 use oajail_policy::compile::landlock::LandlockPlan;
 use oajail_policy::compile::limits::RlimitEntry;
 use oajail_policy::compile::mounts::MountPlan;
+use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::path::PathBuf;
 
 /// Which kernel layers this run enforces. All `true` unless the user allowed
 /// a degraded run (or a `test-layers` build switched one off).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layers {
     /// User, mount, pid, net, ipc and uts namespaces.
     pub namespaces: bool,
@@ -27,6 +29,15 @@ pub struct Layers {
 }
 
 impl Layers {
+    /// The namespaces to clone into.
+    pub(crate) fn clone_flags(&self) -> libc::c_int {
+        match (self.namespaces, self.netns) {
+            (false, _) => 0,
+            (true, true) => crate::ns::CLONE_FLAGS,
+            (true, false) => crate::ns::CLONE_FLAGS & !libc::CLONE_NEWNET,
+        }
+    }
+
     /// Every layer on.
     pub const ALL: Layers = Layers {
         namespaces: true,
@@ -39,7 +50,7 @@ impl Layers {
 }
 
 /// Everything needed to start one jailed command.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JailSpec {
     /// The command: `argv[0]` is a path, or a name searched in the `PATH` of `env`.
     pub argv: Vec<CString>,
@@ -47,10 +58,6 @@ pub struct JailSpec {
     pub env: Vec<CString>,
     /// Working directory inside the jail.
     pub cwd: PathBuf,
-    /// Host name inside the jail.
-    pub hostname: String,
-    /// Layers to enforce.
-    pub layers: Layers,
     /// The seccomp filter, compiled in the supervisor.
     pub seccomp: Option<SeccompProgram>,
     /// rlimits for the command.
@@ -66,27 +73,17 @@ pub struct JailSpec {
 }
 
 impl JailSpec {
-    /// A spec with every layer on, host name `oajail`.
+    /// A spec with every layer on.
     pub fn new(argv: Vec<CString>, env: Vec<CString>, cwd: PathBuf) -> Self {
         JailSpec {
             argv,
             env,
             cwd,
-            hostname: "oajail".into(),
-            layers: Layers::ALL,
             seccomp: None,
             rlimits: Vec::new(),
             mounts: None,
             landlock: None,
             ssh_helper: None,
-        }
-    }
-
-    pub(crate) fn clone_flags(&self) -> libc::c_int {
-        match (self.layers.namespaces, self.layers.netns) {
-            (false, _) => 0,
-            (true, true) => crate::ns::CLONE_FLAGS,
-            (true, false) => crate::ns::CLONE_FLAGS & !libc::CLONE_NEWNET,
         }
     }
 }

@@ -2,12 +2,15 @@
 //!
 //! Every message is one packet. The child sends typed [`ChildMsg`]s (serde
 //! JSON), the listener descriptors ride along as `SCM_RIGHTS`; the supervisor
-//! sends a single "go" byte once the proxy runs. The child's end is
+//! sends single bytes: "spec" once the [`JailSpec`] is in the [`SpecFile`]
+//! (a memfd created before the clone, so both sides share it; no size limit),
+//! then "go" once the proxy runs. The child's end is
 //! close-on-exec and pid 1 closes its copy when setup is over, so end-of-file
 //! on the supervisor's side means "the command was executed": nothing needs to
 //! be sent on success.
 
 use crate::error::Step;
+use crate::spec::JailSpec;
 use nix::sys::socket::{
     AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
     sendmsg, socketpair,
@@ -41,7 +44,10 @@ pub(crate) enum ChildMsg {
     },
 }
 
-const GO: u8 = b'G';
+/// Supervisor → jail: the spec is in the spec file.
+pub(crate) const SPEC: u8 = b'S';
+/// Supervisor → jail: the proxy runs, finish setup.
+pub(crate) const GO: u8 = b'G';
 const MAX_MSG: usize = 8192;
 
 /// One end of the channel.
@@ -97,9 +103,9 @@ impl Channel {
         Ok(Some((parsed, fds)))
     }
 
-    /// Supervisor: tell the jail that setup may finish.
-    pub(crate) fn send_go(&self) -> io::Result<()> {
-        let n = nix::unistd::write(&self.fd, &[GO])?;
+    /// Supervisor: send one control byte ([`SPEC`] or [`GO`]).
+    pub(crate) fn send_byte(&self, byte: u8) -> io::Result<()> {
+        let n = nix::unistd::write(&self.fd, &[byte])?;
         if n == 1 {
             Ok(())
         } else {
@@ -107,11 +113,11 @@ impl Channel {
         }
     }
 
-    /// Child: block until the supervisor says go; EOF means it went away.
-    pub(crate) fn wait_go(&self) -> io::Result<()> {
+    /// Child: block until the supervisor sends `byte`; EOF means it went away.
+    pub(crate) fn wait_byte(&self, byte: u8) -> io::Result<()> {
         let mut b = [0u8; 1];
         match nix::unistd::read(&self.fd, &mut b)? {
-            1 if b[0] == GO => Ok(()),
+            1 if b[0] == byte => Ok(()),
             0 => Err(io::Error::other("supervisor went away")),
             _ => Err(io::Error::other("unexpected message from supervisor")),
         }
@@ -129,5 +135,40 @@ impl Channel {
                 .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR)),
             Err(_) => false,
         }
+    }
+}
+
+/// The memfd that carries the serialized [`JailSpec`] into the jail.
+#[derive(Debug)]
+pub(crate) struct SpecFile {
+    file: std::fs::File,
+}
+
+impl SpecFile {
+    /// Create it (before the clone, so the jail inherits it; CLOEXEC, and
+    /// pid 1 closes it before the command exists).
+    pub(crate) fn new() -> io::Result<Self> {
+        use nix::sys::memfd::{MFdFlags, memfd_create};
+        let fd = memfd_create(c"oajail-spec", MFdFlags::MFD_CLOEXEC)?;
+        Ok(SpecFile {
+            file: std::fs::File::from(fd),
+        })
+    }
+
+    /// Supervisor: store the spec.
+    pub(crate) fn write(&self, spec: &JailSpec) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let body = serde_json::to_vec(spec).map_err(io::Error::other)?;
+        self.file.set_len(0)?;
+        self.file.write_all_at(&body, 0)
+    }
+
+    /// Child: load the spec.
+    pub(crate) fn read(&self) -> io::Result<JailSpec> {
+        use std::os::unix::fs::FileExt;
+        let len = usize::try_from(self.file.metadata()?.len()).map_err(io::Error::other)?;
+        let mut body = vec![0u8; len];
+        self.file.read_exact_at(&mut body, 0)?;
+        serde_json::from_slice(&body).map_err(io::Error::other)
     }
 }
