@@ -120,6 +120,17 @@ async fn send_request(
 ) -> Result<(), ReadError> {
     let head = upstream_head(req, &p.url.path, &p.authority, p.body, p.websocket);
     up.write_all(&head).await?;
+    // `Expect` is answered here (the upstream never sees it): a client
+    // waiting for `100 Continue` would otherwise wait while we wait for it.
+    let expects = req
+        .values("expect")
+        .any(|v| v.eq_ignore_ascii_case(b"100-continue"));
+    if expects && p.body != Body::None {
+        client
+            .stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await?;
+    }
     let idle = shared.limits.idle_timeout;
     match p.body {
         Body::Length(n) => client.relay_exact(n, up, idle).await,
@@ -269,7 +280,7 @@ fn upstream_head(
     let listed = connection_tokens(&req.headers);
     let mut out = format!("{} {path} HTTP/1.1\r\nHost: {authority}\r\n", req.method).into_bytes();
     for (name, value) in &req.headers {
-        if !is_hop_by_hop(name, &listed) {
+        if !is_hop_by_hop(name, &listed) && name != "expect" {
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(b": ");
             out.extend_from_slice(value);

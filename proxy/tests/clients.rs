@@ -411,3 +411,39 @@ fn dns_rebinding_200_tries_never_reach_the_private_target() {
     assert_eq!(status(&resp), 403, "{resp}");
     assert_eq!(canary.hits(), 0);
 }
+
+#[test]
+fn curl_post_with_expect_100_continue_does_not_stall() {
+    let http = Upstream::http(public(2));
+    let lab = Lab::start(&["post.allowed.test"], &[]);
+    lab.resolver.map("post.allowed.test", public(2));
+    let body = "x".repeat(4096);
+    let started = std::time::Instant::now();
+    let (code, out, err) = run(
+        "curl",
+        &[
+            "-sS",
+            "--max-time",
+            "10",
+            "-H",
+            "Expect: 100-continue",
+            "--data-binary",
+            &body,
+            "-x",
+            &lab.proxy_url(),
+            &format!("http://post.allowed.test:{}/up", http.addr.port()),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("POST /up HTTP/1.1"), "{out}");
+    assert!(out.ends_with(&body), "the body arrived whole");
+    assert!(
+        !out.to_ascii_lowercase().contains("expect:"),
+        "Expect is answered by the proxy: {out}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "curl waited for 100 Continue: {:?}",
+        started.elapsed()
+    );
+}

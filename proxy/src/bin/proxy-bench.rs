@@ -303,6 +303,7 @@ fn bench(quick: bool) -> Res<()> {
     } else {
         (GIB, 5, 20_000, 10_000)
     };
+    bench_startup()?;
     bench_bulk(&s, bulk_bytes, runs)?;
     bench_rate(&s, Some(s.splice.addr), ops_32, ops_1)?;
     bench_idle(&s)
@@ -345,6 +346,32 @@ fn bench_rate(s: &Setup, proxy: Option<SocketAddr>, ops_32: usize, ops_1: usize)
         "B3 c=1 {ops_1} round trips: direct p50 {d50:.0} us p99 {d99:.0} us; proxy p50 {p50:.0} us p99 {p99:.0} us; added p50 {:.0} us p99 {:.0} us",
         p50 - d50,
         p99 - d99
+    );
+    Ok(())
+}
+
+/// What the proxy adds to `oajail -- /bin/true`: start (runtime threads,
+/// listener registration) and shutdown, in this process.
+fn bench_startup() -> Res<()> {
+    let (mut start, mut stop) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let config = ProxyConfig {
+            egress: EgressPlan::default(),
+            log_json: None,
+            limits: Limits::default(),
+        };
+        let t = Instant::now();
+        let handle = oajail_proxy::start(config, vec![listener])?;
+        start.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        let _ = handle.shutdown();
+        stop.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    println!(
+        "start-up: proxy start {:.0} us, shutdown {:.0} us (median of 20)",
+        median(start),
+        median(stop)
     );
     Ok(())
 }
