@@ -271,8 +271,10 @@ fn fill_segment(seg: &str, path_args: Option<&Value>) -> Result<String, String> 
             })?;
         let text = scalar(value)
             .ok_or_else(|| format!("path parameter {name} must be a string or a number"))?;
-        if text.is_empty() {
-            return Err(format!("path parameter {name} is empty"));
+        if text.is_empty() || text == "." || text == ".." {
+            return Err(format!(
+                "path parameter {name} must not be empty, \".\" or \"..\""
+            ));
         }
         out.replace_range(start..=end, &text);
     }
@@ -327,5 +329,57 @@ fn query_pairs(name: &str, value: &Value, spec: Option<&Param>) -> Vec<(String, 
             .map(|s| (name.to_owned(), s))
             .into_iter()
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Catalogue;
+    use serde_json::json;
+
+    fn url(op: &str, args: Value) -> Result<String, String> {
+        let cat = Catalogue::builtin(false).map_err(|e| e.to_string())?;
+        let base = Url::parse("https://api.example/v3").map_err(|e| e.to_string())?;
+        build_url(&base, cat.op(op).ok_or("no op")?, &args).map(|u| u.to_string())
+    }
+
+    #[test]
+    fn path_values_are_one_encoded_segment() {
+        let u = url("agendas.get", json!({"path": {"agendaUid": "a/../b?c#d"}}));
+        assert_eq!(
+            u.as_deref(),
+            Ok("https://api.example/v3/agendas/a%2F..%2Fb%3Fc%23d")
+        );
+        assert!(url("agendas.get", json!({"path": {"agendaUid": ".."}})).is_err());
+        assert!(url("agendas.get", json!({"path": {"agendaUid": {"x": 1}}})).is_err());
+        assert!(url("agendas.get", json!({})).is_err());
+    }
+
+    #[test]
+    fn query_styles_follow_the_spec() {
+        let u = url(
+            "agendas.events.list",
+            json!({"path": {"agendaUid": 1}, "query": {"city": ["Paris", "Lyon"], "fields": ["uid", "title"],
+                   "timings": {"gte": "2026-01-01"}, "limit": 5, "skip": null}}),
+        );
+        assert_eq!(
+            u.as_deref(),
+            Ok(
+                "https://api.example/v3/agendas/1/events?city=Paris&city=Lyon&fields=uid%2Ctitle&limit=5&timings%5Bgte%5D=2026-01-01"
+            )
+        );
+    }
+
+    #[test]
+    fn required_query_parameters_are_checked() {
+        assert!(url("agendas.events.facets", json!({"path": {"agendaUid": 1}})).is_err());
+        assert!(
+            url(
+                "agendas.events.facets",
+                json!({"path": {"agendaUid": 1}, "query": {"facets": ["cities"]}})
+            )
+            .is_ok()
+        );
     }
 }
