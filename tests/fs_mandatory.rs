@@ -223,3 +223,26 @@ fn the_settings_file_is_not_writable_from_the_jail() {
     has(&o, "ok=WROTE");
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), fs.to_string());
 }
+
+#[test]
+fn a_protected_name_that_is_a_symlink_protects_the_link_and_its_target() {
+    let lab = Lab::new("rclink");
+    lab.file("ws/dotfiles/bashrc", "ORIG");
+    std::os::unix::fs::symlink("dotfiles/bashrc", lab.root.join("ws/.bashrc")).unwrap();
+    let script = "echo via=$(w .bashrc); echo target=$(w dotfiles/bashrc); \
+        rm -f .bashrc 2>/dev/null; [ -L .bashrc ] || [ -e .bashrc ] && echo link=kept || echo link=gone";
+    let o = lab.run(writable_ws(), script);
+    has(&o, "via=DENIED");
+    has(&o, "target=DENIED");
+    has(&o, "link=kept");
+    assert_eq!(
+        std::fs::read_to_string(lab.root.join("ws/dotfiles/bashrc")).unwrap(),
+        "ORIG"
+    );
+    assert!(
+        std::fs::symlink_metadata(lab.root.join("ws/.bashrc"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}

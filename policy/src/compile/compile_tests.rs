@@ -218,3 +218,27 @@ fn submodule_git_dirs_inside_dot_git_are_protected() {
         "{m:#?}"
     );
 }
+
+#[test]
+fn allowing_a_protected_name_itself_does_not_lift_the_mandatory_deny() {
+    let p = policy(&[], &[], &["~/.bashrc", "./.git"], &[]);
+    let m = plan(&p, &fake());
+    assert!(step(&m, "/home/u/.bashrc").is_none(), "{m:#?}");
+    assert!(
+        matches!(
+            step(&m, "/home/u/ws/.git"),
+            Some(MountStep::Bind { writable: true, .. })
+        ),
+        "{m:#?}"
+    );
+    assert!(
+        matches!(
+            step(&m, "/home/u/ws/.git/hooks"),
+            Some(MountStep::Bind {
+                writable: false,
+                ..
+            })
+        ),
+        "{m:#?}"
+    );
+}

@@ -90,6 +90,12 @@ pub(crate) fn add(
     let mut walked = BTreeSet::new();
     let mut budget = WALK_BUDGET;
     for root in roots {
+        // The root's own name counts too: `allowWrite: ["~/.bashrc"]` or
+        // `["./.git"]` does not lift a mandatory deny.
+        if let (Some(name), Some(kind)) = (root.file_name(), rules.kind(&root)) {
+            let name = name.to_string_lossy().into_owned();
+            check_entry(rules, fs, &root, &name, kind, allow_git_config);
+        }
         if rules.kind(&root) != Some(FileKind::Dir) || !rules.writable(&root) {
             continue;
         }
@@ -160,7 +166,12 @@ fn check_entry(
     kind: FileKind,
     allow_git_config: bool,
 ) {
-    if PROTECTED_FILES.contains(&name) || PROTECTED_DIRS.contains(&name) {
+    if kind == FileKind::Symlink && (is_protected_name(name) || name == ".git") {
+        // The link itself is masked, and what it points at (a dotfiles
+        // checkout, a separate git dir) is protected too when writable.
+        protect(rules, path, kind);
+        protect_link_target(rules, fs, path);
+    } else if is_protected_name(name) {
         protect(rules, path, kind);
     } else if name == ".claude" && kind == FileKind::Dir {
         // Missing ones get placeholders only in anchors (protect_missing_at).
@@ -231,6 +242,18 @@ fn protect_missing_at(
         if fs.kind(&path).is_none() {
             protect_missing(rules, fs, &path, kind);
         }
+    }
+}
+
+fn is_protected_name(name: &str) -> bool {
+    PROTECTED_FILES.contains(&name) || PROTECTED_DIRS.contains(&name)
+}
+
+fn protect_link_target(rules: &mut Rules, fs: &dyn FsView, link: &Path) {
+    if let Ok(target) = super::fsview::canonicalize(fs, link)
+        && let Some(kind) = fs.kind(&target)
+    {
+        protect(rules, &target, kind);
     }
 }
 
