@@ -697,6 +697,36 @@ pub const ATTACKS: &[Attack] = &[
         "ENV",
     ),
     a(
+        "G1-code-mode-api-key",
+        'G',
+        "code mode: the API key never reaches JavaScript, results, logs or sinks",
+        "ENV (worker), SUP",
+    ),
+    a(
+        "G2-code-mode-host-apis",
+        'G',
+        "code mode: JavaScript finds no std/os/require/fetch/process/import",
+        "QuickJS worker",
+    ),
+    a(
+        "G2-code-mode-other-host",
+        'G',
+        "code mode: API calls with path injection reach no other host",
+        "PX, NS",
+    ),
+    a(
+        "H2-code-mode-memory",
+        'H',
+        "code mode: allocation loop ends with memory_limit",
+        "RL (worker)",
+    ),
+    a(
+        "H4-code-mode-cpu",
+        'H',
+        "code mode: busy loop ends with timeout, the server keeps serving",
+        "RL (worker), SUP",
+    ),
+    a(
         "I1-no-user-namespaces",
         'I',
         "user namespaces unavailable: refuse, never run unconfined",

@@ -107,6 +107,10 @@ pub struct RunOptions {
     pub oajail_args: Vec<String>,
     /// SIGKILL oajail itself after this many milliseconds.
     pub kill_after_ms: Option<u64>,
+    /// Bytes for the command's stdin, kept open for `stdin_hold_ms` after.
+    pub stdin: Option<Vec<u8>>,
+    /// See `stdin`.
+    pub stdin_hold_ms: u64,
 }
 
 /// One lab: a directory with a fake home, a workspace and a policy, plus a
@@ -231,6 +235,13 @@ impl Lab {
         dst.display().to_string()
     }
 
+    /// Write `text` as the lab's policy file; returns its path.
+    pub fn policy_text(&self, text: &str) -> String {
+        let dst = self.dir.join("policy.json");
+        fs::write(&dst, text).unwrap_or_else(|e| panic!("security lab: write policy: {e}"));
+        dst.display().to_string()
+    }
+
     /// The environment of every run: the fake home, stand-in sockets and secret canaries.
     fn base_env(&self) -> Vec<(String, String)> {
         let run = self.path("run");
@@ -348,7 +359,13 @@ impl Lab {
             dns: opts.dns,
             timeout_ms: 20_000,
             kill_after_ms: opts.kill_after_ms,
+            stdin_file: opts.stdin.as_ref().map(|_| self.dir.join("stdin.bin")),
+            stdin_hold_ms: opts.stdin_hold_ms,
         };
+        if let Some(bytes) = &opts.stdin {
+            fs::write(self.dir.join("stdin.bin"), bytes)
+                .unwrap_or_else(|e| panic!("security lab: write stdin: {e}"));
+        }
         let cfg_path = self.dir.join("lab.json");
         fs::write(
             &cfg_path,

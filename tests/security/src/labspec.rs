@@ -89,6 +89,13 @@ pub struct LabConfig {
     /// SIGKILL the command (oajail itself) after this long: the jail must die with it.
     #[serde(default)]
     pub kill_after_ms: Option<u64>,
+    /// Feed this file to the command's stdin, then keep stdin open for
+    /// `stdin_hold_ms` before closing it (for servers that exit on EOF).
+    #[serde(default)]
+    pub stdin_file: Option<PathBuf>,
+    /// See `stdin_file`.
+    #[serde(default)]
+    pub stdin_hold_ms: u64,
 }
 
 /// What the lab saw, written to `lab-result.json`.

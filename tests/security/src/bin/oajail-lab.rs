@@ -389,11 +389,19 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         _leaks = Some(leaks);
     }
     let pty = if config.pty { Some(open_pty()?) } else { None };
-    match &pty {
-        Some(p) => cmd.stdin(Stdio::from(p.slave.try_clone()?)),
-        None => cmd.stdin(Stdio::null()),
+    match (&pty, &config.stdin_file) {
+        (Some(p), _) => cmd.stdin(Stdio::from(p.slave.try_clone()?)),
+        (None, Some(_)) => cmd.stdin(Stdio::piped()),
+        (None, None) => cmd.stdin(Stdio::null()),
     };
-    let child = cmd.spawn().with_context(|| format!("spawn {}", argv[0]))?;
+    let mut child = cmd.spawn().with_context(|| format!("spawn {}", argv[0]))?;
+    if let (Some(file), Some(stdin)) = (&config.stdin_file, child.stdin.take()) {
+        feed_stdin(
+            stdin,
+            fs::read(file).context("read stdin file")?,
+            config.stdin_hold_ms,
+        );
+    }
     drop(cmd);
     drop(_leaks);
     let mut result = wait_with_timeout(
@@ -405,6 +413,17 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         result.pty_injected = Some(drain(&p.slave));
     }
     Ok(result)
+}
+
+/// Write `data` to the command's stdin, keep it open `hold_ms`, then close it.
+fn feed_stdin(mut stdin: std::process::ChildStdin, data: Vec<u8>, hold_ms: u64) {
+    spawn_thread(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&data);
+        let _ = stdin.flush();
+        std::thread::sleep(Duration::from_millis(hold_ms));
+        drop(stdin);
+    });
 }
 
 struct Pty {
