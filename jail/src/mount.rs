@@ -117,23 +117,10 @@ impl Stage {
         mount_setattr(&root, true, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
             .ctx(|| "make new root read-only".into())?;
         let staging = new_tmpfs("0700", None, ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC)?;
-        for (dir, mode) in [
-            ("host", 0o700),
-            ("root", 0o700),
-            ("mask", 0o700),
-            ("mask/dir", 0o755),
-        ] {
-            rustix::fs::mkdirat(&staging, dir, Mode::from_raw_mode(mode))
+        for dir in ["host", "root", "mask"] {
+            rustix::fs::mkdirat(&staging, dir, Mode::from_raw_mode(0o700))
                 .ctx(|| format!("staging mkdir {dir}"))?;
         }
-        let empty = rustix::fs::openat(
-            &staging,
-            "mask/empty",
-            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ctx(|| "staging mask file".into())?;
-        drop(empty);
         let base = STAGING
             .iter()
             .find(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
@@ -150,6 +137,7 @@ impl Stage {
         .ctx(|| format!("open staging {base}"))?;
         move_onto(&host, &base, "host").ctx(|| "attach host tree".into())?;
         move_onto(&root, &base, "root").ctx(|| "attach new root".into())?;
+        move_onto(&mask_source()?, &base, "mask").ctx(|| "attach mask source".into())?;
         let host = open_path(&base, "host", false).ctx(|| "open host tree".into())?;
         let root = open_path(&base, "root", false).ctx(|| "open new root".into())?;
         Ok(Stage { base, host, root })
@@ -217,13 +205,8 @@ impl Stage {
     fn clone_mask(&self, path: &str, source: &str) -> Result<(), MountError> {
         let what = || format!("mask {path}");
         let flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+        // A clone keeps the source mount's read-only, nosuid, nodev, noexec.
         let file = rustix::mount::open_tree(&self.base, source, flags).ctx(what)?;
-        mount_setattr(
-            &file,
-            false,
-            ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
-        )
-        .ctx(what)?;
         self.attach(&file, path, false)
     }
 
@@ -250,6 +233,23 @@ impl Stage {
         rustix::process::chdir("/").ctx(|| "chdir /".into())?;
         Ok(())
     }
+}
+
+/// The sources every mask is cloned from: a read-only, nosuid, nodev, noexec
+/// tmpfs holding an empty directory `dir` (0755) and an empty file `empty`
+/// (mode 000).
+fn mask_source() -> Result<OwnedFd, MountError> {
+    let what = || "mask source".to_owned();
+    let fs = new_tmpfs(
+        "0755",
+        Some(1 << 16),
+        ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
+    )?;
+    rustix::fs::mkdirat(&fs, "dir", Mode::from_raw_mode(0o755)).ctx(what)?;
+    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
+    drop(rustix::fs::openat(&fs, "empty", flags, Mode::empty()).ctx(what)?);
+    mount_setattr(&fs, false, ATTR_RDONLY).ctx(what)?;
+    Ok(fs)
 }
 
 /// A path of the plan relative to a tree root (`/` is `.`).
