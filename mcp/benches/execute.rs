@@ -111,6 +111,22 @@ fn children_rss(pid: u32) -> u64 {
     total
 }
 
+/// (own, reaped children) CPU seconds of a process.
+fn cpu_secs(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    let tick = 100.0;
+    if f.len() < 15 {
+        return (0.0, 0.0);
+    }
+    // Fields 14-17 of stat (utime, stime, cutime, cstime) are 11-14 here.
+    ((f[11] + f[12]) / tick, (f[13] + f[14]) / tick)
+}
+
 fn row(name: &str, c1: &Load, c4: &Load, idle: u64, peak: u64) {
     println!(
         "| {name} | {:.2} | {:.2} | {:.0}/s | {:.2} | {:.0}/s | {:.1} MiB | {:.1} MiB | {} |",
@@ -140,8 +156,12 @@ fn bench_rust(mock: &Mock, n: usize) -> (f64, f64) {
     let idle = rss_kib(s.pid(), "VmRSS:");
     let pool = children_rss(s.pid());
     let _warm = load(&mut s, true, RUST_CODE, 50, 1);
+    let (own0, kids0) = cpu_secs(s.pid());
     let c1 = load(&mut s, true, RUST_CODE, n, 1);
     let c4 = load(&mut s, true, RUST_CODE, n, 4);
+    std::thread::sleep(Duration::from_millis(300));
+    let (own1, kids1) = cpu_secs(s.pid());
+    let per = |d: f64| d * 1000.0 / (2 * n) as f64;
     std::thread::sleep(Duration::from_millis(500));
     let after = rss_kib(s.pid(), "VmRSS:");
     let peak = rss_kib(s.pid(), "VmHWM:");
@@ -158,6 +178,11 @@ fn bench_rust(mock: &Mock, n: usize) -> (f64, f64) {
         after as f64 / 1024.0,
         4,
         pool as f64 / 1024.0
+    );
+    println!(
+        "CPU per execute: server {:.2} ms, worker processes {:.2} ms (the mock API runs in the bench process).\n",
+        per(own1 - own0),
+        per(kids1 - kids0)
     );
     (c1.p50, c4.per_sec)
 }

@@ -67,11 +67,15 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     let outcome = near_memory_limit(outcome, &rt, memory_mb);
     let outcome = enforce_output_cap(outcome, &shared);
     let logs = std::mem::take(&mut shared.logs.borrow_mut().lines);
-    frame::write_sync(
+    let sent = frame::write_sync(
         &mut std::io::stdout().lock(),
         &ToServer::Done { outcome, logs },
-    )
-    .map_err(pipe_err)
+    );
+    // The process exits right after this; tearing the JS heap down (a full
+    // GC and a free of every object) would only burn CPU on the hot path.
+    std::mem::forget(ctx);
+    std::mem::forget(rt);
+    sent.map_err(pipe_err)
 }
 
 fn pipe_err(e: FrameError) -> McpError {
