@@ -273,36 +273,39 @@ async fn splice_or_copy(
         Err(_) => 65536,
     };
     let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
+    // Reading into the pipe and writing out of it overlap: whichever side
+    // is ready moves, so the upstream keeps sending while the client drains.
+    let (mut in_pipe, mut eof) = (0usize, false);
     loop {
-        src.readable().await?;
-        let n = match src.try_io(Interest::READABLE, || {
-            splice(src, None, &pipe_w, None, pipe_size, flags).map_err(io::Error::from)
-        }) {
-            Ok(0) => {
-                let _ =
-                    nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write);
-                return Ok(());
-            }
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
-        };
-        let mut left = n;
-        while left > 0 {
-            dst.writable().await?;
-            match dst.try_io(Interest::WRITABLE, || {
-                splice(&pipe_r, None, dst, None, left, flags).map_err(io::Error::from)
-            }) {
-                Ok(k) => left -= k,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
+        if eof && in_pipe == 0 {
+            let _ = nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write);
+            return Ok(());
         }
-        count.fetch_add(n as u64, Ordering::Relaxed);
-        last.store(
-            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
+        tokio::select! {
+            r = src.readable(), if !eof && in_pipe < pipe_size => {
+                r?;
+                let room = pipe_size - in_pipe;
+                match src.try_io(Interest::READABLE, || splice(src, None, &pipe_w, None, room, flags).map_err(io::Error::from)) {
+                    Ok(0) => eof = true,
+                    Ok(n) => {
+                        in_pipe += n;
+                        count.fetch_add(n as u64, Ordering::Relaxed);
+                        last.store(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            w = dst.writable(), if in_pipe > 0 => {
+                w?;
+                match dst.try_io(Interest::WRITABLE, || splice(&pipe_r, None, dst, None, in_pipe, flags).map_err(io::Error::from)) {
+                    Ok(k) => in_pipe -= k,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            else => return Ok(()),
+        }
     }
 }
 

@@ -585,6 +585,15 @@ fn case19_grease_ech_passes_with_matching_sni() {
 
 #[test]
 fn case20_half_close_and_idle_timeout() {
+    half_close_and_idle(true);
+}
+
+#[test]
+fn case20_half_close_and_idle_timeout_copy_relay() {
+    half_close_and_idle(false);
+}
+
+fn half_close_and_idle(splice: bool) {
     // Upstream: read to EOF, then answer.
     let listener = std::net::TcpListener::bind((public(5), 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -599,6 +608,7 @@ fn case20_half_close_and_idle_timeout() {
     });
     let limits = Limits {
         idle_timeout: Duration::from_millis(400),
+        splice,
         ..Limits::default()
     };
     let lab = Lab::with(plan(&[&format!("half.lab.test:{port}")], &[]), limits);

@@ -1,6 +1,6 @@
 //! proxy-bench: the proxy against a direct loopback connection, same run.
 //!
-//! `cargo run --release -p oajail-proxy --bin proxy-bench [-- --quick]`
+//! `cargo run --release -p oajail-proxy --bin proxy-bench [-- --quick] [--bulk-only]`
 //!
 //! The proxy runs in a child process (`proxy-bench serve`), as it does under
 //! the supervisor, so its memory can be read from /proc. Every tunnel goes
@@ -50,14 +50,20 @@ fn main() -> Res<()> {
             .get(2)
             .ok_or("serve needs the upstream port")?
             .parse()?;
-        return serve_proxy(port, args.get(3).map(String::as_str) != Some("copy"));
+        // Mode: `splice` or `copy:<buffer KiB>`.
+        let mode = args.get(3).map(String::as_str).unwrap_or("splice");
+        let copy_kib = mode
+            .strip_prefix("copy:")
+            .map(str::parse::<usize>)
+            .transpose()?;
+        return serve_proxy(port, copy_kib);
     }
     let quick = args.iter().any(|a| a == "--quick");
     bench(quick)
 }
 
 /// Child mode: run the proxy, print its address, stop at stdin EOF.
-fn serve_proxy(upstream_port: u16, splice: bool) -> Res<()> {
+fn serve_proxy(upstream_port: u16, copy_kib: Option<usize>) -> Res<()> {
     let allow = [
         format!("{NAME}:{upstream_port}"),
         format!("127.0.0.1:{upstream_port}"),
@@ -73,7 +79,8 @@ fn serve_proxy(upstream_port: u16, splice: bool) -> Res<()> {
     let addr = listener.local_addr()?;
     let limits = Limits {
         max_connections: 4096,
-        splice,
+        splice: copy_kib.is_none(),
+        relay_buffer: copy_kib.unwrap_or(64) * 1024,
         ..Limits::default()
     };
     let config = ProxyConfig {
@@ -274,55 +281,69 @@ impl Drop for ProxyChild {
 struct Setup {
     up: SocketAddr,
     hello: Vec<u8>,
-    splice: ProxyChild,
-    copy: ProxyChild,
+    /// The relay variants; the first is the default (`Limits::default()`).
+    proxies: Vec<(&'static str, ProxyChild)>,
 }
+
+/// Relay variants compared in B1, default first.
+const MODES: [(&str, &str); 3] = [
+    ("copy 64 KiB (default)", "copy:64"),
+    ("copy 256 KiB", "copy:256"),
+    ("splice", "splice"),
+];
 
 fn bench(quick: bool) -> Res<()> {
     let hello = client_hello(NAME);
     let up = upstream(hello.len())?;
-    let s = Setup {
-        splice: ProxyChild::spawn(up, "splice")?,
-        copy: ProxyChild::spawn(up, "copy")?,
-        up,
-        hello,
-    };
-    println!(
-        "proxy-bench: {} CPUs, upstream {up}, proxies (splice) {} pid {}, (copy, 64 KiB) {} pid {}",
-        thread::available_parallelism()?.get(),
-        s.splice.addr,
-        s.splice.child.id(),
-        s.copy.addr,
-        s.copy.child.id()
-    );
-    for p in [None, Some(s.splice.addr), Some(s.copy.addr)] {
-        rate(p, up, &s.hello, 4, 400)?; // warm-up
+    let mut proxies = Vec::new();
+    for (label, mode) in MODES {
+        proxies.push((label, ProxyChild::spawn(up, mode)?));
     }
+    let s = Setup { up, hello, proxies };
+    println!(
+        "proxy-bench: {} CPUs, upstream {up}",
+        thread::available_parallelism()?.get()
+    );
+    for (label, p) in &s.proxies {
+        println!("  proxy {label}: {} (pid {})", p.addr, p.child.id());
+        rate(Some(p.addr), up, &s.hello, 4, 400)?; // warm-up
+    }
+    rate(None, up, &s.hello, 4, 400)?;
     let (bulk_bytes, runs, ops_32, ops_1) = if quick {
         (GIB / 4, 3, 4_000, 2_000)
     } else {
         (GIB, 5, 20_000, 10_000)
     };
+    if std::env::args().any(|a| a == "--bulk-only") {
+        return bench_bulk(&s, bulk_bytes, runs);
+    }
     bench_startup()?;
     bench_bulk(&s, bulk_bytes, runs)?;
-    bench_rate(&s, Some(s.splice.addr), ops_32, ops_1)?;
-    bench_idle(&s)
+    let default = &s.proxies[0].1;
+    bench_rate(&s, Some(default.addr), ops_32, ops_1)?;
+    bench_idle(&s, default)
 }
 
+/// Direct and every relay variant, interleaved run by run so that machine
+/// load hits them alike.
 fn bench_bulk(s: &Setup, bytes: u64, runs: usize) -> Res<()> {
-    let (mut d, mut sp, mut cp) = (Vec::new(), Vec::new(), Vec::new());
+    let mut direct = Vec::new();
+    let mut by_mode: Vec<Vec<f64>> = vec![Vec::new(); s.proxies.len()];
     for _ in 0..runs {
-        d.push(bulk(None, s.up, &s.hello, bytes)?);
-        sp.push(bulk(Some(s.splice.addr), s.up, &s.hello, bytes)?);
-        cp.push(bulk(Some(s.copy.addr), s.up, &s.hello, bytes)?);
+        direct.push(bulk(None, s.up, &s.hello, bytes)?);
+        for (i, (_, p)) in s.proxies.iter().enumerate() {
+            by_mode[i].push(bulk(Some(p.addr), s.up, &s.hello, bytes)?);
+        }
     }
-    let (d, sp, cp) = (median(d), median(sp), median(cp));
+    let d = median(direct);
     println!(
-        "B1 bulk {} MiB x{runs} (median): direct {d:.2} GiB/s; splice {sp:.2} GiB/s (ratio {:.2}); copy {cp:.2} GiB/s (ratio {:.2})",
-        bytes >> 20,
-        sp / d,
-        cp / d
+        "B1 bulk {} MiB x{runs} (median): direct {d:.2} GiB/s",
+        bytes >> 20
     );
+    for ((label, _), v) in s.proxies.iter().zip(by_mode) {
+        let m = median(v);
+        println!("   {label}: {m:.2} GiB/s, ratio {:.2}", m / d);
+    }
     Ok(())
 }
 
@@ -377,12 +398,12 @@ fn bench_startup() -> Res<()> {
 }
 
 /// 1,000 tunnels opened, left idle, then each must still relay one byte.
-fn bench_idle(s: &Setup) -> Res<()> {
-    let pid = s.splice.child.id();
+fn bench_idle(s: &Setup, proxy: &ProxyChild) -> Res<()> {
+    let pid = proxy.child.id();
     let before = rss_kib(pid)?;
     let mut tunnels = Vec::with_capacity(1000);
     for _ in 0..1000 {
-        tunnels.push(open(Some(s.splice.addr), s.up, &s.hello, b'E', 0)?);
+        tunnels.push(open(Some(proxy.addr), s.up, &s.hello, b'E', 0)?);
     }
     thread::sleep(Duration::from_millis(1500));
     let after = rss_kib(pid)?;
