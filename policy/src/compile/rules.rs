@@ -54,6 +54,8 @@ pub(crate) struct Rules {
     pub kinds: BTreeMap<PathBuf, FileKind>,
     /// Missing protected paths the supervisor must create before the run.
     pub placeholders: BTreeMap<PathBuf, FileKind>,
+    /// Answers of [`Rules::visible`].
+    visible_memo: std::cell::RefCell<std::collections::HashMap<PathBuf, bool>>,
     /// Human-readable notes about entries that were dropped or narrowed.
     pub warnings: Vec<String>,
 }
@@ -252,12 +254,21 @@ impl Rules {
     }
 
     /// Whether host content at `path` is visible in the jail.
+    ///
+    /// Memoised: the read lists are complete before anything asks (the
+    /// mandatory-deny walk only adds write denies), and the plans ask about
+    /// the same paths many times.
     pub(crate) fn visible(&self, path: &Path) -> bool {
-        decide(
+        if let Some(v) = self.visible_memo.borrow().get(path) {
+            return *v;
+        }
+        let v = decide(
             path,
             &[&self.deny_read, &self.masks, &self.private],
             &[&self.allow_read, &self.allow_write],
-        )
+        );
+        self.visible_memo.borrow_mut().insert(path.to_path_buf(), v);
+        v
     }
 
     /// Whether host content at `path` is writable from the jail.
