@@ -74,6 +74,29 @@ fn lower(text: &str) -> String {
 
 /// Restrict the calling process with `plan` (see the module docs).
 pub fn restrict(plan: &LandlockPlan, required: bool) -> Result<LandlockStatus, LandlockError> {
+    let mut created = handled(plan, required)?.create().map_err(rs_err)?;
+    created = add_fs_rules(created, plan)?;
+    for port in &plan.tcp_connect {
+        created = created
+            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+            .map_err(rs_err)?;
+    }
+    for port in &plan.tcp_bind {
+        created = created
+            .add_rule(NetPort::new(*port, AccessNet::BindTcp))
+            .map_err(rs_err)?;
+    }
+    let status = created.restrict_self().map_err(rs_err)?;
+    match (status.ruleset, required) {
+        (RulesetStatus::FullyEnforced, _) => Ok(LandlockStatus::Full),
+        (_, true) => Err(LandlockError::Partial(plan.min_abi)),
+        (RulesetStatus::PartiallyEnforced, false) => Ok(LandlockStatus::Partial),
+        (RulesetStatus::NotEnforced, false) => Ok(LandlockStatus::NotEnforced),
+    }
+}
+
+/// The ruleset with every right, port restriction and scope the plan handles.
+fn handled(plan: &LandlockPlan, required: bool) -> Result<Ruleset, LandlockError> {
     let level = if required {
         CompatLevel::HardRequirement
     } else {
@@ -98,25 +121,7 @@ pub fn restrict(plan: &LandlockPlan, required: bool) -> Result<LandlockStatus, L
     if !scopes.is_empty() {
         ruleset = ruleset.scope(scopes).map_err(rs_err)?;
     }
-    let mut created = ruleset.create().map_err(rs_err)?;
-    created = add_fs_rules(created, plan)?;
-    for port in &plan.tcp_connect {
-        created = created
-            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
-            .map_err(rs_err)?;
-    }
-    for port in &plan.tcp_bind {
-        created = created
-            .add_rule(NetPort::new(*port, AccessNet::BindTcp))
-            .map_err(rs_err)?;
-    }
-    let status = created.restrict_self().map_err(rs_err)?;
-    match (status.ruleset, required) {
-        (RulesetStatus::FullyEnforced, _) => Ok(LandlockStatus::Full),
-        (_, true) => Err(LandlockError::Partial(plan.min_abi)),
-        (RulesetStatus::PartiallyEnforced, false) => Ok(LandlockStatus::Partial),
-        (RulesetStatus::NotEnforced, false) => Ok(LandlockStatus::NotEnforced),
-    }
+    Ok(ruleset)
 }
 
 fn add_fs_rules(

@@ -152,29 +152,8 @@ pub(crate) fn build(
             grant(&mut acc, root, WRITE);
         }
     }
-    grant(&mut acc, Path::new(TMP), READ);
-    grant(&mut acc, Path::new(TMP), WRITE);
-    grant(&mut acc, Path::new("/proc"), READ);
-    grant(&mut acc, Path::new("/dev"), READ);
-    grant(&mut acc, Path::new("/dev/shm"), WRITE);
-    for dev in [
-        "/dev/null",
-        "/dev/zero",
-        "/dev/full",
-        "/dev/tty",
-        "/dev/random",
-        "/dev/urandom",
-        "/dev/pts",
-    ] {
-        grant(&mut acc, Path::new(dev), DEVICE_RW);
-    }
-    if acc.len() > RULE_BUDGET {
-        return Err(CompileError::WalkBudget {
-            what: "the Landlock read complement".into(),
-            root: "/".into(),
-            budget: RULE_BUDGET,
-        });
-    }
+    jail_filesystems(&mut acc);
+    check_budget(&acc, Path::new("/"))?;
     let local = policy.network.allow_local_binding;
     Ok(LandlockPlan {
         target_abi: TARGET_ABI,
@@ -191,6 +170,33 @@ pub(crate) fn build(
         tcp_bind: Vec::new(),
         scopes: vec![Scope::Signal, Scope::AbstractUnixSocket],
     })
+}
+
+/// Rights on what the jail itself mounts: `/tmp`, `/proc`, `/dev`.
+fn jail_filesystems(acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>) {
+    grant(acc, Path::new(TMP), READ);
+    grant(acc, Path::new(TMP), WRITE);
+    grant(acc, Path::new("/proc"), READ);
+    grant(acc, Path::new("/dev"), READ);
+    grant(acc, Path::new("/dev/shm"), WRITE);
+    let devices = ["null", "zero", "full", "tty", "random", "urandom", "pts"];
+    for dev in devices {
+        grant(acc, &Path::new("/dev").join(dev), DEVICE_RW);
+    }
+}
+
+fn check_budget(
+    acc: &BTreeMap<PathBuf, BTreeSet<FsAccess>>,
+    at: &Path,
+) -> Result<(), CompileError> {
+    if acc.len() > RULE_BUDGET {
+        return Err(CompileError::WalkBudget {
+            what: "the Landlock read complement".into(),
+            root: at.display().to_string(),
+            budget: RULE_BUDGET,
+        });
+    }
+    Ok(())
 }
 
 fn grant(acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>, path: &Path, rights: &[FsAccess]) {
@@ -221,13 +227,7 @@ fn read_rules(
     if visible {
         grant(acc, dir, &[FsAccess::ReadDir]);
     }
-    if acc.len() > RULE_BUDGET {
-        return Err(CompileError::WalkBudget {
-            what: "the Landlock read complement".into(),
-            root: dir.display().to_string(),
-            budget: RULE_BUDGET,
-        });
-    }
+    check_budget(acc, dir)?;
     let entries = fs.read_dir(dir).unwrap_or_default();
     for (name, kind) in entries {
         if kind == FileKind::Symlink {

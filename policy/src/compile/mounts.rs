@@ -155,7 +155,13 @@ pub(crate) fn build(
             ));
             continue;
         }
-        if let Some(step) = step_for(rules, facts, policy, fs, &point, pins.contains(&point)) {
+        if point == Path::new(TMP) {
+            steps.push(MountStep::Tmpfs {
+                path: TMP.to_owned(),
+                size_bytes: tmp_size(policy, facts),
+                skeleton: Vec::new(),
+            });
+        } else if let Some(step) = step_for(rules, fs, &point, pins.contains(&point)) {
             steps.push(step);
         }
     }
@@ -203,23 +209,8 @@ fn sorted_shallow_first(points: BTreeSet<PathBuf>) -> Vec<PathBuf> {
 }
 
 /// The step that gives `point` its state, if its parent's state differs.
-fn step_for(
-    rules: &Rules,
-    facts: &HostFacts,
-    policy: &Policy,
-    fs: &dyn FsView,
-    point: &Path,
-    pin: bool,
-) -> Option<MountStep> {
+fn step_for(rules: &Rules, fs: &dyn FsView, point: &Path, pin: bool) -> Option<MountStep> {
     let path = point.display().to_string();
-    if point == Path::new(TMP) {
-        let size_bytes = tmp_size(policy, facts);
-        return Some(MountStep::Tmpfs {
-            path,
-            size_bytes,
-            skeleton: Vec::new(),
-        });
-    }
     let parent = point.parent().unwrap_or(Path::new("/"));
     let (vis, pvis) = (rules.visible(point), rules.visible(parent));
     let (w, pw) = (rules.writable(point), rules.writable(parent));
