@@ -242,3 +242,28 @@ fn allowing_a_protected_name_itself_does_not_lift_the_mandatory_deny() {
         "{m:#?}"
     );
 }
+
+#[test]
+fn deny_root_keeps_top_level_links_and_allow_read_resolves_links_above_the_last_component() {
+    let p = policy(&["/"], &["/usr", "/lib/x", "/home/u/ws/keylink"], &[], &[]);
+    let fs = fake()
+        .dirs(&["/usr/lib/x"])
+        .link("/lib", "usr/lib")
+        .link("/home/u/ws/keylink", "/home/u/.ssh/id_ed25519");
+    let m = plan(&p, &fs);
+    assert!(step(&m, "/lib").is_none(), "{m:#?}");
+    assert!(
+        !matches!(step(&m, "/usr"), Some(MountStep::MaskDir { .. })),
+        "{m:#?}"
+    );
+    assert!(
+        matches!(step(&m, "/home"), Some(MountStep::MaskDir { .. })),
+        "{m:#?}"
+    );
+    assert!(step(&m, "/home/u/.ssh/id_ed25519").is_none(), "{m:#?}");
+    assert!(
+        m.warnings.iter().any(|w| w.contains("keylink")),
+        "{:?}",
+        m.warnings
+    );
+}

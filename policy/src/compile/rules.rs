@@ -137,11 +137,25 @@ impl Rules {
         cwd: &Path,
     ) -> Result<Vec<PathBuf>, CompileError> {
         let mut out = Vec::new();
-        for path in self.expand_lexical(fs, field, entry, home, cwd)? {
-            if has_symlink(fs, &path) {
+        for lexical in self.expand_lexical(fs, field, entry, home, cwd)? {
+            // Writes: no symlink anywhere (a planted `build -> ~` must not
+            // make home writable, nor `build/out` under it). Reads: only the
+            // last component matters (srt re-allows a link's name, never its
+            // target); links above it (`/lib -> usr/lib`) are resolved.
+            let linked = if field == "allowWrite" {
+                has_symlink(fs, &lexical)
+            } else {
+                fs.kind(&lexical) == Some(FileKind::Symlink)
+            };
+            let path = if linked {
+                lexical.clone()
+            } else {
+                canonicalize(fs, &lexical).unwrap_or_else(|_| lexical.clone())
+            };
+            if linked {
                 self.warnings.push(format!(
-                    "filesystem.{field}: {} has a symlink component; ignored (write the real path)",
-                    path.display()
+                    "filesystem.{field}: {} is or goes through a symlink; ignored (write the real path)",
+                    lexical.display()
                 ));
             } else if fs.kind(&path).is_none() {
                 self.warnings.push(format!(
@@ -178,8 +192,10 @@ impl Rules {
         if !self.deny_read.remove(Path::new("/")) {
             return;
         }
-        for (name, _) in fs.read_dir(Path::new("/")).unwrap_or_default() {
-            if !matches!(name.as_str(), "proc" | "dev" | "sys") {
+        for (name, kind) in fs.read_dir(Path::new("/")).unwrap_or_default() {
+            // Links such as `/bin -> usr/bin` are not masked: their targets
+            // are top-level directories with their own entries.
+            if kind != FileKind::Symlink && !matches!(name.as_str(), "proc" | "dev" | "sys") {
                 let path = Path::new("/").join(name);
                 self.note_kind(fs, &path);
                 self.deny_read.insert(path);
