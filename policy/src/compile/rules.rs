@@ -11,10 +11,10 @@
 //!   oajail binary) covers it: a deny beats an allow even from an ancestor.
 //!
 //! Every rule path is canonical (symlinks resolved through the [`FsView`]),
-//! except that an `allowRead` or `allowWrite` entry with a symlink component
-//! is dropped with a warning: re-allowing or making writable whatever a link
-//! points at is how a planted link widens access (attacks A4, srt's
-//! `symlink-write-path`).
+//! except that an `allowWrite` entry with a symlink in any component, and an
+//! `allowRead` entry whose last component is a symlink, are dropped with a
+//! warning: making writable or re-allowing whatever a link points at is how
+//! a planted link widens access (attacks A4, srt's `symlink-write-path`).
 
 use super::fsview::{canonicalize, has_symlink};
 use super::{CompileError, FileKind, FsView, HostFacts};
