@@ -284,6 +284,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
     let mock = Mock::start();
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("Load average at start: {}", load().trim());
     println!(
         "| Server | c=1 p50 ms | c=1 p99 ms | c=1 rate | c=4 p50 ms | c=4 rate | idle RSS | peak RSS | errors |"
     );
@@ -293,7 +295,8 @@ fn main() {
         for mode in ["vm", "subprocess"] {
             match bench_node(&dir, mode, n) {
                 Some((p50, rate)) => println!(
-                    "Ratio vs Node {mode}: p50 {:.2}x lower, c=4 throughput {:.2}x.\n",
+                    "Ratios, openagenda-mcp / Node {mode}: c=1 p50 {:.2} (Node p50 / ours = {:.2}), c=4 throughput {:.2}.\n",
+                    rust_p50 / p50,
                     p50 / rust_p50,
                     rust_rate / rate
                 ),
@@ -319,4 +322,5 @@ fn main() {
             spec.display()
         );
     }
+    println!("Load average at end: {}", load().trim());
 }
