@@ -123,3 +123,82 @@ fn split(path: &Path) -> std::io::Result<(OwnedFd, String)> {
     )?;
     Ok((fd, name))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use oajail_policy::compile::mounts::Placeholder;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("placeholders-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn plan(items: &[(&Path, NodeKind)]) -> MountPlan {
+        MountPlan {
+            steps: Vec::new(),
+            placeholders: items
+                .iter()
+                .map(|(p, k)| Placeholder {
+                    path: p.display().to_string(),
+                    kind: *k,
+                })
+                .collect(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn created_empty_and_removed_when_still_empty() {
+        let dir = scratch("empty");
+        let (d, f) = (dir.join(".vscode"), dir.join(".mcp.json"));
+        let made =
+            create_placeholders(&plan(&[(&d, NodeKind::Dir), (&f, NodeKind::File)])).unwrap();
+        assert!(d.is_dir() && f.is_file());
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 0);
+        assert!(made.remove().is_empty());
+        assert!(!d.exists() && !f.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn existing_paths_are_not_claimed_and_changed_placeholders_stay() {
+        let dir = scratch("kept");
+        let mine = dir.join(".idea");
+        std::fs::create_dir(&mine).unwrap();
+        let (d, f) = (dir.join(".vscode"), dir.join(".gitmodules"));
+        let plan = plan(&[
+            (&mine, NodeKind::Dir),
+            (&d, NodeKind::Dir),
+            (&f, NodeKind::File),
+        ]);
+        let made = create_placeholders(&plan).unwrap();
+        assert_eq!(made.paths(), vec![d.clone(), f.clone()]);
+        std::fs::write(d.join("x"), "x").unwrap();
+        std::fs::write(&f, "changed").unwrap();
+        let mut left = made.remove();
+        left.sort();
+        let mut want = vec![f.clone(), d.clone()];
+        want.sort();
+        assert_eq!(left, want);
+        assert!(
+            mine.is_dir(),
+            "a directory that existed before is never removed"
+        );
+    }
+
+    #[test]
+    fn a_symlinked_parent_is_refused() {
+        let dir = scratch("link");
+        std::fs::create_dir(dir.join("real")).unwrap();
+        std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
+        let target = dir.join("link/.vscode");
+        assert!(create_placeholders(&plan(&[(&target, NodeKind::Dir)])).is_err());
+        assert!(!dir.join("real/.vscode").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
