@@ -187,3 +187,76 @@ fn to_access(rights: impl Iterator<Item = FsAccess>) -> BitFlags<AccessFs> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use oajail_policy::compile::landlock::{FsRule, READ, WRITE};
+
+    fn plan(rules: Vec<FsRule>) -> LandlockPlan {
+        LandlockPlan {
+            target_abi: 7,
+            min_abi: 6,
+            fs_rules: rules,
+            restrict_tcp: true,
+            tcp_connect: vec![],
+            tcp_bind: vec![],
+            scopes: vec![PlanScope::Signal, PlanScope::AbstractUnixSocket],
+        }
+    }
+
+    fn rule(path: &std::path::Path, rights: &[&[FsAccess]]) -> FsRule {
+        FsRule {
+            path: path.display().to_string(),
+            access: rights.iter().flat_map(|r| r.iter().copied()).collect(),
+        }
+    }
+
+    /// Landlock restricts only the calling thread (no TSYNC), so each test
+    /// runs its checks in a thread of its own.
+    fn in_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::spawn(f).join().unwrap()
+    }
+
+    #[test]
+    fn read_only_everywhere_but_one_writable_dir() {
+        let dir = std::env::temp_dir().join(format!("oajail-ll-{}", std::process::id()));
+        let open = dir.join("open");
+        std::fs::create_dir_all(&open).unwrap();
+        let (dir2, open2) = (dir.clone(), open.clone());
+        let result = in_thread(move || {
+            let p = plan(vec![
+                rule(std::path::Path::new("/"), &[READ]),
+                rule(&open2, &[READ, WRITE]),
+            ]);
+            let status = restrict(&p, true).unwrap();
+            let outside = std::fs::write(dir2.join("no"), "x").map_err(|e| e.raw_os_error());
+            let inside = std::fs::write(open2.join("yes"), "x").is_ok();
+            let read = std::fs::read_dir("/").is_ok();
+            let tcp = std::net::TcpStream::connect("127.0.0.1:9").map_err(|e| e.raw_os_error());
+            (status, outside, inside, read, tcp)
+        });
+        assert_eq!(result.0, LandlockStatus::Full);
+        assert_eq!(result.1, Err(Some(libc::EACCES)));
+        assert!(result.2 && result.3);
+        assert_eq!(result.4.map(drop), Err(Some(libc::EACCES)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_rule_path_is_skipped_and_a_symlink_fails() {
+        let dir = std::env::temp_dir().join(format!("oajail-ll-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/", &link).unwrap();
+        let (missing, link2) = (dir.join("missing"), link.clone());
+        let ok = in_thread(move || restrict(&plan(vec![rule(&missing, &[READ])]), true).is_ok());
+        assert!(ok);
+        let err = in_thread(move || restrict(&plan(vec![rule(&link2, &[READ])]), true).err());
+        assert!(matches!(err, Some(LandlockError::Path { .. })), "{err:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
