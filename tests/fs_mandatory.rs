@@ -246,3 +246,43 @@ fn a_protected_name_that_is_a_symlink_protects_the_link_and_its_target() {
             .is_symlink()
     );
 }
+
+#[test]
+fn the_running_oajail_binary_is_not_writable_from_the_jail() {
+    let lab = Lab::new("exe");
+    let exe = lab.root.join("ws/bin/oajail");
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    std::fs::copy(OAJAIL, &exe).unwrap();
+    let settings = lab.root.join("settings.json");
+    let fs = json!({"network": {"allowedDomains": [], "deniedDomains": []},
+        "filesystem": {"denyRead": [], "allowWrite": ["."], "denyWrite": []}});
+    std::fs::write(&settings, fs.to_string()).unwrap();
+    // Writing a running binary fails anyway (ETXTBSY); replacing it must fail too.
+    let script = "echo ok=$(w bin/other); mv -f bin/other bin/oajail 2>/dev/null && echo mv=done || echo mv=DENIED; \
+        rm -f bin/oajail 2>/dev/null; [ -e bin/oajail ] && echo rm=DENIED || echo rm=done";
+    let mut cmd = lab.command(&settings, script);
+    cmd.env("PATH", "/usr/bin:/bin");
+    // A parallel test's fork can briefly hold the copy's write descriptor
+    // (ETXTBSY until its exec); retry as every test harness has to.
+    let mut attempts = 0;
+    let o = loop {
+        let run = std::process::Command::new(&exe)
+            .args(cmd.get_args())
+            .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .env_remove("OAJAIL_SETTINGS")
+            .current_dir(&lab.ws)
+            .output();
+        match run {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 100 => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.unwrap(),
+        }
+    };
+    has(&o, "ok=WROTE");
+    has(&o, "mv=DENIED");
+    has(&o, "rm=DENIED");
+    let size = |p: &std::path::Path| std::fs::metadata(p).unwrap().len();
+    assert_eq!(size(&exe), size(std::path::Path::new(OAJAIL)));
+}
