@@ -250,3 +250,29 @@ fn a_host_unix_socket_in_a_masked_dir_is_unreachable() {
     );
     has(&masked, "conn=fail");
 }
+
+#[test]
+fn policy_paths_under_host_tmp_are_bound_into_the_private_tmp() {
+    let lab = Lab::new("tmpbind");
+    let base = std::env::temp_dir().join(format!("oajail-fs-tmpbind-{}", std::process::id()));
+    let (shared, hidden) = (base.join("shared"), base.join("hidden"));
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::create_dir_all(&hidden).unwrap();
+    std::fs::write(shared.join("in"), "IN").unwrap();
+    std::fs::write(hidden.join("secret"), "SECRET").unwrap();
+    let fs = json!({"denyRead": [], "allowWrite": [shared.display().to_string()], "denyWrite": []});
+    let script = format!(
+        "echo in=$(r {s}/in); echo out=$(w {s}/out); echo hidden=$(r {h}/secret)",
+        s = shared.display(),
+        h = hidden.display()
+    );
+    let o = lab.run(fs, &script);
+    has(&o, "in=IN");
+    has(&o, "out=WROTE");
+    has(&o, "hidden=DENIED");
+    assert_eq!(
+        std::fs::read_to_string(shared.join("out")).unwrap(),
+        "jail\n"
+    );
+    std::fs::remove_dir_all(&base).unwrap();
+}
