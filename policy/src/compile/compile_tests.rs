@@ -267,3 +267,31 @@ fn deny_root_keeps_top_level_links_and_allow_read_resolves_links_above_the_last_
         m.warnings
     );
 }
+
+/// A host where `/home` cannot be listed (mode 0711) but can be traversed.
+struct UnlistableHome(MemFs);
+
+impl FsView for UnlistableHome {
+    fn kind(&self, path: &Path) -> Option<FileKind> {
+        self.0.kind(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<(String, FileKind)>> {
+        if path == Path::new("/home") {
+            return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        }
+        self.0.read_dir(path)
+    }
+    fn read_link(&self, path: &Path) -> std::io::Result<std::path::PathBuf> {
+        self.0.read_link(path)
+    }
+}
+
+#[test]
+fn landlock_complement_descends_through_an_unlistable_directory() {
+    let p = policy(&["~/.ssh"], &[], &[], &[]);
+    let fs = UnlistableHome(fake());
+    let (_, ll) = compile_filesystem(&p, &facts(), &fs).unwrap_or_else(|e| panic!("{e}"));
+    let has = |path: &str| ll.fs_rules.iter().any(|r| r.path == path);
+    assert!(has("/home/u/notes.txt"), "{ll:#?}");
+    assert!(!has("/home/u/.ssh"));
+}

@@ -228,8 +228,7 @@ fn read_rules(
         grant(acc, dir, &[FsAccess::ReadDir]);
     }
     check_budget(acc, dir)?;
-    let entries = fs.read_dir(dir).unwrap_or_default();
-    for (name, kind) in entries {
+    for (name, kind) in children(fs, points, dir) {
         if kind == FileKind::Symlink {
             // Access through a link is checked on its target; a rule on the
             // link's path would grant the target instead.
@@ -248,4 +247,28 @@ fn read_rules(
         }
     }
     Ok(())
+}
+
+/// The entries of `dir`, plus the next component of every rule path below
+/// it: a directory the compiler may not list (`/home` at mode 0711) is still
+/// descended towards the rule paths; only its other entries get no rule.
+fn children(fs: &dyn FsView, points: &BTreeSet<PathBuf>, dir: &Path) -> Vec<(String, FileKind)> {
+    let mut out: BTreeMap<String, FileKind> =
+        fs.read_dir(dir).unwrap_or_default().into_iter().collect();
+    let below = points.range::<Path, _>((Bound::Excluded(dir), Bound::Unbounded));
+    for point in below.take_while(|p| p.starts_with(dir)) {
+        let Ok(rest) = point.strip_prefix(dir) else {
+            continue;
+        };
+        let Some(first) = rest.components().next() else {
+            continue;
+        };
+        let name = first.as_os_str().to_string_lossy().into_owned();
+        if !out.contains_key(&name)
+            && let Some(kind) = fs.kind(&dir.join(&name))
+        {
+            out.insert(name, kind);
+        }
+    }
+    out.into_iter().collect()
 }

@@ -117,11 +117,26 @@ fn walk(
         if !walked.insert(dir.clone()) {
             continue;
         }
-        let entries = fs.read_dir(&dir).map_err(|e| CompileError::ReadDir {
-            what: "mandatory-deny scan".into(),
-            path: dir.display().to_string(),
-            reason: e.to_string(),
-        })?;
+        let entries = match fs.read_dir(&dir) {
+            Ok(entries) => entries,
+            // As srt does: a directory the scan cannot read is protected
+            // whole, since what is inside it is unknown.
+            Err(e) if dir != root => {
+                rules.warnings.push(format!(
+                    "mandatory-deny scan: cannot list {} ({e}); made read-only",
+                    dir.display()
+                ));
+                protect(rules, &dir, FileKind::Dir);
+                continue;
+            }
+            Err(e) => {
+                return Err(CompileError::ReadDir {
+                    what: "mandatory-deny scan".into(),
+                    path: dir.display().to_string(),
+                    reason: e.to_string(),
+                });
+            }
+        };
         if entries.len() > *budget {
             return Err(CompileError::WalkBudget {
                 what: "the mandatory-deny scan".into(),
