@@ -94,13 +94,17 @@ fn git_hooks_and_config_are_protected_in_every_existing_repository() {
     let script = "for r in . d1/d2/d3/d4; do \
         echo $r:hook=$(w $r/.git/hooks/post-checkout); echo $r:config=$(w $r/.git/config); \
         mkdir -p $r/.git/hooks 2>/dev/null; echo $r:mk=$(w $r/.git/hooks/x); \
-        echo $r:obj=$(w $r/.git/objects/o); done";
+        echo $r:obj=$(w $r/.git/objects/o); echo $r:mcp=$(w $r/.mcp.json); \
+        mkdir $r/.vscode 2>/dev/null && echo $r:vs=made || echo $r:vs=DENIED; done";
     let o = lab.run(writable_ws(), script);
     for r in [".", "d1/d2/d3/d4"] {
         has(&o, &format!("{r}:hook=DENIED"));
         has(&o, &format!("{r}:config=DENIED"));
         has(&o, &format!("{r}:mk=DENIED"));
         has(&o, &format!("{r}:obj=WROTE"));
+        // Missing repository-level names in a repository root at depth 4.
+        has(&o, &format!("{r}:mcp=DENIED"));
+        has(&o, &format!("{r}:vs=DENIED"));
     }
     assert!(
         !lab.root.join(depth_dir(4)).join(".git/hooks").exists(),
