@@ -26,6 +26,8 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     // process is still single-threaded here, as the clone requires.
     let early = Jail::spawn(layers);
     let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
+    // Entries the filesystem plan dropped or narrowed (missing, symlinked…).
+    settings::print_warnings(&plans.compiled.mounts.warnings);
     let spec = build_spec(argv, &plans)?;
     clock.note(&format!(
         "policy from {origin} (sha256 {}); layers {layers:?}; {} mount steps, {} landlock \
