@@ -45,7 +45,9 @@ fn proxy() -> SocketAddr {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(mut s) = TcpStream::connect(proxy()) else { return };
+    let Ok(mut s) = TcpStream::connect(proxy()) else {
+        return;
+    };
     let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
     let _ = s.write_all(data);
     let _ = s.shutdown(std::net::Shutdown::Write);
