@@ -50,5 +50,7 @@ d = json.load(open(f"{work}/deny.json"))["results"][0]
 med = [r["median"] * 1000 for r in t]
 print(f"oajail median {med[0]:.1f} ms, bwrap median {med[1]:.1f} ms, ratio {med[0] / med[1]:.2f} (target <= 1.5)")
 print(f"oajail min {t[0]['min'] * 1000:.1f} ms, bwrap min {t[1]['min'] * 1000:.1f} ms")
+cpu = [(r["user"] + r["system"]) * 1000 for r in t]
+print(f"cpu (user+sys, mean): oajail {cpu[0]:.1f} ms, bwrap {cpu[1]:.1f} ms")
 print(f"1000 denyRead: median {d['median'] * 1000:.1f} ms (target < 50)")
 PY
