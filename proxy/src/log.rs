@@ -72,6 +72,8 @@ struct Denial {
 }
 
 const MAX_REASONS: usize = 3;
+/// Distinct destinations kept for the summary; the rest are counted together.
+const MAX_DESTINATIONS: usize = 1000;
 
 /// The denials seen during a run, for the stderr summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -146,6 +148,13 @@ impl Log {
                         _ => format!("({})", rec.proto),
                     };
                     let reason = rec.message.clone().unwrap_or_else(|| rec.reason.clone());
+                    // A jailed program must not grow this map without bound.
+                    let dest =
+                        if s.denied.len() >= MAX_DESTINATIONS && !s.denied.contains_key(&dest) {
+                            "(other destinations)".to_owned()
+                        } else {
+                            dest
+                        };
                     let entry = s.denied.entry(dest).or_insert(Denial {
                         count: 0,
                         reasons: Vec::new(),
