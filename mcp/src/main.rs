@@ -118,6 +118,9 @@ fn main() {
     if args.get(1).map(String::as_str) == Some(worker::WORKER_ARG) {
         std::process::exit(run_worker(&args));
     }
+    if args.get(1).map(String::as_str) == Some(worker::sandbox::SELFTEST_ARG) {
+        std::process::exit(run_selftest());
+    }
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         log::line("error", &format!("{e:#}"));
@@ -138,6 +141,22 @@ fn run_worker(args: &[String]) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             log::line("error", &format!("worker: {e}"));
+            1
+        }
+    }
+}
+
+/// Applies the worker sandbox to this process and reports what it blocks
+/// (used by the tests; harmless, it only confines itself).
+fn run_selftest() -> i32 {
+    match worker::sandbox::selftest() {
+        Ok(report) => {
+            let mut out = std::io::stdout().lock();
+            let ok = std::io::Write::write_all(&mut out, format!("{report}\n").as_bytes()).is_ok();
+            if ok { 0 } else { 1 }
+        }
+        Err(e) => {
+            log::line("error", &format!("selftest: {e}"));
             1
         }
     }

@@ -11,7 +11,7 @@
 pub mod child;
 pub mod frame;
 pub mod pool;
-mod sandbox;
+pub mod sandbox;
 
 use serde::{Deserialize, Serialize};
 

@@ -152,3 +152,44 @@ pub fn apply_seccomp() -> Result<(), McpError> {
         message: e.to_string(),
     })
 }
+
+/// argv[1] of the self-test: applies the worker's confinement to this
+/// process, then tries what it must forbid and prints one JSON line.
+pub const SELFTEST_ARG: &str = "__sandbox-selftest";
+
+/// Applies the worker sandbox, then tries to open a file, open a socket,
+/// start a program and signal the parent; returns what each attempt gave.
+pub fn selftest() -> Result<serde_json::Value, McpError> {
+    apply_rlimits(64, 5)?;
+    apply_seccomp()?;
+    let outcome = |r: std::io::Result<()>| match r {
+        Ok(()) => "allowed".to_owned(),
+        Err(e) => e
+            .raw_os_error()
+            .map_or_else(|| e.to_string(), |c| format!("errno {c}")),
+    };
+    let file = std::fs::File::open("/proc/self/status").map(drop);
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").map(drop);
+    let exec = std::process::Command::new("/bin/true").status().map(drop);
+    let kill = nix::sys::signal::kill(nix::unistd::getppid(), None).map_err(std::io::Error::from);
+    let status = std::fs::read_to_string("/proc/self/status").map(drop);
+    Ok(serde_json::json!({
+        "open": outcome(file),
+        "socket": outcome(socket),
+        "exec": outcome(exec),
+        "signal_parent": outcome(kill),
+        "read_status": outcome(status),
+        "eperm": libc::EPERM,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_compiles_for_this_architecture() {
+        assert!(build_filter(1).is_ok_and(|p| !p.is_empty()));
+        assert!(denied().contains(&libc::SYS_openat) && denied().contains(&libc::SYS_execve));
+    }
+}
