@@ -44,4 +44,9 @@ impl FsView for HostFs {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         std::fs::read_link(path)
     }
+
+    fn link_count(&self, path: &Path) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path).ok().map(|m| m.nlink())
+    }
 }

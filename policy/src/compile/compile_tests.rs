@@ -295,3 +295,18 @@ fn landlock_complement_descends_through_an_unlistable_directory() {
     assert!(has("/home/u/notes.txt"), "{ll:#?}");
     assert!(!has("/home/u/.ssh"));
 }
+
+#[test]
+fn a_denied_file_with_other_hard_links_is_reported() {
+    let p = policy(&["~/.ssh"], &[], &[], &[]);
+    let fs = fake().link_counts(&[("/home/u/.ssh/id_ed25519", 2)]);
+    let m = plan(&p, &fs);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("/home/u/.ssh/id_ed25519") && w.contains("hard links")),
+        "{:?}",
+        m.warnings
+    );
+    assert!(plan(&p, &fake()).warnings.is_empty());
+}

@@ -35,6 +35,11 @@ pub trait FsView {
     fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, FileKind)>>;
     /// The target of a symbolic link, as stored.
     fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+    /// The number of hard links of a file (`st_nlink`), when known; used only
+    /// to warn that a denied file has other, readable names.
+    fn link_count(&self, _path: &Path) -> Option<u64> {
+        None
+    }
 }
 
 /// The most symlinks followed while resolving one path (the kernel's limit).
@@ -104,6 +109,7 @@ pub(crate) fn has_symlink(fs: &dyn FsView, path: &Path) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemFs {
     nodes: BTreeMap<PathBuf, Node>,
+    links: BTreeMap<PathBuf, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +148,14 @@ impl MemFs {
     pub fn others(mut self, paths: &[&str]) -> MemFs {
         for p in paths {
             self.insert(Path::new(p), Node::Other);
+        }
+        self
+    }
+
+    /// Give existing files a hard-link count.
+    pub fn link_counts(mut self, counts: &[(&str, u64)]) -> MemFs {
+        for (p, n) in counts {
+            self.links.insert(PathBuf::from(p), *n);
         }
         self
     }
@@ -192,6 +206,13 @@ impl FsView for MemFs {
         Ok(out)
     }
 
+    fn link_count(&self, path: &Path) -> Option<u64> {
+        match self.nodes.get(path) {
+            Some(Node::File) => Some(self.links.get(path).copied().unwrap_or(1)),
+            _ => None,
+        }
+    }
+
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         match self.nodes.get(path) {
             Some(Node::Link(target)) => Ok(target.clone()),
@@ -239,5 +260,9 @@ impl FsView for Cached<'_> {
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         self.inner.read_link(path)
+    }
+
+    fn link_count(&self, path: &Path) -> Option<u64> {
+        self.inner.link_count(path)
     }
 }

@@ -32,6 +32,9 @@ pub(crate) const TMP: &str = "/tmp";
 pub(crate) const HOST_SOCKET_DIRS: &[&str] =
     &["/run", "/var/run", "/var/run/docker.sock", "/var/run/dbus"];
 
+/// The most entries inside denied directories checked for hard links.
+const HARDLINK_BUDGET: usize = 2_000;
+
 /// The most entries a glob expansion may visit.
 const GLOB_BUDGET: usize = 100_000;
 
@@ -80,6 +83,7 @@ impl Rules {
             }
         }
         rules.expand_denied_root(fs);
+        rules.warn_hard_links(fs);
         for entry in &fsp.allow_read {
             for path in rules.expand_allow(fs, "allowRead", entry, &home, &cwd)? {
                 rules.allow_read.insert(path);
@@ -200,6 +204,40 @@ impl Rules {
                 self.note_kind(fs, &path);
                 self.deny_read.insert(path);
             }
+        }
+    }
+
+    /// A denied file with other hard links stays readable under those names
+    /// (attack A6b): path-based denies cannot see them, so say so. Files in
+    /// denied directories are checked up to [`HARDLINK_BUDGET`] entries.
+    fn warn_hard_links(&mut self, fs: &dyn FsView) {
+        let mut found = Vec::new();
+        let mut budget = HARDLINK_BUDGET;
+        let mut stack: Vec<PathBuf> = self.deny_read.iter().cloned().collect();
+        while let Some(path) = stack.pop() {
+            match fs.kind(&path) {
+                Some(FileKind::File) => {
+                    if fs.link_count(&path).is_some_and(|n| n > 1) {
+                        found.push(path);
+                    }
+                }
+                Some(FileKind::Dir) => {
+                    for (name, _) in fs.read_dir(&path).unwrap_or_default() {
+                        if budget == 0 {
+                            break;
+                        }
+                        budget -= 1;
+                        stack.push(path.join(name));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for path in found {
+            self.warnings.push(format!(
+                "filesystem.denyRead: {} has other hard links; the file stays readable under those names",
+                path.display()
+            ));
         }
     }
 
