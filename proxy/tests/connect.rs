@@ -218,6 +218,8 @@ fn case07_names_resolving_to_private_addresses_are_refused() {
     let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
     let cases = [
         ("localhost", vec![ip("127.0.0.1")]),
+        ("LOCALHOST.", vec![ip("127.0.0.1")]),
+        ("127.0.0.1.nip.lab.test", vec![ip("127.0.0.1")]),
         ("x.localhost", vec![ip("127.0.0.1")]),
         ("metadata.lab.test", vec![ip("169.254.169.254")]),
         ("alibaba.lab.test", vec![ip("100.100.100.200")]),
