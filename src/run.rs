@@ -174,10 +174,13 @@ fn decide_layers(policy: &Policy, allow_flag: bool) -> Result<Layers, Fail> {
                 list.join(", ")
             )));
         }
+        let abi = oajail_jail::doctor::landlock_abi();
         for m in &missing {
-            match m.layer {
-                "landlock" => layers.landlock = false,
-                "seccomp" => layers.seccomp = false,
+            match (m.layer, abi) {
+                // An old ABI still enforces most of the plan: apply its best.
+                ("landlock", Some(_)) => layers.landlock_required = false,
+                ("landlock", None) => layers.landlock = false,
+                ("seccomp", _) => layers.seccomp = false,
                 _ => {}
             }
         }

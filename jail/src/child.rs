@@ -102,7 +102,7 @@ fn setup(
     if let Some(plan) = spec.landlock.as_ref().filter(|_| layers.landlock) {
         at(
             Step::Landlock,
-            crate::landlock::restrict(plan, true).map(drop),
+            crate::landlock::restrict(plan, layers.landlock_required).map(drop),
         )?;
     }
     let signals = at(Step::Fork, init::signal_fd())?;

@@ -20,6 +20,10 @@ pub struct Layers {
     pub mounts: bool,
     /// Landlock.
     pub landlock: bool,
+    /// Landlock must enforce every right and scope of the plan; `false` only
+    /// in a degraded run on a kernel whose Landlock ABI is too old (then the
+    /// kernel's best is applied).
+    pub landlock_required: bool,
     /// The seccomp filter.
     pub seccomp: bool,
     /// The network namespace (only a `test-layers` build turns this off).
@@ -43,6 +47,7 @@ impl Layers {
         namespaces: true,
         mounts: true,
         landlock: true,
+        landlock_required: true,
         seccomp: true,
         netns: true,
         caps: true,
