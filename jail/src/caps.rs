@@ -27,7 +27,7 @@ pub(crate) fn drop_all(bounding_optional: bool) -> Result<(), Failure> {
         .filter(|s| !(may_skip_bounding && matches!(s, CapSet::Bounding)))
         .collect();
     for set in &sets {
-        caps::clear(None, *set).map_err(|e| Failure::msg(format!("clear {set:?} set: {e}")))?;
+        caps::clear(None, *set).map_err(|e| fail("clear", *set, e))?;
     }
     for set in &sets {
         let left =
@@ -39,6 +39,14 @@ pub(crate) fn drop_all(bounding_optional: bool) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+fn fail(what: &str, set: CapSet, e: caps::errors::CapsError) -> Failure {
+    let name = format!("{set:?}").to_lowercase();
+    Failure::msg(format!(
+        "{what} {name} set: {}",
+        crate::error::lower_first(&e.to_string())
+    ))
 }
 
 /// Set no_new_privs (required by Landlock and seccomp without CAP_SYS_ADMIN,
