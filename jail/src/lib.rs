@@ -6,10 +6,21 @@
 //!
 //! Process model: the supervisor (the `oajail` binary) calls
 //! [`Jail::spawn`], which clones pid 1 of a new user, mount, pid, net, ipc and
-//! uts namespace set. pid 1 runs the flat step list of `child.rs`, passes the
-//! proxy listener(s) it bound inside the jail's netns back to the supervisor,
-//! waits for the go-ahead, drops its privileges, forks the command (which
-//! installs seccomp last and executes) and then serves as init (`init.rs`).
+//! uts namespace set. pid 1 runs the flat step list of `child.rs`: it passes
+//! the proxy listener(s) it bound inside the jail's netns back to the
+//! supervisor, reads the [`JailSpec`] the supervisor compiled meanwhile (from
+//! a memfd, [`Jail::send_spec`]), builds its filesystem view, waits for the
+//! go-ahead ([`Jail::release`], sent once the proxy runs), drops its
+//! privileges, forks the command (which installs seccomp last and executes)
+//! and then serves as init (`init.rs`). The order and its reasons are in
+//! `docs/enforcement-order.md`.
+//!
+//! Test strategy: pure parts are unit-tested here (the seccomp program runs
+//! through a classic-BPF interpreter, PATH search, /proc parsing); everything
+//! that needs the kernel is tested through the real `oajail` binary by the
+//! root package's `tests/jail_*.rs` (as root and as an unprivileged user) and
+//! the filesystem helper's `tests/fs_*.rs`. The `test-layers` feature
+//! ([`layers`]) lets the security suite switch single layers off.
 //!
 //! Invariants:
 //! - every layer the caller asked for is applied or the run fails with
