@@ -1,7 +1,7 @@
 //! oajail-jail: runs one command inside a jail built from compiled policy plans.
 //!
 //! This is the only crate of the workspace that changes kernel state, and the
-//! only one allowed `unsafe`, all of it in the private [`sys`] module
+//! only one allowed `unsafe`, all of it in the private `sys` module
 //! (`#[allow(unsafe_code)] mod sys;` below is the single exemption).
 //!
 //! Process model: the supervisor (the `oajail` binary) calls

@@ -1,6 +1,6 @@
 //! The jail's network: loopback only, plus the proxy listener(s).
 //!
-//! pid 1 binds 127.0.0.1:3128 (and [::1]:3128 when IPv6 loopback works)
+//! pid 1 binds 127.0.0.1:3128 (and `[::1]:3128` when IPv6 loopback works)
 //! inside the jail's own netns and hands the listening sockets to the
 //! supervisor, which serves them from the host side. The command therefore
 //! reaches the outside only through the proxy, and no bridge process lives
