@@ -283,7 +283,7 @@ fn type_of(cat: &Catalogue, schema: &Value) -> String {
 
 fn note_types(type_name: &str, used: &mut BTreeSet<String>) {
     for part in type_name
-        .split(['|', '[', ']'])
+        .split(['|', '[', ']', '(', ')'])
         .filter(|p| p.starts_with(|c: char| c.is_ascii_uppercase()))
     {
         used.insert(part.to_owned());

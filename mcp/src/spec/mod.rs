@@ -171,28 +171,39 @@ pub(crate) fn type_name_with(has: &dyn Fn(&str) -> bool, schema: &Value) -> Stri
             return parts.join("|");
         }
     }
-    let ty = match schema.get("type") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(list)) => {
-            let names: Vec<&str> = list
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|t| *t != "null")
-                .collect();
-            names.join("|")
-        }
-        _ if schema.get("properties").is_some() => "object".into(),
-        _ if schema.get("allOf").is_some() => "object".into(),
-        _ => "any".into(),
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
     };
-    if ty == "array" {
-        let items = schema.get("items").unwrap_or(&Value::Null);
-        let inner = type_name_with(has, items);
-        return if inner.contains('|') {
-            format!("({inner})[]")
-        } else {
-            format!("{inner}[]")
-        };
+    let nullable = types.contains(&"null") || schema.get("nullable") == Some(&Value::Bool(true));
+    let base: Vec<String> = types
+        .iter()
+        .filter(|t| **t != "null")
+        .map(|t| {
+            if *t == "array" {
+                let inner = type_name_with(has, schema.get("items").unwrap_or(&Value::Null));
+                if inner.contains('|') {
+                    format!("({inner})[]")
+                } else {
+                    format!("{inner}[]")
+                }
+            } else {
+                (*t).to_owned()
+            }
+        })
+        .collect();
+    let mut ty = if !base.is_empty() {
+        base.join("|")
+    } else if schema.get("properties").is_some() || schema.get("allOf").is_some() {
+        "object".into()
+    } else if types.is_empty() {
+        "any".into()
+    } else {
+        "null".into()
+    };
+    if nullable && ty != "null" {
+        ty.push_str("|null");
     }
     ty
 }
