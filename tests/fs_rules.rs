@@ -276,3 +276,19 @@ fn policy_paths_under_host_tmp_are_bound_into_the_private_tmp() {
     );
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+#[test]
+fn a_preexisting_hard_link_to_a_denied_file_is_reported() {
+    // Known limitation (attack A6b): the other name stays readable; oajail
+    // must say so rather than succeed silently.
+    let lab = Lab::new("prelink");
+    let secret = lab.file("home/.ssh/id", "KEY");
+    std::fs::hard_link(&secret, lab.root.join("ws/copy")).unwrap();
+    let o = lab.run(
+        json!({"denyRead": ["~/.ssh"], "allowWrite": [], "denyWrite": []}),
+        "echo id=$(r $HOME/.ssh/id)",
+    );
+    has(&o, "id=DENIED");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("hard links"), "{err}");
+}
