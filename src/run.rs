@@ -131,8 +131,8 @@ fn supervise(
             return Err(Fail::setup(e));
         }
     };
-    jail.release()?;
-    clock.note("command executed");
+    let report = jail.release()?;
+    clock.note(&format!("command executed; enforced: {report:?}"));
     let outcome = jail.wait(timeout.map(Duration::from_secs))?;
     proxy.finish();
     if outcome.timed_out {

@@ -13,6 +13,8 @@
 //! before `execve` in the command and just before the wait loop in pid 1.
 
 use crate::error::{Failure, Step};
+use crate::landlock::LandlockStatus;
+use crate::launcher::{EnforcementReport, LandlockEnforced};
 use crate::spec::Layers;
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, fork};
@@ -99,12 +101,26 @@ fn setup(
     at(Step::NoNewPrivs, caps::no_new_privs())?;
     // In pid 1, before the fork: the command inherits this very domain, so
     // pid 1 may still signal it under Landlock's signal scope.
+    let mut landlock = LandlockEnforced::None;
     if let Some(plan) = spec.landlock.as_ref().filter(|_| layers.landlock) {
-        at(
+        let status = at(
             Step::Landlock,
-            crate::landlock::restrict(plan, layers.landlock_required).map(drop),
+            crate::landlock::restrict(plan, layers.landlock_required),
         )?;
+        landlock = match status {
+            LandlockStatus::Full => LandlockEnforced::Full,
+            LandlockStatus::Partial => LandlockEnforced::Partial,
+            LandlockStatus::NotEnforced => LandlockEnforced::None,
+        };
     }
+    let report = EnforcementReport {
+        namespaces: layers.namespaces,
+        mounts: layers.namespaces && layers.mounts && spec.mounts.is_some(),
+        landlock,
+        caps: layers.caps,
+        seccomp: layers.seccomp && spec.seccomp.is_some(),
+    };
+    at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
     let signals = at(Step::Fork, init::signal_fd())?;
     let command = match at(Step::Fork, fork())? {
         Forked::Child => crate::command::run(&spec, layers, chan),

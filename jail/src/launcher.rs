@@ -40,6 +40,35 @@ pub(crate) fn handled_signals() -> SigSet {
     set
 }
 
+/// What the jail enforces, as pid 1 reports it just before forking the
+/// command (so it reflects what the kernel accepted, not what was asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnforcementReport {
+    /// User, mount, pid, net, ipc and uts namespaces.
+    pub namespaces: bool,
+    /// The mount plan was applied (and the root pivoted).
+    pub mounts: bool,
+    /// How much of the Landlock plan the kernel enforces.
+    pub landlock: LandlockEnforced,
+    /// Every capability set was emptied and checked.
+    pub caps: bool,
+    /// The seccomp filter will be installed (pid 1 and the command).
+    pub seccomp: bool,
+}
+
+/// Landlock's part of an [`EnforcementReport`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LandlockEnforced {
+    /// Every right, port rule and scope of the plan.
+    Full,
+    /// Part of it (degraded run on an old ABI).
+    Partial,
+    /// Not applied (degraded run without Landlock).
+    None,
+}
+
 /// How the jail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
@@ -120,14 +149,19 @@ impl Jail {
         }
     }
 
-    /// Let the jail finish its setup and execute the command; returns once
-    /// the command has been executed (channel EOF) or setup failed.
-    pub fn release(&mut self) -> Result<(), JailError> {
+    /// Let the jail finish its setup and execute the command; returns what
+    /// it enforces once the command has been executed (channel EOF), or the
+    /// failed step.
+    pub fn release(&mut self) -> Result<EnforcementReport, JailError> {
         self.chan
             .send_byte(sync::GO)
             .map_err(|e| JailError::io(Step::Supervisor, e))?;
+        let report = match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
+            Some((ChildMsg::Enforced(report), _)) => report,
+            other => return Err(self.fail(other, Step::Exec)),
+        };
         match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
-            None => Ok(()),
+            None => Ok(report),
             other => Err(self.fail(other, Step::Exec)),
         }
     }
@@ -232,7 +266,9 @@ impl Jail {
                 errno,
                 msg,
             },
-            Some((ChildMsg::Listeners, _)) => JailError::msg(at, "unexpected listener message"),
+            Some((ChildMsg::Listeners | ChildMsg::Enforced(_), _)) => {
+                JailError::msg(at, "unexpected message from the jail")
+            }
             None => {
                 self.reap_blocking();
                 let how = self.reaped.map_or(-1, status_code);

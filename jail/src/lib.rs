@@ -56,7 +56,7 @@ mod sys;
 
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;
-pub use launcher::{FORWARDED_SIGNALS, Jail, Outcome};
+pub use launcher::{EnforcementReport, FORWARDED_SIGNALS, Jail, LandlockEnforced, Outcome};
 pub use spec::{JailSpec, Layers};
 /// Raw syscalls for the security suite's attack probe (`attack-probe` feature only).
 #[cfg(feature = "attack-probe")]

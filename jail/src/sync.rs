@@ -24,6 +24,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 pub(crate) enum ChildMsg {
     /// The proxy listener descriptors are attached to this packet.
     Listeners,
+    /// What pid 1 enforced (sent just before forking the command).
+    Enforced(crate::launcher::EnforcementReport),
     /// A setup step failed; the jail exits with the setup-failed code.
     StepFailed {
         /// Which step.
