@@ -233,8 +233,25 @@ fn missing_landlock_is_refused() {
 }
 
 #[test]
+fn debug_output_reports_what_is_enforced() {
+    let o = oajail("dbg", &["-d", "--", "/bin/true"]).output().unwrap();
+    let e = err(&o);
+    assert!(o.status.success(), "{e}");
+    for part in [
+        "namespaces: true",
+        "mounts: true",
+        "landlock: Full",
+        "caps: true",
+        "seccomp: true",
+    ] {
+        assert!(e.contains(part), "{part} missing:\n{e}");
+    }
+}
+
+#[test]
 fn allow_degraded_runs_with_a_banner() {
-    let o = without_landlock("degr", &["--allow-degraded", "--", "/bin/true"]);
+    let o = without_landlock("degr", &["--allow-degraded", "-d", "--", "/bin/true"]);
+    assert!(err(&o).contains("landlock: None"), "{}", err(&o));
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(err(&o).contains("DEGRADED"), "{}", err(&o));
     assert!(err(&o).contains("missing layer: landlock"), "{}", err(&o));
