@@ -216,10 +216,8 @@ impl Rules {
         let mut stack: Vec<PathBuf> = self.deny_read.iter().cloned().collect();
         while let Some(path) = stack.pop() {
             match fs.kind(&path) {
-                Some(FileKind::File) => {
-                    if fs.link_count(&path).is_some_and(|n| n > 1) {
-                        found.push(path);
-                    }
+                Some(FileKind::File) if fs.link_count(&path).is_some_and(|n| n > 1) => {
+                    found.push(path);
                 }
                 Some(FileKind::Dir) => {
                     for (name, _) in fs.read_dir(&path).unwrap_or_default() {
