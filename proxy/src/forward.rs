@@ -81,13 +81,7 @@ pub(crate) async fn forward(
             return Ok(false);
         }
     };
-    let mut rec = ctx.record("decision", "allowed");
-    rec.decision = Some("allow");
-    rec.method = Some(req.method.clone());
-    rec.host = Some(p.url.host.to_string());
-    rec.port = Some(p.url.port);
-    rec.resolved = Some(route.addr.to_string());
-    rec.entry = Some(route.allowed.entry.clone());
+    let mut rec = route.record(ctx, &req.method, &p.url.host, p.url.port);
     rec.client_host_header = p.client_host.clone();
     shared.log.write(rec);
     match send_request(shared, client, &mut route.stream, &req, &p).await {

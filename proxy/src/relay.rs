@@ -67,20 +67,10 @@ pub(crate) async fn tunnel(
         route.allowed.explicit_port,
     )
     .await;
-    let mut rec = ctx.record("decision", "allowed");
-    rec.method = Some(method.to_owned());
-    rec.host = Some(host.to_string());
-    rec.port = Some(port);
-    rec.resolved = Some(route.addr.to_string());
-    rec.entry = Some(route.allowed.entry.clone());
+    let mut rec = route.record(ctx, method, &host, port);
     match peeked {
-        Ok(peek) => {
-            rec.decision = Some("allow");
-            match peek {
-                Peek::Tls { sni } => rec.sni = sni,
-                Peek::Raw => rec.reason = "allowed_raw".into(),
-            }
-        }
+        Ok(Peek::Tls { sni }) => rec.sni = sni,
+        Ok(Peek::Raw) => rec.reason = "allowed_raw".into(),
         Err(d) => {
             rec.decision = Some("deny");
             rec.reason = d.reason.into();
@@ -93,13 +83,7 @@ pub(crate) async fn tunnel(
             return;
         }
     }
-    let close = Record {
-        event: "close",
-        decision: None,
-        reason: String::new(),
-        message: None,
-        ..clone_record(&rec)
-    };
+    let close = close_record(&rec);
     shared.log.write(rec);
     let mut upstream = BufConn::new(route.stream);
     run(shared, close, &mut client, &mut upstream).await;
@@ -149,19 +133,15 @@ pub(crate) async fn to_user_proxy(shared: &Shared, ctx: &Ctx, mut client: BufCon
     let _ = stream.set_nodelay(true);
     rec.decision = Some("allow");
     rec.message = Some(format!("forwarded to the user's proxy at {addr}"));
-    let close = Record {
-        event: "close",
-        decision: None,
-        reason: String::new(),
-        message: None,
-        ..clone_record(&rec)
-    };
+    let close = close_record(&rec);
     shared.log.write(rec);
     run(shared, close, &mut client, &mut BufConn::new(stream)).await;
 }
 
-fn clone_record(r: &Record) -> Record {
+/// The close line of a tunnel: the decision's identity fields, no verdict.
+fn close_record(r: &Record) -> Record {
     Record {
+        event: "close",
         conn: r.conn,
         client: r.client.clone(),
         proto: r.proto,

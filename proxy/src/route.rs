@@ -62,6 +62,20 @@ pub(crate) struct Route {
     pub allowed: Allowed,
 }
 
+impl Route {
+    /// A decision record for this route (allowed so far).
+    pub(crate) fn record(&self, ctx: &Ctx, method: &str, host: &Host, port: u16) -> Record {
+        let mut rec = ctx.record("decision", "allowed");
+        rec.decision = Some("allow");
+        rec.method = Some(method.to_owned());
+        rec.host = Some(host.to_string());
+        rec.port = Some(port);
+        rec.resolved = Some(self.addr.to_string());
+        rec.entry = Some(self.allowed.entry.clone());
+        rec
+    }
+}
+
 pub(crate) fn deny_code(kind: DenyKind) -> &'static str {
     match kind {
         DenyKind::NoNetwork => "no_network",
