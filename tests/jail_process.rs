@@ -273,3 +273,22 @@ fn host_unix_sockets_are_unreachable() {
         "the host socket saw a connection"
     );
 }
+
+#[test]
+fn the_policy_wall_clock_limit_kills_the_jail() {
+    let home = scratch_home("wall");
+    let path = home.join("wall.json");
+    std::fs::write(
+        &path,
+        r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
+            "filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},
+            "oajail":{"limits":{"wallSeconds":1}}}"#,
+    )
+    .unwrap();
+    let start = Instant::now();
+    let o = oajail("wall", &["-s", path.to_str().unwrap(), "--", "sleep", "30"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(124), "{}", err(&o));
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
