@@ -168,35 +168,9 @@ pub(crate) async fn serve(shared: &Shared, ctx: &mut Ctx, mut client: BufConn) {
         return reject(shared, ctx, &mut client, None, bad("not an HTTP request")).await;
     }
     loop {
-        let limits = &shared.limits;
-        let head = match client
-            .read_head(limits.max_head_bytes, limits.header_timeout)
-            .await
-        {
-            Ok(h) => h,
-            Err(ReadError::TooLarge) => {
-                let r = Reject {
-                    status: 431,
-                    reason: "head_too_large",
-                    message: format!("request head over {} bytes", limits.max_head_bytes),
-                };
-                return reject(shared, ctx, &mut client, None, r).await;
-            }
-            Err(ReadError::Bad(why)) => {
-                return reject(shared, ctx, &mut client, None, bad(why)).await;
-            }
-            Err(ReadError::Timeout) if !client.buf.is_empty() => {
-                let r = Reject {
-                    status: 400,
-                    reason: "header_timeout",
-                    message: "request head not complete in time".into(),
-                };
-                return reject(shared, ctx, &mut client, None, r).await;
-            }
-            Err(_) => return,
-        };
-        let req = match parse_request(&head, limits.max_headers) {
-            Ok(r) => r,
+        let req = match next_request(shared, &mut client).await {
+            Ok(Some(req)) => req,
+            Ok(None) => return,
             Err(r) => return reject(shared, ctx, &mut client, None, r).await,
         };
         if req.method == "CONNECT" {
@@ -210,6 +184,37 @@ pub(crate) async fn serve(shared: &Shared, ctx: &mut Ctx, mut client: BufConn) {
             Err((method, r)) => return reject(shared, ctx, &mut client, Some(&method), r).await,
         }
     }
+}
+
+/// Read and parse the next request head. `Ok(None)`: the client closed or
+/// went quiet between requests (nothing to answer).
+async fn next_request(shared: &Shared, client: &mut BufConn) -> Result<Option<Request>, Reject> {
+    let limits = &shared.limits;
+    let head = match client
+        .read_head(limits.max_head_bytes, limits.header_timeout)
+        .await
+    {
+        Ok(h) => h,
+        Err(ReadError::TooLarge) => {
+            let message = format!("request head over {} bytes", limits.max_head_bytes);
+            return Err(Reject {
+                status: 431,
+                reason: "head_too_large",
+                message,
+            });
+        }
+        Err(ReadError::Bad(why)) => return Err(bad(why)),
+        Err(ReadError::Timeout) if !client.buf.is_empty() => {
+            let message = "request head not complete in time".into();
+            return Err(Reject {
+                status: 400,
+                reason: "header_timeout",
+                message,
+            });
+        }
+        Err(_) => return Ok(None),
+    };
+    parse_request(&head, limits.max_headers).map(Some)
 }
 
 /// `CONNECT host:port`: decide, dial, then 200, then the tunnel.
