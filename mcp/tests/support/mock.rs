@@ -35,11 +35,16 @@ pub struct TempDir(pub std::path::PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
+        Self::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// A temporary directory under `base` (e.g. where a jail can read it).
+    pub fn new_in(base: &std::path::Path, tag: &str) -> Self {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .subsec_nanos();
-        let p = std::env::temp_dir().join(format!("oa-mcp-{tag}-{}-{nanos}", std::process::id()));
+        let p = base.join(format!("oa-mcp-{tag}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&p).unwrap();
         Self(p)
     }
@@ -59,7 +64,12 @@ impl Mock {
 
     /// Starts the mock on 127.0.0.1 in a background thread.
     pub fn start() -> Self {
-        let (ca_pem, cert_der, key_der) = certificates();
+        Self::start_on(std::net::Ipv4Addr::LOCALHOST)
+    }
+
+    /// Starts the mock on `ip` (its certificate names that IP too).
+    pub fn start_on(ip: std::net::Ipv4Addr) -> Self {
+        let (ca_pem, cert_der, key_der) = certificates(ip);
         let dir = TempDir::new("mock");
         let ca_path = dir.0.join("ca.pem");
         std::fs::write(&ca_path, ca_pem).unwrap();
@@ -71,7 +81,7 @@ impl Mock {
             .with_single_cert(vec![cert_der], key_der)
             .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -107,7 +117,9 @@ impl Mock {
     }
 }
 
-fn certificates() -> (
+fn certificates(
+    ip: std::net::Ipv4Addr,
+) -> (
     String,
     rustls_pki_types::CertificateDer<'static>,
     rustls_pki_types::PrivateKeyDer<'static>,
@@ -120,7 +132,12 @@ fn certificates() -> (
         .push(rcgen::DnType::CommonName, "oa-mcp test CA");
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
     let leaf_key = KeyPair::generate().unwrap();
-    let leaf_params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    let leaf_params = CertificateParams::new(vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        ip.to_string(),
+    ])
+    .unwrap();
     let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
     let key = rustls_pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
     (ca.pem(), leaf.der().clone(), key)

@@ -1,0 +1,110 @@
+//! End to end through a real oajail jail and its proxy: the policy printed by
+//! `print-egress-policy` is what oajail enforces, the server's boot check
+//! accepts the confinement, and `execute`'s API calls reach the (TLS) mock
+//! only through the jail's proxy.
+//!
+//! Needs the `oajail` binary: `OA_MCP_OAJAIL` names it (`.ci/run` sets it
+//! after building the workspace). When set, the test fails loudly if the
+//! jail does not work; when unset, this run has no jail to test with.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod support;
+
+use serde_json::{Value, json};
+use std::process::{Command, Stdio};
+use support::mock::{Mock, TempDir};
+use support::{Server, error_code};
+
+const KEY: &str = "oa_sk_jail_test_key";
+
+#[test]
+fn execute_through_oajail_and_its_proxy() {
+    let Some(oajail) = std::env::var_os("OA_MCP_OAJAIL") else {
+        // Not configured: no oajail binary in this run.
+        return;
+    };
+    // Loopback is exempted from the proxy (NO_PROXY) and closed by the jail,
+    // so the mock listens on this host's own non-loopback address, which
+    // the policy admits deliberately as an IP entry.
+    let ip = host_ip();
+    let mock = Mock::start_on(ip);
+    let base = format!("https://{ip}:{}/v3", mock.port);
+    // The jail has a private /tmp: keep our files next to the binary, which
+    // the policy lets the server read.
+    let bin_dir = std::path::Path::new(support::BIN).parent().unwrap();
+    let dir = TempDir::new_in(bin_dir, "jail");
+    let ca = dir.0.join("ca.pem");
+    // HOME is denied to the server (`denyRead: ["~"]`): give it an empty one.
+    let home = TempDir::new("jail-home");
+    std::fs::copy(&mock.ca_path, &ca).unwrap();
+    let policy = dir.0.join("policy.json");
+    let out = support::command(
+        &[("OA_BASE_URL", &base)],
+        &["print-egress-policy", "--format", "srt"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&policy, &out.stdout).unwrap();
+    let policy_json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        policy_json["network"]["allowedDomains"],
+        json!([ip.to_string()])
+    );
+
+    let mut cmd = Command::new(&oajail);
+    cmd.arg("-s")
+        .arg(&policy)
+        .arg("--env-keep")
+        .arg("OA_API_KEY")
+        .arg("--")
+        .arg(support::BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home.0.as_path())
+        .env("OA_BASE_URL", &base)
+        .env("OA_EXTRA_CA_CERTS", &ca)
+        .env("OA_API_KEY", KEY)
+        .env("OA_SANDBOX_TIMEOUT_MS", "2000");
+    let mut s = Server::start_command(cmd);
+    let r = s.execute(
+        "const a = await oa.agendas.events.list({ path: { agendaUid: 3 } });\n\
+         const b = await oa.agendas.get({ path: { agendaUid: 3 } });\n\
+         return [a.error, b.error, a.data && a.data.data.length, b.data && b.data.auth];",
+    );
+    assert_eq!(
+        r["structuredContent"]["result"],
+        json!([null, null, 2, true]),
+        "{r}\n{}",
+        s.stderr.lock().unwrap()
+    );
+    let seen = mock.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter()
+            .all(|x| x.authorization.as_deref() == Some(&format!("Bearer {KEY}")))
+    );
+    // Hostile code still gets its codes inside the jail.
+    assert_eq!(error_code(&s.execute("while(true){}")), "timeout");
+    assert_eq!(
+        error_code(&s.execute("new Array(2**32-1).join()")),
+        "timeout"
+    );
+    let log = s.stderr.lock().unwrap().clone();
+    assert!(
+        !log.contains("egress is NOT bounded"),
+        "the server did not see its wrapper:\n{log}"
+    );
+}
+
+/// This host's primary IPv4 address (a connected UDP socket sends nothing).
+fn host_ip() -> std::net::Ipv4Addr {
+    let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    sock.connect("192.0.2.1:9")
+        .expect("a route to pick the host address");
+    match sock.local_addr().unwrap().ip() {
+        std::net::IpAddr::V4(ip) if !ip.is_loopback() => ip,
+        other => panic!("no non-loopback IPv4 address for the mock: {other}"),
+    }
+}
