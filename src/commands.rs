@@ -69,13 +69,41 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         return Ok(0);
     }
     println!("policy: {origin}\nsha256: {}", plans.compiled.policy_sha256);
-    for (name, section) in value.as_object().into_iter().flatten() {
-        if matches!(name.as_str(), "origin" | "policySha256") {
-            continue;
-        }
-        println!("\n== {name} ==\n{}", pretty(section));
+    for name in ["mounts", "landlock", "seccomp", "limits", "egress", "env"] {
+        println!("\n== {name} ==");
+        print_human(&value[name], "");
     }
+    println!(
+        "\n(seccomp: {} BPF instructions; `--json` for the machine-readable form)",
+        bpf.len()
+    );
     Ok(0)
+}
+
+/// Text form of one plan section: object keys as headings, list items one
+/// per line as compact JSON (plans are long lists of small records).
+fn print_human(value: &serde_json::Value, indent: &str) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                match v {
+                    Value::Array(items) if items.is_empty() => println!("{indent}{key}: []"),
+                    Value::Array(_) | Value::Object(_) => {
+                        println!("{indent}{key}:");
+                        print_human(v, &format!("{indent}  "));
+                    }
+                    scalar => println!("{indent}{key}: {scalar}"),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                println!("{indent}- {item}");
+            }
+        }
+        scalar => println!("{indent}{scalar}"),
+    }
 }
 
 /// `oajail doctor`: kernel features and what a run would lack.
