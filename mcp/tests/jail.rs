@@ -29,10 +29,17 @@ fn execute_through_oajail_and_its_proxy() {
     let ip = host_ip();
     let mock = Mock::start_on(ip);
     let base = format!("https://{ip}:{}/v3", mock.port);
-    // The jail has a private /tmp: keep our files next to the binary, which
-    // the policy lets the server read.
-    let bin_dir = std::path::Path::new(support::BIN).parent().unwrap();
-    let dir = TempDir::new_in(bin_dir, "jail");
+    // The jail has a private /tmp: keep our files next to the binary (the
+    // policy lets the server read it), or, when that is not writable (the
+    // unprivileged CI run), in this user's home or /var/tmp.
+    let bin_dir = std::path::Path::new(support::BIN)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mut bases = vec![bin_dir];
+    bases.extend(std::env::var_os("HOME").map(std::path::PathBuf::from));
+    bases.push("/var/tmp".into());
+    let dir = TempDir::new_in(&bases, "jail");
     let ca = dir.0.join("ca.pem");
     // HOME is denied to the server (`denyRead: ["~"]`): give it an empty one.
     let home = TempDir::new("jail-home");

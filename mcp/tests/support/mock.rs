@@ -35,18 +35,23 @@ pub struct TempDir(pub std::path::PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        Self::new_in(&std::env::temp_dir(), tag)
+        Self::new_in(&[std::env::temp_dir()], tag)
     }
 
-    /// A temporary directory under `base` (e.g. where a jail can read it).
-    pub fn new_in(base: &std::path::Path, tag: &str) -> Self {
+    /// A temporary directory under the first of `bases` where one can be
+    /// created (e.g. somewhere a jail with a private /tmp can read).
+    pub fn new_in(bases: &[std::path::PathBuf], tag: &str) -> Self {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .subsec_nanos();
-        let p = base.join(format!("oa-mcp-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        Self(p)
+        for base in bases {
+            let p = base.join(format!("oa-mcp-{tag}-{}-{nanos}", std::process::id()));
+            if std::fs::create_dir_all(&p).is_ok() {
+                return Self(p);
+            }
+        }
+        panic!("no writable directory among {bases:?}");
     }
 }
 
