@@ -330,12 +330,15 @@ fn bench(quick: bool) -> Res<()> {
 /// just before it), which cancels most of the load of a shared machine.
 fn bench_bulk(s: &Setup, bytes: u64, runs: usize) -> Res<()> {
     let mut direct = Vec::new();
-    let mut speed: Vec<Vec<f64>> = vec![Vec::new(); s.proxies.len()];
-    let mut ratio: Vec<Vec<f64>> = vec![Vec::new(); s.proxies.len()];
+    let n = s.proxies.len();
+    let (mut speed, mut ratio) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+    let mut cpu = vec![0.0; n];
     for _ in 0..runs {
         for (i, (_, p)) in s.proxies.iter().enumerate() {
             let d = bulk(None, s.up, &s.hello, bytes)?;
+            let before = cpu_seconds(p.child.id())?;
             let v = bulk(Some(p.addr), s.up, &s.hello, bytes)?;
+            cpu[i] += cpu_seconds(p.child.id())? - before;
             direct.push(d);
             speed[i].push(v);
             ratio[i].push(v / d);
@@ -346,14 +349,28 @@ fn bench_bulk(s: &Setup, bytes: u64, runs: usize) -> Res<()> {
         bytes >> 20,
         median(direct)
     );
-    for (((label, _), v), r) in s.proxies.iter().zip(speed).zip(ratio) {
+    let gib = (bytes * runs as u64) as f64 / GIB as f64;
+    for (i, (label, _)) in s.proxies.iter().enumerate() {
         println!(
-            "   {label}: median {:.2} GiB/s, ratio {:.2} (median of per-run ratios)",
-            median(v),
-            median(r)
+            "   {label}: median {:.2} GiB/s, ratio {:.2} (median of per-run ratios), proxy CPU {:.2} s per GiB",
+            median(speed[i].clone()),
+            median(ratio[i].clone()),
+            cpu[i] / gib
         );
     }
     Ok(())
+}
+
+/// User + system CPU time of a process, from /proc (clock ticks of 10 ms).
+fn cpu_seconds(pid: u32) -> Res<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the ")" that closes the command name: utime is the 12th,
+    // stime the 13th.
+    let rest = stat.rsplit_once(')').ok_or("bad /proc stat")?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11).ok_or("no utime")?.parse::<f64>()?
+        + f.get(12).ok_or("no stime")?.parse::<f64>()?;
+    Ok(ticks / 100.0)
 }
 
 fn bench_rate(s: &Setup, proxy: Option<SocketAddr>, ops_32: usize, ops_1: usize) -> Res<()> {
