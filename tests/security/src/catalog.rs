@@ -103,6 +103,12 @@ pub const ATTACKS: &[Attack] = &[
         "SUP, NS",
     ),
     a(
+        "A5-setup-race",
+        'A',
+        "writable root swapped dir <-> symlink to $HOME during setup (40 runs)",
+        "SUP, NS",
+    ),
+    a(
         "A6-hardlink-into-workspace",
         'A',
         "hardlink a secret into the workspace",

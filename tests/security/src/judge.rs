@@ -233,6 +233,27 @@ pub fn assert_blocked_or_refused(lab: &mut Lab, id: &str, run: &Run) {
     assert_blocked(lab, id, run);
 }
 
+/// For races where the write may legitimately land inside the allowed root:
+/// the probe's verdict does not matter, only that the host stays intact
+/// (every global post-condition holds) and the run happened (oajail ran the
+/// probe or refused with its one-line error).
+pub fn assert_host_unchanged(lab: &mut Lab, id: &str, run: &Run) {
+    let violations = postconditions(lab, run, false);
+    let refused = run.report.is_none() && run.stderr.lines().any(|l| l.starts_with("oajail"));
+    let (j, detail) = match (&run.lab.lab_error, violations.is_empty()) {
+        (Some(e), _) => (Judgement::NotRun, format!("lab failed: {e}")),
+        (None, false) => (Judgement::Escaped, violations.join("; ")),
+        (None, true) if run.report.is_some() || refused => {
+            (Judgement::Blocked, "host unchanged".into())
+        }
+        (None, true) => (
+            Judgement::NotRun,
+            format!("no verdict and no refusal: {}", run.stderr.trim()),
+        ),
+    };
+    finish(id, run, j, detail);
+}
+
 /// For fail-closed cases: oajail must refuse (non-zero, one `oajail:` line)
 /// and the probe must never have run.
 pub fn assert_refused(lab: &mut Lab, id: &str, run: &Run) {

@@ -177,3 +177,49 @@ fn residual_preexisting_hardlink_is_readable() {
         run.stderr
     );
 }
+
+/// A5: while oajail starts, a racer keeps swapping the writable root
+/// `ws/sub` between a directory and a symlink to `$HOME` (RENAME_EXCHANGE,
+/// atomic). Whatever oajail resolved, the write must never land in the
+/// home: 40 runs, each with a fresh lab and the full post-condition.
+#[test]
+fn blocks_setup_race_on_writable_root() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let id = "A5-setup-race";
+    for round in 0..40 {
+        let mut lab = Lab::new(&format!("{id}-{round}"));
+        std::fs::create_dir_all(lab.ws("sub")).expect("mkdir ws/sub");
+        std::os::unix::fs::symlink(lab.home(""), lab.ws("sub.alt"))
+            .expect("plant ws/sub.alt -> home");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (a, b, flag) = (lab.ws("sub"), lab.ws("sub.alt"), stop.clone());
+        let racer = std::thread::spawn(move || {
+            use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+            while !flag.load(Ordering::Relaxed) {
+                let _ = renameat2(
+                    AT_FDCWD,
+                    a.as_str(),
+                    AT_FDCWD,
+                    b.as_str(),
+                    RenameFlags::RENAME_EXCHANGE,
+                );
+            }
+        });
+        let target = lab.ws("sub/x.txt");
+        let run = lab.jailed(
+            "attack-racy-root.json",
+            &["write-file", "create", &target],
+            &RunOptions::default(),
+        );
+        stop.store(true, Ordering::Relaxed);
+        racer.join().expect("racer thread");
+        // Only the last round is recorded; any earlier escape fails at once.
+        if round == 39 {
+            oajail_security::judge::assert_host_unchanged(&mut lab, id, &run);
+        } else {
+            let v = oajail_security::judge::postconditions(&mut lab, &run, false);
+            assert!(v.is_empty(), "{id} round {round}: {v:?}\n{}", run.stderr);
+        }
+    }
+}
