@@ -657,6 +657,12 @@ pub const ATTACKS: &[Attack] = &[
     ),
     a("F14-socks-bind", 'F', "SOCKS5 BIND", "PX"),
     a("F14-socks-udp", 'F', "SOCKS5 UDP ASSOCIATE", "PX"),
+    a(
+        "F15-host-uses-proxy",
+        'F',
+        "a host process connects to the proxy port while a jail runs",
+        "NS (listener in the jail netns)",
+    ),
     a("F16-scheme-0", 'F', "GET ftp://allowed.test/x", "PX"),
     a("F16-scheme-1", 'F', "GET gopher://allowed.test/", "PX"),
     a("F16-scheme-2", 'F', "GET file:///etc/passwd", "PX"),

@@ -303,3 +303,23 @@ fn blocks_dns_exfil_through_proxy() {
         ]
     });
 }
+
+/// F15: the proxy's listener lives in the jail's network namespace, so a
+/// host process (here: in the lab namespace, next to oajail) cannot use it
+/// as an open proxy while a jail runs.
+#[test]
+fn blocks_host_process_using_the_proxy() {
+    let id = "F15-host-uses-proxy";
+    let mut lab = Lab::new(id);
+    let policy = lab.policy(PROXY);
+    let script = format!(
+        "{oajail} -s {policy} -- /bin/sleep 3 & sleep 1; {probe} tcp-connect 127.0.0.1 3128; wait",
+        oajail = lab.tools.oajail.display(),
+        probe = lab.tools.probe.display(),
+    );
+    let run = lab.run(
+        vec!["/bin/sh".into(), "-c".into(), script],
+        &RunOptions::default(),
+    );
+    assert_blocked_allowing(&mut lab, id, &run, &allowed_dns);
+}
