@@ -248,7 +248,7 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
         o.backtrace_barrier = true;
         o
     };
-    match ctx.eval_with_options::<Promise, _>(code, opts(true)) {
+    let script_error = match ctx.eval_with_options::<Promise, _>(code, opts(true)) {
         Ok(p) => return Ok((p, true)),
         Err(rquickjs::Error::Exception) => {
             let exc = ctx.catch();
@@ -256,6 +256,7 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
                 let _ = ctx.throw(exc);
                 return Err(());
             }
+            exc
         }
         Err(e) => {
             let _ = ctx.throw(
@@ -265,11 +266,26 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
             );
             return Err(());
         }
-    }
+    };
     let wrapped = format!("(async () => {{{code}\n}})()");
     match ctx.eval_with_options::<Promise, _>(wrapped, opts(false)) {
         Ok(p) => Ok((p, false)),
-        Err(_) => Err(()),
+        Err(_) => {
+            // Both readings fail to parse. The function-body error is the
+            // right one when the script reading tripped on `return`; else the
+            // script error is, since it does not mention our wrapper.
+            let body_error = ctx.catch();
+            let about_return = script_error
+                .as_object()
+                .and_then(|o| o.get::<_, Option<String>>("message").ok().flatten())
+                .is_some_and(|m| m.contains("return"));
+            let _ = ctx.throw(if about_return {
+                body_error
+            } else {
+                script_error
+            });
+            Err(())
+        }
     }
 }
 
