@@ -23,6 +23,7 @@
 
 mod addr;
 mod conn;
+mod flow;
 mod forward;
 mod helper;
 mod http;

@@ -4,21 +4,16 @@
 //! Buffers are allocated only while data flows and freed after a second of
 //! silence, so an idle tunnel costs two sockets and a task, not 2 × 64 KiB.
 use crate::conn::BufConn;
+use crate::flow::{self, Meter, Mode};
 use crate::log::Record;
 use crate::route::{Ctx, Route};
 use crate::server::Shared;
 use crate::tls::{self, ALERT_ACCESS_DENIED, Peek};
-use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, splice};
 use oajail_policy::host::Host;
-use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncWriteExt, Interest};
+use std::time::Instant;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-
-/// Keep the relay buffer this long after the last read.
-const BUFFER_LINGER: Duration = Duration::from_secs(1);
 
 /// Writes the tunnel's close record exactly once: at the end, or when the
 /// task is dropped (proxy shutdown).
@@ -163,181 +158,17 @@ async fn run(shared: &Shared, close: Record, client: &mut BufConn, upstream: &mu
         up: AtomicU64::new(0),
         down: AtomicU64::new(0),
     };
-    let reason = match relay_both(shared, client, upstream, &guard).await {
-        Ok(()) => "closed",
-        Err(e) if e.kind() == io::ErrorKind::TimedOut => "idle",
-        Err(_) => "error",
+    let mode = if shared.limits.splice {
+        Mode::Splice
+    } else {
+        Mode::Copy(shared.limits.relay_buffer)
     };
-    guard.finish(reason);
-}
-
-async fn relay_both(
-    shared: &Shared,
-    client: &mut BufConn,
-    upstream: &mut BufConn,
-    guard: &CloseGuard<'_>,
-) -> io::Result<()> {
-    // Bytes read ahead (the ClientHello, or data after a response head).
-    if !client.buf.is_empty() {
-        upstream.stream.write_all(&client.buf).await?;
-        guard
-            .up
-            .fetch_add(client.buf.len() as u64, Ordering::Relaxed);
-        client.buf.clear();
-    }
-    if !upstream.buf.is_empty() {
-        client.stream.write_all(&upstream.buf).await?;
-        guard
-            .down
-            .fetch_add(upstream.buf.len() as u64, Ordering::Relaxed);
-        upstream.buf.clear();
-    }
-    let last = AtomicU64::new(0);
-    let started = Instant::now();
-    let size = shared.limits.relay_buffer;
-    let (c, u) = (&client.stream, &upstream.stream);
-    let (up, down) = (&guard.up, &guard.down);
-    let both = async {
-        if shared.limits.splice {
-            tokio::try_join!(
-                splice_or_copy(c, u, size, up, &last, started),
-                splice_or_copy(u, c, size, down, &last, started)
-            )
-        } else {
-            tokio::try_join!(
-                pump(c, u, size, up, &last, started),
-                pump(u, c, size, down, &last, started)
-            )
-        }
-    };
-    tokio::select! {
-        r = both => r.map(|_| ()),
-        () = watchdog(shared.limits.idle_timeout, &last, started) => Err(io::ErrorKind::TimedOut.into()),
-    }
-}
-
-/// Resolves when nothing has moved for `idle`.
-async fn watchdog(idle: Duration, last: &AtomicU64, started: Instant) {
-    loop {
-        let last_ms = Duration::from_millis(last.load(Ordering::Relaxed));
-        let due = started + last_ms + idle;
-        if Instant::now() >= due {
-            return;
-        }
-        tokio::time::sleep_until(due.into()).await;
-    }
-}
-
-/// Pipe size for `splice(2)`: large pipes move more per system call.
-const PIPE_SIZE: usize = 1 << 20;
-
-/// One direction, moved inside the kernel with `splice(2)` through a pipe
-/// (no copy to user space; about 1.5× the throughput of a 64 KiB copy loop
-/// on loopback, see docs/benchmarks.md). The pipe is made when the first
-/// byte is ready; if it cannot be made (fd limit), fall back to copying.
-async fn splice_or_copy(
-    src: &TcpStream,
-    dst: &TcpStream,
-    size: usize,
-    count: &AtomicU64,
-    last: &AtomicU64,
-    started: Instant,
-) -> io::Result<()> {
-    src.readable().await?;
-    let Ok((pipe_r, pipe_w)) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC) else {
-        return pump(src, dst, size, count, last, started).await;
-    };
-    // Best effort: an unprivileged process may be capped below 1 MiB.
-    let pipe_size = match nix::fcntl::fcntl(&pipe_w, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE as i32)) {
-        Ok(n) => usize::try_from(n).unwrap_or(65536),
-        Err(_) => 65536,
-    };
-    let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
-    // Reading into the pipe and writing out of it overlap: whichever side
-    // is ready moves, so the upstream keeps sending while the client drains.
-    let (mut in_pipe, mut eof) = (0usize, false);
-    loop {
-        if eof && in_pipe == 0 {
-            let _ = nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write);
-            return Ok(());
-        }
-        tokio::select! {
-            r = src.readable(), if !eof && in_pipe < pipe_size => {
-                r?;
-                let room = pipe_size - in_pipe;
-                match src.try_io(Interest::READABLE, || splice(src, None, &pipe_w, None, room, flags).map_err(io::Error::from)) {
-                    Ok(0) => eof = true,
-                    Ok(n) => {
-                        in_pipe += n;
-                        count.fetch_add(n as u64, Ordering::Relaxed);
-                        last.store(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            w = dst.writable(), if in_pipe > 0 => {
-                w?;
-                match dst.try_io(Interest::WRITABLE, || splice(&pipe_r, None, dst, None, in_pipe, flags).map_err(io::Error::from)) {
-                    Ok(k) => in_pipe -= k,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            else => return Ok(()),
-        }
-    }
-}
-
-/// One direction: read what is there, write it all, repeat; at end of
-/// stream pass the FIN on (half-close) and finish.
-async fn pump(
-    src: &TcpStream,
-    dst: &TcpStream,
-    size: usize,
-    count: &AtomicU64,
-    last: &AtomicU64,
-    started: Instant,
-) -> io::Result<()> {
-    let mut buf: Vec<u8> = Vec::new();
-    loop {
-        if buf.is_empty() {
-            src.readable().await?;
-            buf = vec![0; size];
-        } else if tokio::time::timeout(BUFFER_LINGER, src.readable())
-            .await
-            .is_err()
-        {
-            buf = Vec::new();
-            continue;
-        }
-        let n = match src.try_read(&mut buf) {
-            Ok(0) => {
-                let _ =
-                    nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write);
-                return Ok(());
-            }
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
+    let meter = Meter::new(&guard.up, &guard.down);
+    let reason =
+        match flow::both_ways(client, upstream, mode, shared.limits.idle_timeout, &meter).await {
+            Ok(()) => "closed",
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => "idle",
+            Err(_) => "error",
         };
-        write_all(dst, &buf[..n]).await?;
-        count.fetch_add(n as u64, Ordering::Relaxed);
-        last.store(
-            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-    }
-}
-
-async fn write_all(dst: &TcpStream, mut data: &[u8]) -> io::Result<()> {
-    while !data.is_empty() {
-        dst.writable().await?;
-        match dst.try_write(data) {
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    guard.finish(reason);
 }
