@@ -15,7 +15,7 @@
 use crate::error::{Failure, Step};
 use crate::landlock::LandlockStatus;
 use crate::launcher::{EnforcementReport, LandlockEnforced};
-use crate::spec::Layers;
+use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, fork};
 use crate::{caps, exit_code, init, net, ns};
@@ -66,8 +66,37 @@ fn setup(
     layers: Layers,
     chan: &Channel,
     spec_file: &SpecFile,
-    (uid, gid): (u32, u32),
+    ids: (u32, u32),
 ) -> StepResult<(Pid, SignalFd)> {
+    enter(layers, chan, ids)?;
+    at(Step::Supervisor, chan.wait_byte(sync::SPEC))?;
+    let spec = at(Step::Supervisor, spec_file.read())?;
+    if let Some(plan) = spec
+        .mounts
+        .as_ref()
+        .filter(|_| layers.namespaces && layers.mounts)
+    {
+        // Includes pivot_root into the new root (see mount.rs).
+        at(Step::Mounts, crate::mount::apply(plan))?;
+    }
+    at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
+    at(Step::Supervisor, chan.wait_byte(sync::GO))?;
+    let report = lock_down(layers, &spec)?;
+    at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
+    let signals = at(Step::Fork, init::signal_fd())?;
+    let command = match at(Step::Fork, fork())? {
+        Forked::Child => crate::command::run(&spec, layers, chan),
+        Forked::Parent(pid) => Pid::from_raw(pid),
+    };
+    if let Some(program) = spec.seccomp.as_ref().filter(|_| layers.seccomp) {
+        at(Step::Seccomp, program.install())?;
+    }
+    Ok((command, signals))
+}
+
+/// The namespace steps that need no plan: id maps, parent death, pid 1's own
+/// hardening, host name, loopback, and the proxy listener hand-off.
+fn enter(layers: Layers, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult {
     if layers.namespaces {
         at(Step::IdMaps, ns::write_id_maps(uid, gid))?;
     }
@@ -82,25 +111,17 @@ fn setup(
     if layers.namespaces && layers.netns {
         at(Step::Loopback, net::loopback_up())?;
     }
-    at(Step::ProxyListener, net::hand_off_listeners(chan))?;
-    at(Step::Supervisor, chan.wait_byte(sync::SPEC))?;
-    let spec = at(Step::Supervisor, spec_file.read())?;
-    if let Some(plan) = spec
-        .mounts
-        .as_ref()
-        .filter(|_| layers.namespaces && layers.mounts)
-    {
-        // Includes pivot_root into the new root (see mount.rs).
-        at(Step::Mounts, crate::mount::apply(plan))?;
-    }
-    at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
-    at(Step::Supervisor, chan.wait_byte(sync::GO))?;
+    at(Step::ProxyListener, net::hand_off_listeners(chan))
+}
+
+/// Capabilities, no_new_privs, then Landlock, in pid 1 before the fork: the
+/// command inherits this very domain, so pid 1 may still signal it under
+/// Landlock's signal scope. Returns what was enforced.
+fn lock_down(layers: Layers, spec: &JailSpec) -> StepResult<EnforcementReport> {
     if layers.caps {
         at(Step::Capabilities, caps::drop_all(!layers.namespaces))?;
     }
     at(Step::NoNewPrivs, caps::no_new_privs())?;
-    // In pid 1, before the fork: the command inherits this very domain, so
-    // pid 1 may still signal it under Landlock's signal scope.
     let mut landlock = LandlockEnforced::None;
     if let Some(plan) = spec.landlock.as_ref().filter(|_| layers.landlock) {
         let status = at(
@@ -113,21 +134,11 @@ fn setup(
             LandlockStatus::NotEnforced => LandlockEnforced::None,
         };
     }
-    let report = EnforcementReport {
+    Ok(EnforcementReport {
         namespaces: layers.namespaces,
         mounts: layers.namespaces && layers.mounts && spec.mounts.is_some(),
         landlock,
         caps: layers.caps,
         seccomp: layers.seccomp && spec.seccomp.is_some(),
-    };
-    at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
-    let signals = at(Step::Fork, init::signal_fd())?;
-    let command = match at(Step::Fork, fork())? {
-        Forked::Child => crate::command::run(&spec, layers, chan),
-        Forked::Parent(pid) => Pid::from_raw(pid),
-    };
-    if let Some(program) = spec.seccomp.as_ref().filter(|_| layers.seccomp) {
-        at(Step::Seccomp, program.install())?;
-    }
-    Ok((command, signals))
+    })
 }
