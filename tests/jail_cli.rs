@@ -289,3 +289,13 @@ fn git_ssh_command_uses_the_helper_or_is_dropped_with_a_warning() {
     assert_eq!(out(&o).trim(), "[]", "{}", err(&o));
     assert!(err(&o).contains("GIT_SSH_COMMAND not set"), "{}", err(&o));
 }
+
+#[test]
+fn ssh_proxy_helper_reaches_the_proxy_from_inside_the_jail() {
+    // The default policy has no network: the proxy answers 403 and the
+    // helper fails with exit status 1, naming the refusal.
+    let script = format!("{OAJAIL} ssh-proxy example.com 22 </dev/null; echo rc=$?");
+    let o = sh("sshp", &script);
+    assert!(out(&o).contains("rc=1"), "{}{}", out(&o), err(&o));
+    assert!(err(&o).contains("403"), "{}", err(&o));
+}
