@@ -103,6 +103,33 @@ fn client_head(head: &Head, framing: Framing, keep: bool) -> Vec<u8> {
     out
 }
 
+/// Read response heads, passing interim 1xx answers (100 Continue) on,
+/// until the final one (or a 101). `None` when the exchange is over (a 502
+/// was sent, or the client went away).
+async fn final_head(shared: &Shared, client: &mut BufConn, upstream: &mut BufConn) -> Option<Head> {
+    let limits = &shared.limits;
+    loop {
+        let raw = upstream
+            .read_head(limits.max_head_bytes * 4, limits.idle_timeout)
+            .await;
+        let Some(head) = raw
+            .ok()
+            .and_then(|r| parse_response(&r, limits.max_headers * 2))
+        else {
+            bad_gateway(client, "the upstream sent no valid response head").await;
+            return None;
+        };
+        if head.status >= 200 || head.status == 101 {
+            return Some(head);
+        }
+        client
+            .stream
+            .write_all(&client_head(&head, Framing::None, true))
+            .await
+            .ok()?;
+    }
+}
+
 async fn bad_gateway(client: &mut BufConn, message: &str) -> bool {
     let _ = client
         .stream
@@ -130,28 +157,8 @@ pub(crate) async fn relay(
     asked: Asked<'_>,
 ) -> bool {
     let limits = &shared.limits;
-    // Interim 1xx answers (100 Continue) are passed on; then the final one.
-    let head = loop {
-        let raw = upstream
-            .read_head(limits.max_head_bytes * 4, limits.idle_timeout)
-            .await;
-        let Some(head) = raw
-            .ok()
-            .and_then(|r| parse_response(&r, limits.max_headers * 2))
-        else {
-            return bad_gateway(client, "the upstream sent no valid response head").await;
-        };
-        if head.status >= 200 || head.status == 101 {
-            break head;
-        }
-        if client
-            .stream
-            .write_all(&client_head(&head, Framing::None, true))
-            .await
-            .is_err()
-        {
-            return false;
-        }
+    let Some(head) = final_head(shared, client, &mut upstream).await else {
+        return false;
     };
     if head.status == 101 {
         if !asked.websocket {

@@ -26,6 +26,26 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    fn new(config: ProxyConfig, options: &StartOptions) -> Result<Self, ProxyError> {
+        let log = Log::open(config.log_json.as_deref()).map_err(|source| ProxyError::Log {
+            path: config.log_json.clone().unwrap_or_default(),
+            source,
+        })?;
+        #[cfg(feature = "test-lab")]
+        let lab_public = options.lab_public.clone();
+        #[cfg(not(feature = "test-lab"))]
+        let lab_public = Vec::new();
+        Ok(Self {
+            plan: config.egress,
+            limits: config.limits,
+            resolver: options.resolver.clone(),
+            log,
+            local: LocalAddrs::default(),
+            lab_public,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
     /// Test-lab stand-ins for public hosts (always empty without the
     /// `test-lab` feature).
     pub(crate) fn is_lab_public(&self, ip: IpAddr) -> bool {
@@ -50,23 +70,7 @@ impl Running {
         listeners: Vec<std::net::TcpListener>,
         options: StartOptions,
     ) -> Result<Self, ProxyError> {
-        let log = Log::open(config.log_json.as_deref()).map_err(|source| ProxyError::Log {
-            path: config.log_json.clone().unwrap_or_default(),
-            source,
-        })?;
-        #[cfg(feature = "test-lab")]
-        let lab_public = options.lab_public.clone();
-        #[cfg(not(feature = "test-lab"))]
-        let lab_public = Vec::new();
-        let shared = Arc::new(Shared {
-            plan: config.egress,
-            limits: config.limits,
-            resolver: options.resolver.clone(),
-            log,
-            local: LocalAddrs::default(),
-            lab_public,
-            next_id: AtomicU64::new(1),
-        });
+        let shared = Arc::new(Shared::new(config, &options)?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.worker_threads)
             .thread_name("oajail-proxy")
