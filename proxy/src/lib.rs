@@ -19,6 +19,15 @@
 //! - malformed input gets an error answer and a close, never a panic, and
 //!   other connections keep being served;
 //! - every decision and every closed tunnel writes one JSON log line.
+//!
+//! Modules: `server` (runtime, accept, first-byte dispatch, limits),
+//! `http` (strict head parser, answers, CONNECT), `forward` + `response`
+//! (absolute-form HTTP), `socks` (SOCKS5), `route` (the decision path),
+//! `addr` (which addresses are public), `tls` (ClientHello peek), `relay` +
+//! `flow` (tunnels: splice or copy, half-close, idle), `conn` (buffered
+//! reads and body framing), `log` (decision log and summary), `resolve`
+//! (the resolver trait), `helper` (the ssh ProxyCommand client).
+//! Design, answers and log format: docs/proxy.md.
 #![deny(missing_docs)]
 
 mod addr;
