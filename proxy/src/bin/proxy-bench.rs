@@ -79,7 +79,6 @@ fn serve_proxy(upstream_port: u16, copy_kib: Option<usize>) -> Res<()> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let limits = Limits {
-        max_connections: 4096,
         splice: copy_kib.is_none(),
         relay_buffer: copy_kib.unwrap_or(64) * 1024,
         ..Limits::default()
