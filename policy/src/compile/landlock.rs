@@ -22,6 +22,7 @@ use super::{CompileError, FileKind, FsView};
 use crate::Policy;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
@@ -206,6 +207,11 @@ fn grant(acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>, path: &Path, rights: &
 }
 
 /// Grant read where host content is visible, splitting around denied paths.
+///
+/// A child that no rule path names or leads through has no rule of its own,
+/// so its visibility is its parent's: only the children leading towards rule
+/// paths are examined one by one, and an invisible directory is not even
+/// listed (its other entries would get no rule anyway).
 fn read_rules(
     rules: &Rules,
     fs: &dyn FsView,
@@ -213,12 +219,9 @@ fn read_rules(
     dir: &Path,
     acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>,
 ) -> Result<(), CompileError> {
-    let below = points
-        .range::<Path, _>((Bound::Excluded(dir), Bound::Unbounded))
-        .next()
-        .is_some_and(|p| p.starts_with(dir));
+    let leading = leading_names(points, dir);
     let visible = rules.visible(dir);
-    if !below {
+    if leading.is_empty() {
         if visible {
             grant(acc, dir, READ);
         }
@@ -228,19 +231,18 @@ fn read_rules(
         grant(acc, dir, &[FsAccess::ReadDir]);
     }
     check_budget(acc, dir)?;
-    for (name, kind) in children(fs, points, dir) {
+    for (name, kind) in children(fs, &leading, dir, visible) {
         if kind == FileKind::Symlink {
             // Access through a link is checked on its target; a rule on the
             // link's path would grant the target instead.
             continue;
         }
-        let child = dir.join(name);
-        // Paths order component-wise, so a subtree is one contiguous range.
-        let leads = points
-            .range::<Path, _>((Bound::Included(child.as_path()), Bound::Unbounded))
-            .next()
-            .is_some_and(|p| p.starts_with(&child));
-        if leads && kind == FileKind::Dir {
+        let child = dir.join(&name);
+        if !leading.contains(OsStr::new(&name)) {
+            if visible {
+                grant(acc, &child, READ);
+            }
+        } else if kind == FileKind::Dir {
             read_rules(rules, fs, points, &child, acc)?;
         } else if rules.visible(&child) {
             grant(acc, &child, READ);
@@ -249,21 +251,33 @@ fn read_rules(
     Ok(())
 }
 
-/// The entries of `dir`, plus the next component of every rule path below
-/// it: a directory the compiler may not list (`/home` at mode 0711) is still
+/// The first component below `dir` of every rule path strictly below it.
+/// Paths order component-wise, so a subtree is one contiguous range.
+fn leading_names<'a>(points: &'a BTreeSet<PathBuf>, dir: &Path) -> BTreeSet<&'a OsStr> {
+    points
+        .range::<Path, _>((Bound::Excluded(dir), Bound::Unbounded))
+        .take_while(|p| p.starts_with(dir))
+        .filter_map(|p| p.strip_prefix(dir).ok()?.components().next())
+        .map(|c| c.as_os_str())
+        .collect()
+}
+
+/// The entries of `dir` (when `listed`), plus every leading name: a
+/// directory the compiler may not list (`/home` at mode 0711) is still
 /// descended towards the rule paths; only its other entries get no rule.
-fn children(fs: &dyn FsView, points: &BTreeSet<PathBuf>, dir: &Path) -> Vec<(String, FileKind)> {
-    let mut out: BTreeMap<String, FileKind> =
-        fs.read_dir(dir).unwrap_or_default().into_iter().collect();
-    let below = points.range::<Path, _>((Bound::Excluded(dir), Bound::Unbounded));
-    for point in below.take_while(|p| p.starts_with(dir)) {
-        let Ok(rest) = point.strip_prefix(dir) else {
-            continue;
-        };
-        let Some(first) = rest.components().next() else {
-            continue;
-        };
-        let name = first.as_os_str().to_string_lossy().into_owned();
+fn children(
+    fs: &dyn FsView,
+    leading: &BTreeSet<&OsStr>,
+    dir: &Path,
+    listed: bool,
+) -> Vec<(String, FileKind)> {
+    let mut out: BTreeMap<String, FileKind> = if listed {
+        fs.read_dir(dir).unwrap_or_default().into_iter().collect()
+    } else {
+        BTreeMap::new()
+    };
+    for first in leading {
+        let name = first.to_string_lossy().into_owned();
         if !out.contains_key(&name)
             && let Some(kind) = fs.kind(&dir.join(&name))
         {
