@@ -12,17 +12,21 @@
 #![allow(clippy::result_large_err)]
 
 use crate::api::ApiClient;
+use crate::api::ApiReply;
 use crate::config::Limits;
-use crate::spec::Catalogue;
+use crate::spec::{Catalogue, Operation};
 use crate::worker::frame::{self, FrameError};
 use crate::worker::pool::{Pool, Worker};
 use crate::worker::{LogLine, Outcome, ToServer, ToWorker};
-use serde_json::Value;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use tokio::process::ChildStdout;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// Extra time after the deadline before the server kills the worker, so the
@@ -30,6 +34,8 @@ use tokio_util::sync::CancellationToken;
 const KILL_GRACE: Duration = Duration::from_millis(100);
 /// Frames above the output cap plus this are refused (and the worker killed).
 const FRAME_SLACK: usize = 256 * 1024;
+/// API requests one execute has in flight at once (`Promise.all`).
+const MAX_IN_FLIGHT: usize = 6;
 
 /// A successful execute.
 #[derive(Debug)]
@@ -188,58 +194,123 @@ impl Executor {
             timeout_ms: u64::try_from(self.limits.timeout.as_millis()).unwrap_or(u64::MAX),
             ops: self.ops.clone(),
             output_cap: self.limits.output_cap,
+            max_calls: self.limits.max_api_calls,
         };
         frame::write_async(&mut w.stdin, &exec)
             .await
             .map_err(gone)?;
-        let max = self.limits.output_cap + FRAME_SLACK;
+        let stdout = w
+            .stdout
+            .take()
+            .ok_or_else(|| ExecError::new("worker_gone", "no stdout"))?;
+        // A frame budget bounds what a misbehaving worker can queue here.
+        let budget = self.limits.max_api_calls as usize + 8;
+        let mut frames = FrameReader::spawn(stdout, self.limits.output_cap + FRAME_SLACK, budget);
+        let mut running: JoinSet<(u64, ApiReply)> = JoinSet::new();
+        let mut queued: VecDeque<(u64, Operation, Value)> = VecDeque::new();
         loop {
-            match frame::read_async::<ToServer>(&mut w.stdout, max).await {
-                Ok(ToServer::Call { op, args }) => {
-                    let json = self.api_call(&op, &args, calls).await;
-                    frame::write_async(&mut w.stdin, &ToWorker::ApiResult { json })
-                        .await
-                        .map_err(gone)?;
+            tokio::select! {
+                msg = frames.rx.recv() => match msg {
+                    Some(Ok(ToServer::Call { id, op, args })) => {
+                        if let Some(json) = self.admit_call(&op, &args, calls, id, &mut queued) {
+                            let reply = ToWorker::ApiResult { id, json };
+                            frame::write_async(&mut w.stdin, &reply).await.map_err(gone)?;
+                        }
+                    }
+                    Some(Ok(ToServer::Done { outcome, logs })) => return done(outcome, logs, calls),
+                    Some(Ok(ToServer::Ready)) => {
+                        return Err(ExecError::new("js_runtime_error", "worker protocol error"));
+                    }
+                    Some(Err(FrameError::TooLarge(n))) => return Err(self.too_large(n)),
+                    Some(Err(e)) => return Err(gone(e)),
+                    None => return Err(ExecError::new("worker_gone", "worker pipe closed")),
+                },
+                Some(joined) = running.join_next(), if !running.is_empty() => {
+                    let (id, reply) = joined.map_err(|e| ExecError::new("js_runtime_error", e.to_string()))?;
+                    if let Some(status) = reply.failed_status {
+                        calls.last_error = Some((status, reply.excerpt.clone()));
+                    }
+                    let msg = ToWorker::ApiResult { id, json: reply.json.to_string() };
+                    frame::write_async(&mut w.stdin, &msg).await.map_err(gone)?;
                 }
-                Ok(ToServer::Done { outcome, logs }) => return done(outcome, logs, calls),
-                Ok(ToServer::Ready) => {
-                    return Err(ExecError::new("js_runtime_error", "worker protocol error"));
-                }
-                Err(FrameError::TooLarge(n)) => {
-                    return Err(ExecError::new(
-                        "output_limit",
-                        format!(
-                            "output of {n} bytes exceeds {} bytes; return only the data you need",
-                            self.limits.output_cap
-                        ),
-                    ));
-                }
-                Err(e) => return Err(gone(e)),
+            }
+            while running.len() < MAX_IN_FLIGHT
+                && let Some((id, op, args)) = queued.pop_front()
+            {
+                let api = self.api.clone();
+                running.spawn(async move { (id, api.call(&op, &args).await) });
             }
         }
     }
 
-    async fn api_call(&self, op_id: &str, args: &str, calls: &mut Calls) -> String {
+    fn too_large(&self, n: usize) -> ExecError {
+        ExecError::new(
+            "output_limit",
+            format!(
+                "output of {n} bytes exceeds {} bytes; return only the data you need",
+                self.limits.output_cap
+            ),
+        )
+    }
+
+    /// Counts a call and queues it, or returns the immediate error answer.
+    fn admit_call(
+        &self,
+        op_id: &str,
+        args: &str,
+        calls: &mut Calls,
+        id: u64,
+        queued: &mut VecDeque<(u64, Operation, Value)>,
+    ) -> Option<String> {
         calls.count += 1;
+        let refuse = |msg: String| {
+            Some(json!({"data": null, "error": {"status": 0, "message": msg}}).to_string())
+        };
         if calls.count > self.limits.max_api_calls {
-            let msg = format!(
+            return refuse(format!(
                 "API call cap reached ({} calls per execute)",
                 self.limits.max_api_calls
-            );
-            return serde_json::json!({"data": null, "error": {"status": 0, "message": msg}})
-                .to_string();
+            ));
         }
         let Some(op) = self.catalogue.op(op_id) else {
-            let msg = format!("unknown operation {op_id}");
-            return serde_json::json!({"data": null, "error": {"status": 0, "message": msg}})
-                .to_string();
+            return refuse(format!("unknown operation {op_id}"));
         };
         let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-        let reply = self.api.call(op, &args).await;
-        if let Some(status) = reply.failed_status {
-            calls.last_error = Some((status, reply.excerpt.clone()));
-        }
-        reply.json.to_string()
+        queued.push_back((id, op.clone(), args));
+        None
+    }
+}
+
+/// Reads the worker's frames on its own task, so that waiting for a frame
+/// never races with (and never loses bytes to) the other branches of the
+/// exchange loop; the task ends when the run does.
+struct FrameReader {
+    rx: mpsc::UnboundedReceiver<Result<ToServer, FrameError>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FrameReader {
+    fn spawn(mut stdout: ChildStdout, max: usize, budget: usize) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(async move {
+            for _ in 0..budget {
+                let frame = frame::read_async::<ToServer>(&mut stdout, max).await;
+                let stop = frame.is_err();
+                if tx.send(frame).is_err() || stop {
+                    return;
+                }
+            }
+            let _ = tx.send(Err(FrameError::Io(std::io::Error::other(
+                "too many frames from the worker",
+            ))));
+        });
+        Self { rx, task }
+    }
+}
+
+impl Drop for FrameReader {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 

@@ -435,3 +435,26 @@ fn a_killed_worker_does_not_take_the_server_down() {
         json!("up")
     );
 }
+
+#[test]
+fn promise_all_runs_api_calls_concurrently() {
+    let mock = Mock::start();
+    let mut s = server_with(&mock, &[]);
+    let start = Instant::now();
+    let r = s.execute(
+        "const rs = await Promise.all([1, 2, 3, 4, 5].map((uid) => oa.agendas.overview({ path: { agendaUid: uid } })));\n\
+         return rs.map((r) => r.data.uid);",
+    );
+    let took = start.elapsed();
+    assert_eq!(
+        r["structuredContent"]["result"],
+        json!([1, 2, 3, 4, 5]),
+        "{r}"
+    );
+    // Five 300 ms calls one after the other would take 1.5 s.
+    assert!(
+        took < Duration::from_millis(1200),
+        "calls did not overlap: {took:?}"
+    );
+    assert_eq!(mock.seen.lock().unwrap().len(), 5);
+}

@@ -1,9 +1,10 @@
 //! The worker side: sandbox, QuickJS, one script, exit.
 //!
 //! The JS world is a QuickJS context with the standard intrinsics, a
-//! `console` whose lines go to a Rust buffer, and `oa`, a tree of async
-//! functions whose only way out is one host function that writes a
-//! [`ToServer::Call`] frame and blocks for the answer. No module loader, no
+//! `console` whose lines go to a Rust buffer, and `oa`, a tree of functions
+//! returning promises whose only way out is one host function that writes a
+//! [`ToServer::Call`] frame; answers are read by the drive loop when no JS
+//! job can run, and resolve the matching promise. No module loader, no
 //! host objects: the host functions take and return strings.
 
 use super::frame::{self, FrameError};
@@ -36,6 +37,9 @@ struct Shared {
     interrupted: Cell<bool>,
     logs: RefCell<Logs>,
     output_cap: Cell<usize>,
+    next_call: Cell<u64>,
+    max_calls: Cell<u64>,
+    outstanding: Cell<usize>,
 }
 
 /// Entry point of `openagenda-mcp __execute-worker MEMORY_MB TIMEOUT_MS`.
@@ -52,6 +56,7 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
         timeout_ms,
         ops,
         output_cap,
+        max_calls,
     } = exec
     else {
         return Err(McpError::Worker {
@@ -60,6 +65,7 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
         });
     };
     shared.output_cap.set(output_cap);
+    shared.max_calls.set(u64::from(max_calls));
     shared
         .deadline
         .set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
@@ -100,6 +106,9 @@ fn engine(memory_mb: u64) -> Result<(Runtime, Context, Rc<Shared>), McpError> {
         interrupted: Cell::new(false),
         logs: RefCell::new(Logs::default()),
         output_cap: Cell::new(0),
+        next_call: Cell::new(1),
+        max_calls: Cell::new(0),
+        outstanding: Cell::new(0),
     });
     let state = shared.clone();
     rt.set_interrupt_handler(Some(Box::new(move || {
@@ -152,13 +161,17 @@ fn enforce_output_cap(outcome: Outcome, shared: &Shared) -> Outcome {
     outcome
 }
 
-/// The JS side of `oa` and `console`: built once per run from the op list.
-fn shim(ops: &[(String, String)]) -> String {
+/// The JS side of `oa` and `console`, built once per run from the op list.
+/// It evaluates to the `settle(id, json)` function the drive loop calls when
+/// an API answer arrives; nothing of it stays reachable from user code
+/// except through `oa` and `console`.
+fn shim(ops: &[(String, String)], max_calls: u64) -> String {
     let ops_json = serde_json::to_string(ops).unwrap_or_else(|_| "[]".into());
     format!(
         r#"(() => {{
-  const call = globalThis.__oa_call, log = globalThis.__oa_log;
-  delete globalThis.__oa_call; delete globalThis.__oa_log;
+  const send = globalThis.__oa_send, log = globalThis.__oa_log;
+  delete globalThis.__oa_send; delete globalThis.__oa_log;
+  const waiting = new Map();
   const fmt = (a) => typeof a === 'string' ? a : (() => {{ try {{ const s = JSON.stringify(a); return s === undefined ? String(a) : s; }} catch (e) {{ return String(a); }} }})();
   const line = (level) => (...args) => {{ log(level, args.map(fmt).join(' ')); }};
   globalThis.console = Object.freeze({{ log: line('log'), info: line('info'), warn: line('warn'), error: line('error'), debug: line('log') }});
@@ -167,21 +180,38 @@ fn shim(ops: &[(String, String)]) -> String {
     const parts = path.split('.'); let node = oa;
     for (const p of parts.slice(0, -1)) {{ if (node[p] === undefined) node[p] = {{}}; node = node[p]; }}
     const leaf = parts[parts.length - 1];
-    const fn = async (args) => JSON.parse(call(id, JSON.stringify(args === undefined ? {{}} : args)));
+    const fn = (args) => new Promise((resolve) => {{
+      const callId = send(id, JSON.stringify(args === undefined ? {{}} : args));
+      if (callId < 0) resolve({{ data: null, error: {{ status: 0, message: 'API call cap reached ({max_calls} calls per execute)' }} }});
+      else waiting.set(callId, resolve);
+    }});
     if (node[leaf] !== undefined) Object.assign(fn, node[leaf]);
     node[leaf] = fn;
   }}
   globalThis.oa = oa;
-}})();"#
+  return (callId, json) => {{ const r = waiting.get(callId); waiting.delete(callId); if (r) r(JSON.parse(json)); }};
+}})()"#
     )
 }
 
 fn install_host<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()> {
-    let call = Function::new(
+    let sender = shared.clone();
+    let send = Function::new(
         ctx.clone(),
-        |op: String, args: String| -> rquickjs::Result<String> {
-            host_call(op, args)
-                .map_err(|e| rquickjs::Error::new_from_js_message("host", "oa", e.to_string()))
+        move |op: String, args: String| -> rquickjs::Result<f64> {
+            let id = sender.next_call.get();
+            if id > sender.max_calls.get() {
+                return Ok(-1.0);
+            }
+            sender.next_call.set(id + 1);
+            frame::write_sync(
+                &mut std::io::stdout().lock(),
+                &ToServer::Call { id, op, args },
+            )
+            .map_err(|e| rquickjs::Error::new_from_js_message("host", "oa", e.to_string()))?;
+            sender.outstanding.set(sender.outstanding.get() + 1);
+            // Ids stay far below 2^53, so they are exact as JS numbers.
+            Ok(id as f64)
         },
     )?;
     let state = shared.clone();
@@ -197,29 +227,25 @@ fn install_host<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()
         }
         logs.lines.push(LogLine { level, text });
     })?;
-    ctx.globals().set("__oa_call", call)?;
+    ctx.globals().set("__oa_send", send)?;
     ctx.globals().set("__oa_log", log)?;
     Ok(())
 }
 
-/// One API call: ask the server over the pipe and block for the answer.
-fn host_call(op: String, args: String) -> Result<String, FrameError> {
-    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Call { op, args })?;
-    match frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME)? {
-        ToWorker::ApiResult { json } => Ok(json),
-        ToWorker::Exec { .. } => Err(FrameError::Io(std::io::Error::other("unexpected exec"))),
-    }
-}
-
 fn run_script(ctx: &Ctx<'_>, shared: &Rc<Shared>, code: &str, ops: &[(String, String)]) -> Outcome {
-    if let Err(e) = install_host(ctx, shared).and_then(|()| ctx.eval::<(), _>(shim(ops))) {
-        return internal(format!("setting up the JS world failed: {e}"));
-    }
+    let settle = match install_host(ctx, shared)
+        .and_then(|()| ctx.eval::<Function, _>(shim(ops, shared.max_calls.get())))
+    {
+        Ok(f) => f,
+        Err(e) => return internal(format!("setting up the JS world failed: {e}")),
+    };
     let (promise, script_mode) = match start(ctx, code) {
         Ok(started) => started,
         Err(()) => return classify(ctx, shared, ctx.catch()),
     };
-    drive(ctx, shared, &promise);
+    if let Err(e) = drive(ctx, shared, &promise, &settle) {
+        return internal(format!("the server stopped answering API calls: {e}"));
+    }
     match promise.state() {
         PromiseState::Pending if shared.interrupted.get() => timeout_outcome(),
         PromiseState::Pending => Outcome::Err {
@@ -295,13 +321,34 @@ fn is_syntax_error(exc: &Value<'_>) -> bool {
         .is_some_and(|n| n == "SyntaxError")
 }
 
-/// Runs queued jobs until the promise settles, nothing is left, or time is up.
-fn drive(ctx: &Ctx<'_>, shared: &Shared, promise: &Promise<'_>) {
+/// Runs queued jobs until the promise settles, nothing is left, or time is
+/// up. When only API answers can make progress, blocks for the next one.
+fn drive<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Shared,
+    promise: &Promise<'js>,
+    settle: &Function<'js>,
+) -> Result<(), FrameError> {
     while promise.state() == PromiseState::Pending && !shared.interrupted.get() {
-        if !ctx.execute_pending_job() {
+        if ctx.execute_pending_job() {
+            continue;
+        }
+        if shared.outstanding.get() == 0 {
             break;
         }
+        match frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME)? {
+            ToWorker::ApiResult { id, json } => {
+                shared.outstanding.set(shared.outstanding.get() - 1);
+                // A throw here is the script's own (e.g. out of memory while
+                // parsing); it surfaces through the promise or the next job.
+                let _ = settle.call::<_, ()>((id as f64, json));
+            }
+            ToWorker::Exec { .. } => {
+                return Err(FrameError::Io(std::io::Error::other("unexpected exec")));
+            }
+        }
     }
+    Ok(())
 }
 
 fn finish<'js>(

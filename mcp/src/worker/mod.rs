@@ -4,7 +4,8 @@
 //! [`WORKER_ARG`]; the child ([`child`]) applies rlimits and a seccomp filter,
 //! builds a QuickJS context, says [`ToServer::Ready`] and waits for exactly one
 //! [`ToWorker::Exec`]. API calls go back to the server over the same pipes
-//! ([`ToServer::Call`] / [`ToWorker::ApiResult`]); the worker ends with
+//! ([`ToServer::Call`] / [`ToWorker::ApiResult`], matched by id, several in
+//! flight so `Promise.all` runs calls concurrently); the worker ends with
 //! [`ToServer::Done`] and exits. Messages are JSON, each preceded by its
 //! length as a big-endian u32 ([`frame`]).
 
@@ -33,9 +34,14 @@ pub enum ToWorker {
         ops: Vec<(String, String)>,
         /// Output cap (result plus logs) in bytes.
         output_cap: usize,
+        /// API calls this run may make; further calls resolve with an error
+        /// without leaving the worker.
+        max_calls: u32,
     },
     /// The answer to one [`ToServer::Call`].
     ApiResult {
+        /// The call's id.
+        id: u64,
         /// `{data, error}` as JSON text.
         json: String,
     },
@@ -78,6 +84,8 @@ pub enum ToServer {
     Ready,
     /// Please perform this API call.
     Call {
+        /// Id chosen by the worker; answers may come back in any order.
+        id: u64,
         /// operationId.
         op: String,
         /// `{path, query, body}` as JSON text.

@@ -25,8 +25,8 @@ pub struct Worker {
     pub child: Child,
     /// Server → worker pipe.
     pub stdin: ChildStdin,
-    /// Worker → server pipe.
-    pub stdout: ChildStdout,
+    /// Worker → server pipe (taken by the run's frame reader).
+    pub stdout: Option<ChildStdout>,
 }
 
 /// The pool of ready workers.
@@ -78,7 +78,7 @@ impl Pool {
             Ok(Ok(ToServer::Ready)) => Ok(Worker {
                 child,
                 stdin,
-                stdout,
+                stdout: Some(stdout),
             }),
             Ok(Ok(other)) => Err(format!("worker said {other:?} instead of ready")),
             Ok(Err(e)) => Err(format!("worker did not start: {e}")),

@@ -6,6 +6,7 @@
 //! - `GET /agendas/{uid}` → an agenda; uid 401 → 401 whose body contains the
 //!   presented Authorization header (to test redaction);
 //! - `GET /agendas/302` → a redirect to another host;
+//! - `GET /agendas/{uid}/overview` → answers after 300 ms;
 //! - anything else → 404.
 //!
 //! Every request is recorded (method, target, whether the expected key was
@@ -193,6 +194,10 @@ async fn serve_conn<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
             target: target.clone(),
             authorization: authorization.clone(),
         });
+        if target.ends_with("/overview") {
+            // A slow route, to see concurrent calls overlap.
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
         let (status, extra, body) = route(&method, &target, authorization.as_deref());
         let resp = format!(
             "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n{body}",
@@ -217,6 +222,11 @@ fn route(method: &str, target: &str, auth: Option<&str>) -> (&'static str, Strin
                 "echo": {"path": path, "query": query}
             })
             .to_string(),
+        ),
+        ("GET", ["v3", "agendas", uid, "overview"]) => (
+            "200 OK",
+            String::new(),
+            serde_json::json!({"uid": uid.parse::<i64>().unwrap_or(0), "events": {}}).to_string(),
         ),
         ("GET", ["v3", "agendas", "401"]) => (
             "401 Unauthorized",
