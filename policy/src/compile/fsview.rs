@@ -227,7 +227,10 @@ impl FsView for MemFs {
 /// while compiling.
 pub(crate) struct Cached<'a> {
     inner: &'a dyn FsView,
-    kinds: std::cell::RefCell<std::collections::HashMap<PathBuf, Option<FileKind>>>,
+    /// Keyed by the path's bytes: much cheaper to hash than `Path`'s
+    /// component-wise hash; paths here are built by `join` from clean
+    /// components, so one path has one spelling.
+    kinds: std::cell::RefCell<std::collections::HashMap<std::ffi::OsString, Option<FileKind>>>,
 }
 
 impl<'a> Cached<'a> {
@@ -241,11 +244,13 @@ impl<'a> Cached<'a> {
 
 impl FsView for Cached<'_> {
     fn kind(&self, path: &Path) -> Option<FileKind> {
-        if let Some(kind) = self.kinds.borrow().get(path) {
+        if let Some(kind) = self.kinds.borrow().get(path.as_os_str()) {
             return *kind;
         }
         let kind = self.inner.kind(path);
-        self.kinds.borrow_mut().insert(path.to_path_buf(), kind);
+        self.kinds
+            .borrow_mut()
+            .insert(path.as_os_str().to_owned(), kind);
         kind
     }
 
@@ -253,7 +258,9 @@ impl FsView for Cached<'_> {
         let entries = self.inner.read_dir(path)?;
         let mut kinds = self.kinds.borrow_mut();
         for (name, kind) in &entries {
-            kinds.entry(path.join(name)).or_insert(Some(*kind));
+            kinds
+                .entry(path.join(name).into_os_string())
+                .or_insert(Some(*kind));
         }
         Ok(entries)
     }

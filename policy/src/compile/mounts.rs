@@ -142,10 +142,14 @@ pub(crate) fn build(
     fs: &dyn FsView,
 ) -> Result<MountPlan, CompileError> {
     let mut warnings = rules.warnings.clone();
-    let mut points = rules.read_points();
-    points.extend(rules.deny_write.iter().cloned());
     let pins = pins(rules);
-    points.extend(pins.iter().cloned());
+    // One bulk collect (sorted runs merged) rather than per-element inserts.
+    let points: BTreeSet<PathBuf> = rules
+        .read_points()
+        .into_iter()
+        .chain(rules.deny_write.iter().cloned())
+        .chain(pins.iter().cloned())
+        .collect();
     let mut steps = Vec::new();
     for point in sorted_shallow_first(points) {
         if point.starts_with("/proc") || point.starts_with("/dev") {
@@ -203,9 +207,15 @@ fn pins(rules: &Rules) -> BTreeSet<PathBuf> {
 }
 
 fn sorted_shallow_first(points: BTreeSet<PathBuf>) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = points.into_iter().filter(|p| p != Path::new("/")).collect();
-    v.sort_by(|a, b| (a.components().count(), a).cmp(&(b.components().count(), b)));
-    v
+    // The input is already in path order, so a stable sort by depth alone
+    // gives (depth, path) order; each depth is counted once, not per compare.
+    let mut v: Vec<(usize, PathBuf)> = points
+        .into_iter()
+        .filter(|p| p != Path::new("/"))
+        .map(|p| (p.components().count(), p))
+        .collect();
+    v.sort_by_key(|(depth, _)| *depth);
+    v.into_iter().map(|(_, p)| p).collect()
 }
 
 /// The step that gives `point` its state, if its parent's state differs.

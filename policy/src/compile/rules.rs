@@ -57,8 +57,10 @@ pub(crate) struct Rules {
     pub kinds: BTreeMap<PathBuf, FileKind>,
     /// Missing protected paths the supervisor must create before the run.
     pub placeholders: BTreeMap<PathBuf, FileKind>,
-    /// Answers of [`Rules::visible`].
-    visible_memo: std::cell::RefCell<std::collections::HashMap<PathBuf, bool>>,
+    /// Answers of [`Rules::visible`], keyed by the path's bytes: hashing
+    /// those is much cheaper than `Path`'s component-wise hash, and two
+    /// spellings of one path at worst compute the same answer twice.
+    visible_memo: std::cell::RefCell<std::collections::HashMap<std::ffi::OsString, bool>>,
     /// Human-readable notes about entries that were dropped or narrowed.
     pub warnings: Vec<String>,
 }
@@ -311,7 +313,7 @@ impl Rules {
     /// mandatory-deny walk only adds write denies), and the plans ask about
     /// the same paths many times.
     pub(crate) fn visible(&self, path: &Path) -> bool {
-        if let Some(v) = self.visible_memo.borrow().get(path) {
+        if let Some(v) = self.visible_memo.borrow().get(path.as_os_str()) {
             return *v;
         }
         let v = decide(
@@ -319,7 +321,9 @@ impl Rules {
             &[&self.deny_read, &self.masks, &self.private],
             &[&self.allow_read, &self.allow_write],
         );
-        self.visible_memo.borrow_mut().insert(path.to_path_buf(), v);
+        self.visible_memo
+            .borrow_mut()
+            .insert(path.as_os_str().to_owned(), v);
         v
     }
 
@@ -330,17 +334,18 @@ impl Rules {
 
     /// Every path any rule names, for plans that need all of them.
     pub(crate) fn read_points(&self) -> BTreeSet<PathBuf> {
-        let mut all = BTreeSet::new();
-        for set in [
-            &self.deny_read,
-            &self.masks,
-            &self.allow_read,
-            &self.allow_write,
-        ] {
-            all.extend(set.iter().cloned());
-        }
-        all.extend(self.private.iter().cloned());
-        all
+        // Collected, not inserted one by one: `BTreeSet::from_iter` sorts
+        // (the chained sets are already sorted runs, which the merge sort
+        // detects) and builds the tree in bulk, instead of a root-to-leaf
+        // path comparison per element.
+        self.deny_read
+            .iter()
+            .chain(&self.masks)
+            .chain(&self.allow_read)
+            .chain(&self.allow_write)
+            .chain(&self.private)
+            .cloned()
+            .collect()
     }
 }
 
