@@ -47,6 +47,10 @@ pub struct ResultRecord {
     pub uid: u32,
     /// `uname -r`.
     pub kernel: String,
+    /// When the record was written (unix seconds), so stale results from an
+    /// earlier run can be told apart.
+    #[serde(default)]
+    pub recorded_at: u64,
 }
 
 /// Violations of the global post-conditions (`allow_events`: contacting a
@@ -302,6 +306,7 @@ fn finish(id: &str, run: &Run, j: Judgement, detail: String) {
         signal: run.report.as_ref().and_then(|r| r.signal),
         uid: nix::unistd::getuid().as_raw(),
         kernel: kernel(),
+        recorded_at: now_secs(),
     };
     record(&rec);
     match j {
@@ -314,6 +319,14 @@ fn finish(id: &str, run: &Run, j: Judgement, detail: String) {
             run.stderr.trim()
         ),
     }
+}
+
+/// Seconds since the epoch.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// `uname -r`.

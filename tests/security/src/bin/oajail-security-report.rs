@@ -6,13 +6,17 @@
 //! `tests/security/report-notes.md`, `docs/security-tests.md`.
 //! With `--check` it exits 1 when any record is not `blocked` or
 //! `not_applicable`, or when an attack of the catalogue has no record for
-//! a run that has any records (an unexplained skip).
+//! a run that has any records (an unexplained skip), or when a result is
+//! older than six hours (left over from an earlier run).
 
 use anyhow::{Context, Result, bail};
 use oajail_security::catalog::{ATTACKS, NOT_YET_COVERED};
 use oajail_security::judge::Judgement;
 use oajail_security::report;
 use std::path::PathBuf;
+
+/// `--check` rejects results older than this: they come from an earlier run.
+const MAX_AGE_SECS: u64 = 6 * 3600;
 
 fn main() -> Result<()> {
     let root_dir = env!("CARGO_MANIFEST_DIR");
@@ -54,7 +58,18 @@ fn main() -> Result<()> {
                 continue;
             }
             for a in ATTACKS.iter().filter(|a| !NOT_YET_COVERED.contains(&a.id)) {
-                match set.get(a.id).map(|x| x.judgement) {
+                let rec = set.get(a.id);
+                if let Some(r) = rec
+                    && oajail_security::judge::now_secs().saturating_sub(r.recorded_at)
+                        > MAX_AGE_SECS
+                {
+                    bad.push(format!(
+                        "{who}: {} result is stale (older than {MAX_AGE_SECS} s)",
+                        a.id
+                    ));
+                    continue;
+                }
+                match rec.map(|x| x.judgement) {
                     Some(Judgement::Blocked | Judgement::NotApplicable) => {}
                     Some(j) => bad.push(format!("{who}: {} {j:?}", a.id)),
                     None => bad.push(format!("{who}: {} has no result", a.id)),
