@@ -220,11 +220,13 @@ fn sorted_shallow_first(points: BTreeSet<PathBuf>) -> Vec<PathBuf> {
 
 /// The step that gives `point` its state, if its parent's state differs.
 fn step_for(rules: &Rules, fs: &dyn FsView, point: &Path, pin: bool) -> Option<MountStep> {
+    // Nothing to mount on a missing path: asked first, it spares the
+    // visibility questions for the (many) rules naming missing paths.
+    let kind = rules.kind(point).or_else(|| fs.kind(point))?;
     let path = point.display().to_string();
     let parent = point.parent().unwrap_or(Path::new("/"));
     let (vis, pvis) = (rules.visible(point), rules.visible(parent));
     let (w, pw) = (rules.writable(point), rules.writable(parent));
-    let kind = rules.kind(point).or_else(|| fs.kind(point))?;
     let placeholder = rules.placeholders.contains_key(point);
     if !vis {
         let why = if rules.masks.contains(point) {

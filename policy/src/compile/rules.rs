@@ -79,28 +79,27 @@ impl Rules {
             private: [PathBuf::from(TMP)].into(),
             ..Rules::default()
         };
+        // Each list is collected and then built in bulk (sorted once),
+        // rather than inserted path by path; the sets start empty.
+        let mut found = Vec::new();
         for entry in &fsp.deny_read {
-            for path in rules.expand(fs, "denyRead", entry, &home, &cwd)? {
-                rules.deny_read.insert(path);
-            }
+            found.extend(rules.expand(fs, "denyRead", entry, &home, &cwd)?);
         }
+        rules.deny_read = found.drain(..).collect();
         rules.expand_denied_root(fs);
         rules.warn_hard_links(fs);
         for entry in &fsp.allow_read {
-            for path in rules.expand_allow(fs, "allowRead", entry, &home, &cwd)? {
-                rules.allow_read.insert(path);
-            }
+            found.extend(rules.expand_allow(fs, "allowRead", entry, &home, &cwd)?);
         }
+        rules.allow_read = found.drain(..).collect();
         for entry in &fsp.allow_write {
-            for path in rules.expand_allow(fs, "allowWrite", entry, &home, &cwd)? {
-                rules.allow_write.insert(path);
-            }
+            found.extend(rules.expand_allow(fs, "allowWrite", entry, &home, &cwd)?);
         }
+        rules.allow_write = found.drain(..).collect();
         for entry in &fsp.deny_write {
-            for path in rules.expand(fs, "denyWrite", entry, &home, &cwd)? {
-                rules.deny_write.insert(path);
-            }
+            found.extend(rules.expand(fs, "denyWrite", entry, &home, &cwd)?);
         }
+        rules.deny_write = found.drain(..).collect();
         rules.add_implicit(fs, facts, &cwd)?;
         super::mandatory::add(&mut rules, fs, &[&cwd, &home], fsp.allow_git_config)?;
         Ok(rules)
