@@ -69,6 +69,9 @@ pub const DEFAULT_DENY_READ: &[(&str, &str)] = &[
         "git credential-cache daemon socket",
     ),
     ("~/.config/gh", "github cli oauth token"),
+    // Coding agents: their own login tokens.
+    ("~/.codex/auth.json", "codex cli login tokens"),
+    ("~/.claude/.credentials.json", "claude code login tokens"),
     ("~/.config/hub", "hub github token"),
     ("~/.config/glab-cli", "gitlab cli token"),
     (

@@ -182,6 +182,8 @@ fn render(anchor: Anchor, parts: &[&str]) -> String {
         (Anchor::Home, true) => "~".to_owned(),
         (Anchor::Home, false) => format!("~/{joined}"),
         (Anchor::Cwd, true) => ".".to_owned(),
+        // `./~x` must not turn into `~x`, which would read as a home path.
+        (Anchor::Cwd, false) if joined.starts_with('~') => format!("./{joined}"),
         (Anchor::Cwd, false) => joined,
     }
 }

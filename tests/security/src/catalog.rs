@@ -768,7 +768,6 @@ pub const ATTACKS: &[Attack] = &[
 /// not block them yet. They are shown as "not yet covered" in the report
 /// and are not expected in a default run's results.
 pub const NOT_YET_COVERED: &[&str] = &[
-    "A2-default-policy-agent-credentials",
     "B2-new-repo-hook-depth6",
     "B2-claude-agents-nested",
     "B2-bashrc-in-workspace",

@@ -98,6 +98,17 @@ fn residual_default_policy_reads_other_project_env() {
 }
 
 #[test]
+fn blocks_agent_credentials_under_default_policy() {
+    let mut lab = Lab::new("A2-default-policy-agent-credentials");
+    let (codex, claude) = (
+        lab.home(".codex/auth.json"),
+        lab.home(".claude/.credentials.json"),
+    );
+    let run = lab.jailed_default(&["read-files", &codex, &claude], &RunOptions::default());
+    assert_blocked(&mut lab, "A2-default-policy-agent-credentials", &run);
+}
+
+#[test]
 fn blocks_symlink_in_workspace() {
     expect_blocked("A3-symlink-in-workspace", DENY_HOME, |l| {
         argv!["symlink-read", l.home(".ssh/id_ed25519"), l.ws("link")]

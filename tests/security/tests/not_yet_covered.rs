@@ -8,17 +8,6 @@ mod common;
 use common::*;
 
 #[test]
-fn blocks_agent_credentials_under_default_policy() {
-    let mut lab = Lab::new("A2-default-policy-agent-credentials");
-    let (codex, claude) = (
-        lab.home(".codex/auth.json"),
-        lab.home(".claude/.credentials.json"),
-    );
-    let run = lab.jailed_default(&["read-files", &codex, &claude], &RunOptions::default());
-    assert_blocked(&mut lab, "A2-default-policy-agent-credentials", &run);
-}
-
-#[test]
 fn blocks_new_repo_hook_at_depth_6() {
     expect_blocked("B2-new-repo-hook-depth6", HOME_READABLE, |l| {
         argv![
