@@ -125,9 +125,11 @@ fn classify_v6(ip: Ipv6Addr) -> Option<&'static str> {
 }
 
 /// The host's own interface addresses, re-read at most once a second.
+/// `None` means they could not be read: then every address counts as the
+/// host's own, so the check fails closed instead of letting that class pass.
 #[derive(Debug)]
 pub struct LocalAddrs {
-    cache: RwLock<(Instant, Vec<IpAddr>)>,
+    cache: RwLock<(Instant, Option<Vec<IpAddr>>)>,
 }
 
 const REFRESH: Duration = Duration::from_secs(1);
@@ -144,13 +146,14 @@ impl LocalAddrs {
     /// Is `ip` one of this host's interface addresses?
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = oajail_policy::host::fold_mapped(ip);
+        let hit = |list: &Option<Vec<IpAddr>>| list.as_ref().is_none_or(|l| l.contains(&ip));
         if let Ok(cache) = self.cache.read()
             && cache.0.elapsed() < REFRESH
         {
-            return cache.1.contains(&ip);
+            return hit(&cache.1);
         }
         let fresh = read_interfaces();
-        let hit = fresh.contains(&ip);
+        let hit = hit(&fresh);
         if let Ok(mut cache) = self.cache.write() {
             *cache = (Instant::now(), fresh);
         }
@@ -158,11 +161,9 @@ impl LocalAddrs {
     }
 }
 
-fn read_interfaces() -> Vec<IpAddr> {
-    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
-        return Vec::new();
-    };
-    addrs
+fn read_interfaces() -> Option<Vec<IpAddr>> {
+    let addrs = nix::ifaddrs::getifaddrs().ok()?;
+    let list = addrs
         .filter_map(|ifa| ifa.address)
         .filter_map(|sa| {
             if let Some(v4) = sa.as_sockaddr_in() {
@@ -171,5 +172,6 @@ fn read_interfaces() -> Vec<IpAddr> {
                 sa.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
             }
         })
-        .collect()
+        .collect();
+    Some(list)
 }
