@@ -368,15 +368,21 @@ fn invalid_arguments_are_tool_errors() {
     assert_eq!(error_code(&r), "invalid_params");
     let r = s.tool("search_docs", json!({"query": "x", "limit": 0}));
     assert_eq!(error_code(&r), "invalid_params");
-    let audit: Vec<Value> = s
-        .stderr
-        .lock()
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v.get("audit").is_some())
-        .collect();
-    assert!(audit.len() >= 2);
+    // stderr is read by another thread: give it a moment to catch up.
+    let audit_lines = || {
+        s.stderr
+            .lock()
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v.get("audit").is_some())
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while audit_lines() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(audit_lines() >= 2, "one audit line per call");
 }
 
 #[test]
