@@ -464,3 +464,34 @@ fn promise_all_runs_api_calls_concurrently() {
     );
     assert_eq!(mock.seen.lock().unwrap().len(), 5);
 }
+
+#[test]
+fn a_queued_execute_gives_up_after_the_queue_timeout() {
+    let mock = Mock::start();
+    let mut s = server_with(
+        &mock,
+        &[
+            ("OA_SANDBOX_TIMEOUT_MS", "2000"),
+            ("OA_MAX_CONCURRENCY", "1"),
+            ("OA_EXEC_MAX_QUEUE", "4"),
+            ("OA_EXEC_QUEUE_TIMEOUT_MS", "300"),
+        ],
+    );
+    let first = s.request(
+        "tools/call",
+        json!({"_meta": meta(), "name": "execute", "arguments": {"code": "while(true){}"}}),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let start = Instant::now();
+    let r = s.execute("return 1");
+    let waited = start.elapsed();
+    assert_eq!(error_code(&r), "busy");
+    assert!(
+        waited >= Duration::from_millis(250),
+        "answered busy before the queue timeout: {waited:?}"
+    );
+    assert_eq!(
+        error_code(&s.response(first, Duration::from_secs(5))["result"]),
+        "timeout"
+    );
+}
