@@ -762,6 +762,66 @@ pub const ATTACKS: &[Attack] = &[
         "invalid settings file: refuse, never fall back",
         "SUP",
     ),
+    a(
+        "B5-log-json-symlink",
+        'B',
+        "--log-json at a path the jail planted as a symlink to ~/.bashrc",
+        "SUP",
+    ),
+    a(
+        "B5-placeholder-symlink",
+        'B',
+        "mandatory-deny placeholder under a planted ws/sub/.git -> outside directory",
+        "SUP (RESOLVE_NO_SYMLINKS), NS",
+    ),
+    a(
+        "C9-terminal-escapes",
+        'C',
+        "OSC 52 clipboard, OSC 0 title and hidden text on stdout (residual: no sanitiser)",
+        "residual",
+    ),
+    a(
+        "D10-memfd-exec",
+        'D',
+        "execute a copy of a binary from a memfd (residual: no exec policy)",
+        "residual",
+    ),
+    a(
+        "F13-cl-te",
+        'F',
+        "request with both Content-Length and Transfer-Encoding (smuggling)",
+        "PX",
+    ),
+    a(
+        "F13-h2c-upgrade",
+        'F',
+        "Upgrade: h2c to an allowed host",
+        "PX",
+    ),
+    a(
+        "F13-connect-in-connect",
+        'F',
+        "a second CONNECT inside a CONNECT tunnel to an allowed host",
+        "PX (TLS peek)",
+    ),
+    a(
+        "H1-fork-bomb",
+        'H',
+        "spawn up to 200 processes under limits.processes 32 (capped, linear)",
+        "RL (RLIMIT_NPROC), NS",
+    ),
+    a(
+        "H6-reap-orphans",
+        'H',
+        "20 orphans exit: pid 1 reaps them, the exit status passes through",
+        "SUP (init)",
+    ),
+    a(
+        "H7-inotify-instances",
+        'H',
+        "take 512 inotify instances (residual: per-uid kernel limit shared with the host)",
+        "residual",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does
@@ -771,6 +831,8 @@ pub const NOT_YET_COVERED: &[&str] = &[
     "B2-new-repo-hook-depth6",
     "B2-claude-agents-nested",
     "B2-bashrc-in-workspace",
+    "B5-log-json-symlink",
+    "H1-fork-bomb",
 ];
 
 /// Look an attack up by id.

@@ -28,6 +28,9 @@ pub enum Judgement {
     Unexpected,
     /// oajail or the lab failed before the probe could run: proves nothing.
     NotRun,
+    /// A documented residual (docs/threat-model.md) behaved exactly as
+    /// documented, and every global post-condition held.
+    Residual,
 }
 
 /// One line of the report's raw data.
@@ -186,6 +189,26 @@ pub fn assert_blocked_allowing(
     finish(id, run, j, detail);
 }
 
+/// For documented residuals: `holds` says whether the run showed exactly
+/// the documented behaviour. Records `residual` when it did and every
+/// global post-condition (no denied canary anywhere) held; fails otherwise,
+/// so a change in either direction is noticed.
+pub fn assert_residual(lab: &mut Lab, id: &str, run: &Run, holds: bool, what: &str) {
+    let violations = postconditions(lab, run, false);
+    let (j, detail) = if !violations.is_empty() {
+        (Judgement::Escaped, violations.join("; "))
+    } else if holds {
+        (Judgement::Residual, format!("as documented: {what}"))
+    } else {
+        let probe = run.report.as_ref().map(|r| r.detail.clone());
+        (
+            Judgement::Unexpected,
+            format!("residual changed, expected {what}; probe: {probe:?}"),
+        )
+    };
+    finish(id, run, j, detail);
+}
+
 /// Like [`assert_blocked`], but first runs the attack without the jail: if
 /// the kernel itself cannot perform it (no x32, no vsock…), the result is
 /// `not_applicable` with the baseline's reason instead of a block that
@@ -310,7 +333,7 @@ fn finish(id: &str, run: &Run, j: Judgement, detail: String) {
     };
     record(&rec);
     match j {
-        Judgement::Blocked => {}
+        Judgement::Blocked | Judgement::Residual => {}
         Judgement::NotApplicable => eprintln!("NOT APPLICABLE on this kernel: {id}: {detail}"),
         _ => panic!(
             "{id}: {j:?}: {detail}\n  argv: {:?}\n  stdout: {}\n  stderr: {}",

@@ -41,6 +41,7 @@ fn cell(id: &str, rec: Option<&ResultRecord>) -> String {
         Judgement::Escaped => "**ESCAPED**",
         Judgement::Unexpected => "**unexpected**",
         Judgement::NotRun => "**not run**",
+        Judgement::Residual => "residual, as documented",
     };
     format!("{j}{how}")
 }
@@ -189,6 +190,7 @@ fn summary(root: &BTreeMap<String, ResultRecord>, user: &BTreeMap<String, Result
             Judgement::Escaped => "ESCAPED",
             Judgement::Unexpected => "unexpected",
             Judgement::NotRun => "not run",
+            Judgement::Residual => "documented residuals",
         };
         *counts.entry(k).or_default() += 1;
     }

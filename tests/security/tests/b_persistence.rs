@@ -191,3 +191,23 @@ fn blocks_daemon_outliving_the_jail() {
     let run = lab.jailed(HOME_READABLE, &["daemonize", &marker], &opts);
     assert_contained(&mut lab, "B7-daemonize", &run);
 }
+
+/// B5: an earlier run left `ws/sub/.git -> ~/projects/other` (a directory
+/// outside every writable root). In the next run the mandatory `.git/hooks`
+/// deny wants a placeholder under it: oajail must not create (or later
+/// remove) anything through the link, and the hook write must fail.
+#[test]
+fn blocks_placeholder_through_planted_symlink() {
+    let id = "B5-placeholder-symlink";
+    let mut lab = Lab::new(id);
+    std::fs::create_dir_all(lab.ws("sub")).expect("mkdir ws/sub");
+    let git = lab.ws("sub/.git");
+    plant_symlink(&lab, &lab.home("projects/other"), &git);
+    let hook = lab.ws("sub/.git/hooks/pre-commit");
+    let run = lab.jailed(
+        HOME_READABLE,
+        &["write-file", "mkdirs", &hook],
+        &RunOptions::default(),
+    );
+    oajail_security::judge::assert_blocked_or_refused(&mut lab, id, &run);
+}

@@ -141,3 +141,25 @@ fn blocks_tiocsti_with_high_bits() {
 fn blocks_tioclinux() {
     expect_blocked("C8-tioclinux", DENY_HOME, |_| argv!["tioclinux"]);
 }
+
+/// C9, documented residual (docs/threat-model.md): oajail passes the
+/// command's output through untouched; it has no terminal sanitiser. The
+/// probe prints OSC 52 (clipboard write), OSC 0 (window title) and SGR 8
+/// (hidden text); the test asserts the bytes arrive on stdout unchanged,
+/// so adding a sanitiser (or losing output) shows up here.
+#[test]
+fn residual_terminal_escapes_pass_through() {
+    let id = "C9-terminal-escapes";
+    let mut lab = Lab::new(id);
+    let tag = format!("T0FKLUM5{}", lab.token);
+    let run = lab.jailed(DENY_HOME, &["print-escapes", &tag], &RunOptions::default());
+    let printed = format!("\x1b]52;c;{tag}\x07\x1b]0;{tag}\x07\x1b[8m{tag}\x1b[0m\n");
+    let holds = run.stdout.contains(&printed);
+    oajail_security::judge::assert_residual(
+        &mut lab,
+        id,
+        &run,
+        holds,
+        "OSC 52, OSC 0 and SGR 8 reach stdout byte for byte",
+    );
+}

@@ -134,3 +134,25 @@ fn sets_no_new_privs() {
 fn drops_every_capability() {
     sys("D9-capabilities", "caps");
 }
+
+/// D10, documented residual (docs/threat-model.md): oajail has no exec
+/// policy (every readable file may be executed), so fileless execution
+/// from a memfd bypasses nothing and is allowed. The test asserts that it
+/// runs, so an exec policy added later must come with a real block here.
+#[test]
+fn residual_memfd_exec_runs() {
+    let id = "D10-memfd-exec";
+    let mut lab = Lab::new(id);
+    let run = lab.jailed(DENY_HOME, &["memfd-exec"], &RunOptions::default());
+    let holds = run
+        .report
+        .as_ref()
+        .is_some_and(|r| r.verdict == oajail_security::verdict::Verdict::Succeeded);
+    oajail_security::judge::assert_residual(
+        &mut lab,
+        id,
+        &run,
+        holds,
+        "a copy of the probe executes from a memfd",
+    );
+}

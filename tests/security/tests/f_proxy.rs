@@ -323,3 +323,54 @@ fn blocks_host_process_using_the_proxy() {
     );
     assert_blocked_allowing(&mut lab, id, &run, &allowed_dns);
 }
+
+/// Run a raw request and require the proxy's status line to carry `status`
+/// (a refusal the client can see), on top of the usual "no byte reached a
+/// sink" judgement (which is what "no second upstream request" means here).
+fn raw_refused_with(id: &str, status: &str, text: &str) {
+    let mut lab = Lab::new(id);
+    let run = lab.jailed(PROXY, &["proxy-raw", text], &RunOptions::default());
+    let detail = run
+        .report
+        .as_ref()
+        .map(|r| r.detail.clone())
+        .unwrap_or_default();
+    assert!(
+        detail.contains(&format!(" {status} ")),
+        "{id}: expected a {status} from the proxy, probe said {detail:?}; {}",
+        run.stderr
+    );
+    assert_blocked_allowing(&mut lab, id, &run, &allowed_dns);
+}
+
+/// F13: Content-Length and Transfer-Encoding together, with a second
+/// request to a denied host hidden in the body: 400, nothing forwarded.
+#[test]
+fn blocks_cl_te_request_smuggling() {
+    raw_refused_with(
+        "F13-cl-te",
+        "400",
+        "POST http://allowed.test/ HTTP/1.1\\r\\nHost: allowed.test\\r\\nContent-Length: 4\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\nGET http://evil.test/ HTTP/1.1\\r\\nHost: evil.test\\r\\n\\r\\n",
+    );
+}
+
+/// F13: `Upgrade: h2c` to an allowed host is refused before any upstream
+/// connection (an h2c tunnel would be opaque to the per-request checks).
+#[test]
+fn blocks_h2c_upgrade() {
+    raw_refused_with(
+        "F13-h2c-upgrade",
+        "403",
+        "GET http://allowed.test/ HTTP/1.1\\r\\nHost: allowed.test\\r\\nConnection: Upgrade, HTTP2-Settings\\r\\nUpgrade: h2c\\r\\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\\r\\n\\r\\n",
+    );
+}
+
+/// F13: CONNECT to an allowed host, then a second CONNECT (to a denied
+/// host) as the first bytes of the tunnel: not a TLS ClientHello, so the
+/// proxy closes the tunnel before the allowed sink sees a byte.
+#[test]
+fn blocks_connect_in_connect() {
+    proxy_blocked("F13-connect-in-connect", |_| {
+        argv!["proxy-connect", "allowed.test:443", "connect:evil.test:443"]
+    });
+}

@@ -31,6 +31,23 @@ pub fn expect_blocked_with(
     assert_blocked(&mut lab, id, &run);
 }
 
+/// B5 step 1: the jail plants `link -> target` in its workspace (it may:
+/// the workspace is writable). Returns whether the link is on the host.
+pub fn plant_symlink(lab: &Lab, target: &str, link: &str) -> bool {
+    let run = lab.jailed(
+        DENY_HOME,
+        &["symlink-read", target, link],
+        &RunOptions::default(),
+    );
+    let planted = std::fs::symlink_metadata(link).is_ok_and(|m| m.file_type().is_symlink());
+    assert!(
+        planted,
+        "the jail could not plant {link}: {} {}",
+        run.stdout, run.stderr
+    );
+    planted
+}
+
 /// Build an argv from string-ish parts.
 #[macro_export]
 macro_rules! argv {

@@ -10,6 +10,7 @@
 //! canary bytes were reachable.
 
 mod fs;
+mod late;
 mod lifecycle;
 mod limits;
 mod net;
@@ -72,6 +73,8 @@ fn main() {
             0
         }
         Some((id, _)) if id == "sleeper" => lifecycle::sleeper(),
+        Some((id, _)) if id == "orphan-parent" => late::orphan_parent(),
+        Some((id, _)) if id == "orphan-child" => late::orphan_child(),
         Some((id, params)) if IN_CHILD.contains(&id.as_str()) => in_child(id, params).emit(),
         Some((id, params)) => dispatch(id, params).emit(),
         None => usage(),
@@ -187,6 +190,11 @@ fn ids() -> Vec<&'static str> {
         "proxy-get",
         "proxy-raw",
         "socks",
+        "fork-bomb",
+        "print-escapes",
+        "memfd-exec",
+        "reap-orphans",
+        "inotify-instances",
     ]
 }
 
@@ -280,6 +288,11 @@ fn dispatch_sys_net(id: &str, p: &[String]) -> Outcome {
         "proxy-get" => proxy::get(id, a(0), a(1)),
         "proxy-raw" => proxy::raw(id, a(0)),
         "socks" => proxy::socks(id, a(0), a(1)),
+        "fork-bomb" => late::fork_bomb(id, a(0), a(1)),
+        "print-escapes" => late::print_escapes(id, a(0)),
+        "memfd-exec" => late::memfd_exec(id),
+        "reap-orphans" => late::reap_orphans(id, a(0)),
+        "inotify-instances" => late::inotify_instances(id, a(0)),
         other => Outcome::unexpected(other, None, "unknown attack id (oajail-probe list)"),
     }
 }
@@ -292,6 +305,8 @@ fn arity_ok(id: &str, n: usize) -> bool {
         "symlink-parent" => 3,
         "proxy-connect" | "proxy-get" | "socks" | "fill-file" => 2,
         "alloc" | "daemonize-wait" => 1,
+        "fork-bomb" => 2,
+        "print-escapes" | "reap-orphans" | "inotify-instances" => 1,
         "proxy-raw" => 1,
         "read-file" | "sendfile-file" | "read-tree" | "unlink-recreate" | "open-write"
         | "daemonize" | "ptrace-attach" | "proc-mem" | "process-vm-read" | "pidfd-getfd"

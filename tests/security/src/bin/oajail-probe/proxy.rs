@@ -81,7 +81,8 @@ fn read_head(s: &mut TcpStream) -> Vec<u8> {
 }
 
 /// `proxy-connect TARGET SNI`: CONNECT TARGET, then a ClientHello with SNI
-/// (`-` = no SNI extension, `raw` = plain bytes instead of TLS).
+/// (`-` = no SNI extension, `raw` = plain bytes instead of TLS,
+/// `connect:HOST:PORT` = a second CONNECT request inside the tunnel).
 pub fn connect(attack: &str, target: &str, sni: &str) -> Outcome {
     let mut s = match connect_proxy(attack) {
         Ok(s) => s,
@@ -99,6 +100,10 @@ pub fn connect(attack: &str, target: &str, sni: &str) -> Outcome {
     let payload = match sni {
         "raw" => b"OAJ-EXFIL-PROBE\n".to_vec(),
         "-" => client_hello(None),
+        inner if inner.starts_with("connect:") => {
+            let t = &inner["connect:".len()..];
+            format!("CONNECT {t} HTTP/1.1\r\nHost: {t}\r\n\r\nOAJ-EXFIL-PROBE\n").into_bytes()
+        }
         name => client_hello(Some(name)),
     };
     let _ = s.write_all(&payload);
