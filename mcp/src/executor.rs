@@ -91,7 +91,6 @@ pub struct Executor {
     pool: Arc<Pool>,
     api: Arc<ApiClient>,
     catalogue: Arc<Catalogue>,
-    ops: Vec<(String, String)>,
     limits: Limits,
     slots: Semaphore,
     waiting: AtomicUsize,
@@ -112,17 +111,11 @@ impl Executor {
         catalogue: Arc<Catalogue>,
         limits: Limits,
     ) -> Self {
-        let ops = catalogue
-            .ops
-            .iter()
-            .map(|o| (o.js_path.clone(), o.id.clone()))
-            .collect();
         pool.refill();
         Self {
             pool,
             api,
             catalogue,
-            ops,
             slots: Semaphore::new(limits.max_concurrency.max(1)),
             limits,
             waiting: AtomicUsize::new(0),
@@ -192,9 +185,6 @@ impl Executor {
         let exec = ToWorker::Exec {
             code: code.to_owned(),
             timeout_ms: u64::try_from(self.limits.timeout.as_millis()).unwrap_or(u64::MAX),
-            ops: self.ops.clone(),
-            output_cap: self.limits.output_cap,
-            max_calls: self.limits.max_api_calls,
         };
         frame::write_async(&mut w.stdin, &exec)
             .await

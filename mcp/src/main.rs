@@ -211,7 +211,13 @@ async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> R
         let exe = std::env::current_exe().context("locating this binary for workers")?;
         let l = &cfg.limits;
         let timeout_ms = u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX);
-        let pool = worker::pool::Pool::new(exe, l.memory_mb, timeout_ms, l.pool_size);
+        let init = worker::ToWorker::Init {
+            ops: catalogue.js_ops(),
+            output_cap: l.output_cap,
+            max_calls: l.max_api_calls,
+        };
+        let pool = worker::pool::Pool::new(exe, l.memory_mb, timeout_ms, l.pool_size, &init)
+            .context("encoding the worker init frame")?;
         Some(Executor::new(
             pool,
             Arc::new(api),

@@ -135,6 +135,14 @@ impl Catalogue {
         self.ops.iter().find(|o| o.id == id)
     }
 
+    /// `(oa. path, operationId)` of every exposed operation, for the workers.
+    pub fn js_ops(&self) -> Vec<(String, String)> {
+        self.ops
+            .iter()
+            .map(|o| (o.js_path.clone(), o.id.clone()))
+            .collect()
+    }
+
     /// Whether any exposed operation writes.
     pub fn has_writes(&self) -> bool {
         self.ops.iter().any(|o| o.is_write)

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 const JS_STACK_BYTES: usize = 1024 * 1024;
 /// Largest frame the worker accepts from the server (code, API results).
 const MAX_IN_FRAME: usize = 64 * 1024 * 1024;
+/// Largest init frame (the operation list of a large spec).
+const MAX_INIT_FRAME: usize = 16 * 1024 * 1024;
 /// Error texts are cut to this many characters.
 pub const ERROR_TEXT_CAP: usize = 4000;
 
@@ -43,33 +45,27 @@ struct Shared {
 }
 
 /// Entry point of `openagenda-mcp __execute-worker MEMORY_MB TIMEOUT_MS`.
+///
+/// Everything that does not depend on the code (limits, runtime, context,
+/// `console` and `oa`, the seccomp filter) happens before [`ToServer::Ready`],
+/// while the worker waits in the pool; after it, only the script runs.
 pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     let cpu_secs = timeout_ms.div_ceil(1000) + 2;
     sandbox::apply_rlimits(memory_mb, cpu_secs)?;
     let (rt, ctx, shared) = engine(memory_mb)?;
-    sandbox::apply_seccomp()?;
-    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready).map_err(pipe_err)?;
-    let exec: ToWorker =
-        frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(pipe_err)?;
-    let ToWorker::Exec {
-        code,
-        timeout_ms,
+    let init: ToWorker =
+        frame::read_sync(&mut std::io::stdin().lock(), MAX_INIT_FRAME).map_err(pipe_err)?;
+    let ToWorker::Init {
         ops,
         output_cap,
         max_calls,
-    } = exec
+    } = init
     else {
-        return Err(McpError::Worker {
-            step: "pipe",
-            message: "expected exec".into(),
-        });
+        return Err(protocol("expected init"));
     };
     shared.output_cap.set(output_cap);
     shared.max_calls.set(u64::from(max_calls));
-    shared
-        .deadline
-        .set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
-    let outcome = ctx.with(|ctx| run_script(&ctx, &shared, &code, &ops));
+    let outcome = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops))?;
     let outcome = near_memory_limit(outcome, &rt, memory_mb);
     let outcome = enforce_output_cap(outcome, &shared);
     let logs = std::mem::take(&mut shared.logs.borrow_mut().lines);
@@ -82,6 +78,39 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     std::mem::forget(ctx);
     std::mem::forget(rt);
     sent.map_err(pipe_err)
+}
+
+/// Binds `console` and `oa`, closes the sandbox, says ready, then waits for
+/// the code and runs it.
+fn prepare_and_run(
+    ctx: &Ctx<'_>,
+    shared: &Rc<Shared>,
+    ops: &[(String, String)],
+) -> Result<Outcome, McpError> {
+    let settle = install_host(ctx, shared)
+        .and_then(|()| ctx.eval::<Function, _>(shim(ops, shared.max_calls.get())))
+        .map_err(|e| McpError::Worker {
+            step: "quickjs",
+            message: format!("setting up the JS world failed: {e}"),
+        })?;
+    sandbox::apply_seccomp()?;
+    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready).map_err(pipe_err)?;
+    let exec: ToWorker =
+        frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(pipe_err)?;
+    let ToWorker::Exec { code, timeout_ms } = exec else {
+        return Err(protocol("expected exec"));
+    };
+    shared
+        .deadline
+        .set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
+    Ok(run_script(ctx, shared, &code, &settle))
+}
+
+fn protocol(message: &str) -> McpError {
+    McpError::Worker {
+        step: "pipe",
+        message: message.into(),
+    }
 }
 
 fn pipe_err(e: FrameError) -> McpError {
@@ -161,7 +190,8 @@ fn enforce_output_cap(outcome: Outcome, shared: &Shared) -> Outcome {
     outcome
 }
 
-/// The JS side of `oa` and `console`, built once per run from the op list.
+/// The JS side of `oa` and `console`, built from the op list before the
+/// worker is ready.
 /// It evaluates to the `settle(id, json)` function the drive loop calls when
 /// an API answer arrives; nothing of it stays reachable from user code
 /// except through `oa` and `console`.
@@ -232,18 +262,17 @@ fn install_host<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()
     Ok(())
 }
 
-fn run_script(ctx: &Ctx<'_>, shared: &Rc<Shared>, code: &str, ops: &[(String, String)]) -> Outcome {
-    let settle = match install_host(ctx, shared)
-        .and_then(|()| ctx.eval::<Function, _>(shim(ops, shared.max_calls.get())))
-    {
-        Ok(f) => f,
-        Err(e) => return internal(format!("setting up the JS world failed: {e}")),
-    };
+fn run_script<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Rc<Shared>,
+    code: &str,
+    settle: &Function<'js>,
+) -> Outcome {
     let (promise, script_mode) = match start(ctx, code) {
         Ok(started) => started,
         Err(()) => return classify(ctx, shared, ctx.catch()),
     };
-    if let Err(e) = drive(ctx, shared, &promise, &settle) {
+    if let Err(e) = drive(ctx, shared, &promise, settle) {
         return internal(format!("the server stopped answering API calls: {e}"));
     }
     match promise.state() {
@@ -343,8 +372,8 @@ fn drive<'js>(
                 // parsing); it surfaces through the promise or the next job.
                 let _ = settle.call::<_, ()>((id as f64, json));
             }
-            ToWorker::Exec { .. } => {
-                return Err(FrameError::Io(std::io::Error::other("unexpected exec")));
+            ToWorker::Exec { .. } | ToWorker::Init { .. } => {
+                return Err(FrameError::Io(std::io::Error::other("unexpected frame")));
             }
         }
     }

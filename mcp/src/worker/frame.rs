@@ -23,7 +23,8 @@ pub enum FrameError {
     Json(#[from] serde_json::Error),
 }
 
-fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
+/// One frame's bytes (length prefix and JSON), for messages sent many times.
+pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     let body = serde_json::to_vec(msg)?;
     let len = u32::try_from(body.len()).map_err(|_| FrameError::TooLarge(body.len()))?;
     let mut out = Vec::with_capacity(body.len() + 4);

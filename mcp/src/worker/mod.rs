@@ -1,9 +1,11 @@
 //! The single-use worker process that runs one `execute`.
 //!
 //! The server re-executes its own binary with the hidden subcommand
-//! [`WORKER_ARG`]; the child ([`child`]) applies rlimits and a seccomp filter,
-//! builds a QuickJS context, says [`ToServer::Ready`] and waits for exactly one
-//! [`ToWorker::Exec`]. API calls go back to the server over the same pipes
+//! [`WORKER_ARG`] and sends it one [`ToWorker::Init`] (the `oa` operations and
+//! the per-run caps, never code); the child ([`child`]) applies rlimits,
+//! builds a QuickJS context with `console` and `oa` already bound, applies
+//! its seccomp filter, says [`ToServer::Ready`] and waits for exactly one
+//! [`ToWorker::Exec`], so only the script itself is left for the hot path. API calls go back to the server over the same pipes
 //! ([`ToServer::Call`] / [`ToWorker::ApiResult`], matched by id, several in
 //! flight so `Promise.all` runs calls concurrently); the worker ends with
 //! [`ToServer::Done`] and exits. Messages are JSON, each preceded by its
@@ -23,20 +25,24 @@ pub const WORKER_ARG: &str = "__execute-worker";
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum ToWorker {
-    /// Run this code (sent once).
+    /// Everything that does not depend on the code (sent once, at spawn,
+    /// before the worker closes its sandbox and says ready).
+    Init {
+        /// `oa.` paths and the operation ids they call.
+        ops: Vec<(String, String)>,
+        /// Output cap (result plus logs) in bytes.
+        output_cap: usize,
+        /// API calls one run may make; further calls resolve with an error
+        /// without leaving the worker.
+        max_calls: u32,
+    },
+    /// Run this code (sent once, after ready).
     Exec {
         /// The model's code.
         code: String,
         /// Deadline, in ms from receipt, enforced by QuickJS's interrupt
         /// handler (the server kills the process a little later anyway).
         timeout_ms: u64,
-        /// `oa.` paths and the operation ids they call.
-        ops: Vec<(String, String)>,
-        /// Output cap (result plus logs) in bytes.
-        output_cap: usize,
-        /// API calls this run may make; further calls resolve with an error
-        /// without leaving the worker.
-        max_calls: u32,
     },
     /// The answer to one [`ToServer::Call`].
     ApiResult {
@@ -80,7 +86,7 @@ pub enum Outcome {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum ToServer {
-    /// Sandbox applied, context built; waiting for [`ToWorker::Exec`].
+    /// Sandbox applied, context and `oa` built; waiting for [`ToWorker::Exec`].
     Ready,
     /// Please perform this API call.
     Call {

@@ -7,12 +7,13 @@
 //! [`Pool::refill`] replaces it, so a worker never serves two executes.
 
 use super::frame;
-use super::{ToServer, WORKER_ARG};
+use super::{ToServer, ToWorker, WORKER_ARG};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
@@ -35,21 +36,31 @@ pub struct Pool {
     memory_mb: u64,
     timeout_ms: u64,
     size: usize,
+    /// The encoded [`ToWorker::Init`] frame every worker gets at spawn.
+    init: Vec<u8>,
     ready: Mutex<Vec<Worker>>,
     starting: AtomicUsize,
 }
 
 impl Pool {
-    /// A pool that spawns `exe` (this binary) as workers.
-    pub fn new(exe: PathBuf, memory_mb: u64, timeout_ms: u64, size: usize) -> Arc<Self> {
-        Arc::new(Self {
+    /// A pool that spawns `exe` (this binary) as workers, each prepared
+    /// with `init` (a [`ToWorker::Init`]) before it counts as ready.
+    pub fn new(
+        exe: PathBuf,
+        memory_mb: u64,
+        timeout_ms: u64,
+        size: usize,
+        init: &ToWorker,
+    ) -> Result<Arc<Self>, frame::FrameError> {
+        Ok(Arc::new(Self {
             exe,
             memory_mb,
             timeout_ms,
             size,
+            init: frame::encode(init)?,
             ready: Mutex::new(Vec::new()),
             starting: AtomicUsize::new(0),
-        })
+        }))
     }
 
     /// Spawns one worker and waits until it is ready.
@@ -66,15 +77,15 @@ impl Pool {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("spawning a worker failed: {e}"))?;
-        let (Some(stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("worker pipes missing".into());
         };
-        match tokio::time::timeout(
-            READY_TIMEOUT,
-            frame::read_async::<ToServer>(&mut stdout, 64),
-        )
-        .await
-        {
+        let ready = async {
+            stdin.write_all(&self.init).await?;
+            stdin.flush().await?;
+            frame::read_async::<ToServer>(&mut stdout, 64).await
+        };
+        match tokio::time::timeout(READY_TIMEOUT, ready).await {
             Ok(Ok(ToServer::Ready)) => Ok(Worker {
                 child,
                 stdin,
