@@ -246,6 +246,14 @@ pub(crate) fn connection_tokens(headers: &[(String, Vec<u8>)]) -> Vec<String> {
         .collect()
 }
 
+/// Append one `name: value` header line to a head being rebuilt.
+pub(crate) fn push_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Headers never forwarded in either direction.
 pub(crate) fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
     matches!(
@@ -275,10 +283,7 @@ fn upstream_head(
     let mut out = format!("{} {path} HTTP/1.1\r\nHost: {authority}\r\n", req.method).into_bytes();
     for (name, value) in &req.headers {
         if !is_hop_by_hop(name, &listed) && name != "expect" {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value);
-            out.extend_from_slice(b"\r\n");
+            push_header(&mut out, name, value);
         }
     }
     match body {

@@ -5,7 +5,7 @@
 //! framing the upstream declared. A malformed head from upstream becomes a
 //! `502`; a failure halfway through a body closes the client connection.
 use crate::conn::BufConn;
-use crate::forward::{connection_tokens, is_hop_by_hop, parse_length};
+use crate::forward::{connection_tokens, is_hop_by_hop, parse_length, push_header};
 use crate::http::error_response;
 use crate::route::Ctx;
 use crate::server::Shared;
@@ -82,10 +82,7 @@ fn client_head(head: &Head, framing: Framing, keep: bool) -> Vec<u8> {
     for (name, value) in &head.headers {
         let upgrade_kept = head.status == 101 && name == "upgrade";
         if upgrade_kept || !is_hop_by_hop(name, &listed) {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value);
-            out.extend_from_slice(b"\r\n");
+            push_header(&mut out, name, value);
         }
     }
     match framing {
