@@ -95,15 +95,13 @@ fn setup(
 }
 
 /// The namespace steps that need no plan: id maps, parent death, pid 1's own
-/// hardening and new session, host name, loopback, and the proxy listener
-/// hand-off.
+/// hardening, host name, loopback, and the proxy listener hand-off.
 fn enter(layers: Layers, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult {
     if layers.namespaces {
         at(Step::IdMaps, ns::write_id_maps(uid, gid))?;
     }
     at(Step::ParentDeath, init::die_with_supervisor(chan))?;
     at(Step::InitHardening, init::harden())?;
-    at(Step::Setsid, init::new_session())?;
     if !layers.namespaces {
         at(Step::InitHardening, init::become_subreaper())?;
     }

@@ -28,11 +28,9 @@ fn prepare(spec: &JailSpec, layers: Layers) -> Result<(), (Step, Failure)> {
     SigSet::empty()
         .thread_set_mask()
         .map_err(|e| (Step::Setsid, e.into()))?;
-    // Its own process group (pid 1 forwards signals to the group), inside
-    // the session pid 1 created without a controlling terminal
-    // (`init::new_session`): no TIOCSTI into the user's terminal.
-    nix::unistd::setpgid(nix::unistd::Pid::from_raw(0), nix::unistd::Pid::from_raw(0))
-        .map_err(|e| (Step::Setsid, e.into()))?;
+    // A new session: the command has no controlling terminal, so it cannot
+    // push input into the user's terminal with TIOCSTI.
+    nix::unistd::setsid().map_err(|e| (Step::Setsid, e.into()))?;
     crate::rlimit::apply(&spec.rlimits).map_err(|e| (Step::Rlimits, e))?;
     crate::sys::fd::cloexec_from(3).map_err(|e| (Step::CloseFds, e.into()))?;
     // Last: nothing after this but execve.

@@ -40,7 +40,7 @@ pub enum Step {
     Landlock,
     /// Starting the command process.
     Fork,
-    /// New session (pid 1) and process group (the command).
+    /// New session for the command.
     Setsid,
     /// Resource limits.
     Rlimits,

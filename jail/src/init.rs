@@ -42,19 +42,6 @@ pub(crate) fn harden() -> Result<(), Failure> {
     Ok(())
 }
 
-/// A new session without a controlling terminal, which the command (forked
-/// later) inherits: it cannot push input into the user's terminal with
-/// TIOCSTI, and, not being a session leader itself, it cannot acquire a
-/// controlling terminal either. Done here rather than in the command because
-/// `setsid` moves the caller into a new scheduler autogroup, which on a busy
-/// machine costs a wait for the CPU (about one time slice, 3 ms here) on
-/// return: pid 1 pays it while the supervisor is still compiling the plans,
-/// off the path to the command's `execve`.
-pub(crate) fn new_session() -> Result<(), Failure> {
-    nix::unistd::setsid()?;
-    Ok(())
-}
-
 /// The signalfd pid 1 waits on (created before the fork so no SIGCHLD is lost:
 /// the signals are already blocked, inherited from the supervisor).
 pub(crate) fn signal_fd() -> Result<SignalFd, Failure> {
@@ -129,8 +116,8 @@ fn close_all_but(keep: i32) {
     let _ = crate::sys::fd::close_between(keep + 1, u32::MAX);
 }
 
-/// Send `sig` to the command's process group (it leads its own), or to the
-/// command alone while it has not called setpgid yet.
+/// Send `sig` to the command's process group (it is a session leader), or to
+/// the command alone while it has not called setsid yet.
 fn forward(command: Pid, sig: Signal) {
     if kill(Pid::from_raw(-command.as_raw()), sig).is_err() {
         let _ = kill(command, sig);
