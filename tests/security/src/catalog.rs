@@ -822,6 +822,30 @@ pub const ATTACKS: &[Attack] = &[
         "take 512 inotify instances (residual: per-uid kernel limit shared with the host)",
         "residual",
     ),
+    a(
+        "F2-host-fronting-in-tls",
+        'F',
+        "Host: evil.test inside a tunnel with SNI allowed.test (residual without TLS termination)",
+        "residual; PX (SNI check)",
+    ),
+    a(
+        "F12-allowed-domain-upload",
+        'F',
+        "16 KiB uploaded to an allowed domain (residual; audited: bytes_up in the decision log)",
+        "residual; PX (audit log)",
+    ),
+    a(
+        "I1-proxy-fails-to-start",
+        'I',
+        "the proxy cannot start (decision log unopenable), even with --allow-degraded: refuse",
+        "SUP",
+    ),
+    a(
+        "E3e-doh-dot",
+        'E',
+        "DoH/DoT through public resolvers not on the allowlist (dns.google:443/853, cloudflare-dns.com)",
+        "PX (allowlist before DNS)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -374,3 +374,129 @@ fn blocks_connect_in_connect() {
         argv!["proxy-connect", "allowed.test:443", "connect:evil.test:443"]
     });
 }
+
+/// Sink events to the allowed address carrying SNI `allowed.test`: the
+/// documented residuals below deliberately reach it.
+fn allowed_tunnel(ev: &SinkEvent) -> bool {
+    allowed_dns(ev)
+        || ev.sink == "tcp"
+            && ev.local.contains(ALLOWED_V4)
+            && ev.name.as_deref() == Some("allowed.test")
+}
+
+/// F2, documented residual (docs/threat-model.md): without TLS
+/// termination the proxy sees the SNI, never the `Host` header inside the
+/// encrypted stream. After a ClientHello for `allowed.test` the tunnel is
+/// opaque, so a request naming `Host: evil.test` (plain bytes here,
+/// standing in for the encrypted request) reaches the allowed host. The
+/// test asserts that, and that the SNI check still holds: the same bytes
+/// behind an SNI of `evil.test` are refused (F1).
+#[test]
+fn residual_host_header_fronting_inside_tls() {
+    let id = "F2-host-fronting-in-tls";
+    let mut lab = Lab::new(id);
+    let sni_check = lab.jailed(
+        PROXY,
+        &["proxy-connect", "allowed.test:443", "evil.test"],
+        &RunOptions::default(),
+    );
+    let sni_holds = sni_check
+        .report
+        .as_ref()
+        .is_some_and(|r| r.verdict == Verdict::Blocked)
+        && sni_check
+            .events
+            .iter()
+            .all(|e| e.bytes == 0 || e.sink == "dns");
+    let run = lab.jailed(
+        PROXY,
+        &["proxy-connect", "allowed.test:443", "front:evil.test"],
+        &RunOptions::default(),
+    );
+    let fronted = run
+        .events
+        .iter()
+        .any(|e| e.name.as_deref() == Some("allowed.test") && e.data.contains("Host: evil.test"));
+    oajail_security::judge::assert_residual_allowing(
+        &mut lab,
+        id,
+        &run,
+        &allowed_tunnel,
+        sni_holds && fronted,
+        &format!(
+            "SNI evil.test refused: {sni_holds}; Host: evil.test behind SNI allowed.test reached the allowed host: {fronted}"
+        ),
+    );
+}
+
+/// F12, documented residual (docs/threat-model.md): an allowed domain can
+/// itself be a sink (uploads, gists, webhooks). The proxy cannot tell an
+/// upload from a download, so 16 KiB go out to `allowed.test`; what the
+/// suite asserts is the audit trail: the `--log-json` decision log has a
+/// `close` record for the tunnel with `bytes_up` of at least 16 KiB.
+#[test]
+fn residual_upload_to_allowed_domain_is_audited() {
+    let id = "F12-allowed-domain-upload";
+    let mut lab = Lab::new(id);
+    let log = lab.path("decisions.jsonl");
+    let opts = RunOptions {
+        oajail_args: vec!["--log-json".into(), log.clone()],
+        ..RunOptions::default()
+    };
+    let run = lab.jailed(
+        PROXY,
+        &["proxy-connect", "allowed.test:443", "upload:16384"],
+        &opts,
+    );
+    let uploaded = run
+        .events
+        .iter()
+        .any(|e| e.name.as_deref() == Some("allowed.test") && e.bytes >= 16384);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let audited = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|v| {
+            v["event"] == "close"
+                && v["host"] == "allowed.test"
+                && v["bytes_up"].as_u64().is_some_and(|n| n >= 16384)
+        });
+    oajail_security::judge::assert_residual_allowing(
+        &mut lab,
+        id,
+        &run,
+        &allowed_tunnel,
+        uploaded && audited,
+        &format!(
+            "16 KiB reached allowed.test: {uploaded}; decision log has bytes_up >= 16384: {audited}"
+        ),
+    );
+}
+
+/// E3e: DNS over HTTPS / TLS through a public resolver that is not on the
+/// allowlist: the CONNECT is refused before any DNS (a query for the
+/// resolver's name would be a sink event `allowed_dns` rejects), and
+/// nothing reaches a sink. A policy that allows a DoH endpoint turns it
+/// into F12 (an allowed domain that is a sink): docs/threat-model.md.
+#[test]
+fn blocks_doh_and_dot_to_unlisted_resolvers() {
+    for target in ["dns.google:443", "cloudflare-dns.com:443", "dns.google:853"] {
+        let lab = Lab::new("E3e-doh-dot");
+        let host = target.split(':').next().unwrap_or(target);
+        let run = lab.jailed(
+            PROXY,
+            &["proxy-connect", target, host],
+            &RunOptions::default(),
+        );
+        let verdict = run.report.as_ref().map(|r| r.verdict);
+        assert_eq!(verdict, Some(Verdict::Blocked), "{target}: {}", run.stderr);
+        assert!(
+            run.events.iter().all(allowed_dns),
+            "{target}: {:?}",
+            run.events
+        );
+    }
+    proxy_blocked("E3e-doh-dot", |_| {
+        argv!["proxy-connect", "dns.google:443", "dns.google"]
+    });
+}

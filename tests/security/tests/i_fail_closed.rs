@@ -47,3 +47,30 @@ fn refuses_without_seccomp() {
     );
     assert_refused(&mut lab, "I1-no-seccomp", &run);
 }
+
+/// I1 "proxy gone": the proxy runs inside the oajail process (it cannot be
+/// killed apart from the supervisor; that case is H5), so the reachable
+/// failure is the proxy failing to start. Its decision log cannot be
+/// opened (the parent directory does not exist): oajail must refuse before
+/// the command runs, with a network policy that needs the proxy, even
+/// with `--allow-degraded`; never run the command with direct network or
+/// with no proxy in front of it.
+#[test]
+fn refuses_when_the_proxy_cannot_start() {
+    let id = "I1-proxy-fails-to-start";
+    let mut lab = Lab::new(id);
+    let opts = RunOptions {
+        oajail_args: vec![
+            "--allow-degraded".into(),
+            "--log-json".into(),
+            lab.path("no-such-dir/decisions.jsonl"),
+        ],
+        ..RunOptions::default()
+    };
+    let run = lab.jailed(
+        "attack-proxy.json",
+        &["proxy-connect", "allowed.test:443", "allowed.test"],
+        &opts,
+    );
+    assert_refused(&mut lab, id, &run);
+}

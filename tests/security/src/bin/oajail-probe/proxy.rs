@@ -82,7 +82,10 @@ fn read_head(s: &mut TcpStream) -> Vec<u8> {
 
 /// `proxy-connect TARGET SNI`: CONNECT TARGET, then a ClientHello with SNI
 /// (`-` = no SNI extension, `raw` = plain bytes instead of TLS,
-/// `connect:HOST:PORT` = a second CONNECT request inside the tunnel).
+/// `connect:HOST:PORT` = a second CONNECT request inside the tunnel,
+/// `front:HOST` = a ClientHello for the CONNECT host followed by a request
+/// with `Host: HOST`, standing in for encrypted data the proxy cannot read,
+/// `upload:N` = a ClientHello for the CONNECT host followed by N bytes).
 pub fn connect(attack: &str, target: &str, sni: &str) -> Outcome {
     let mut s = match connect_proxy(attack) {
         Ok(s) => s,
@@ -104,6 +107,21 @@ pub fn connect(attack: &str, target: &str, sni: &str) -> Outcome {
             let t = &inner["connect:".len()..];
             format!("CONNECT {t} HTTP/1.1\r\nHost: {t}\r\n\r\nOAJ-EXFIL-PROBE\n").into_bytes()
         }
+        front if front.starts_with("front:") => {
+            let mut p = client_hello(Some(host_of(target)));
+            let host = &front["front:".len()..];
+            p.extend_from_slice(format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes());
+            p
+        }
+        up if up.starts_with("upload:") => {
+            let n = up["upload:".len()..]
+                .parse::<usize>()
+                .unwrap_or(0)
+                .min(60_000);
+            let mut p = client_hello(Some(host_of(target)));
+            p.resize(p.len() + n, b'U');
+            p
+        }
         name => client_hello(Some(name)),
     };
     let _ = s.write_all(&payload);
@@ -122,6 +140,11 @@ pub fn connect(attack: &str, target: &str, sni: &str) -> Outcome {
             ),
         )
     }
+}
+
+/// The host part of a `host:port` CONNECT target.
+fn host_of(target: &str) -> &str {
+    target.rsplit_once(':').map_or(target, |(h, _)| h)
 }
 
 /// `proxy-get URL HOST`: an absolute-form request (HOST `-` = same as the URL's).
