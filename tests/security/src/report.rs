@@ -142,6 +142,11 @@ pub fn render(
     let _ = writeln!(s, "- Kernel: `{kernel}`");
     let _ = writeln!(
         s,
+        "- Kernel knobs that change results (I3): {}",
+        kernel_knobs()
+    );
+    let _ = writeln!(
+        s,
         "- Runs: root ({} results), unprivileged user{} ({} results)",
         root.len(),
         user_uid.map(|u| format!(" uid {u}")).unwrap_or_default(),
@@ -197,6 +202,31 @@ fn summary(root: &BTreeMap<String, ResultRecord>, user: &BTreeMap<String, Result
     counts
         .iter()
         .map(|(k, v)| format!("{v} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The sysctls that change what the kernel allows without any jail (I3):
+/// the report names them so a run on another kernel can be compared. A
+/// knob the kernel lacks is shown as `absent`, never guessed.
+pub fn kernel_knobs() -> String {
+    const KNOBS: &[&str] = &[
+        "kernel/legacy_tiocsti",
+        "kernel/io_uring_disabled",
+        "vm/unprivileged_userfaultfd",
+        "kernel/unprivileged_bpf_disabled",
+        "kernel/perf_event_paranoid",
+        "kernel/apparmor_restrict_unprivileged_userns",
+        "fs/inotify/max_user_instances",
+    ];
+    KNOBS
+        .iter()
+        .map(|k| {
+            let v = std::fs::read_to_string(format!("/proc/sys/{k}"))
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_else(|_| "absent".into());
+            format!("`{}={v}`", k.rsplit('/').next().unwrap_or(k))
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
