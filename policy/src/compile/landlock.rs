@@ -144,7 +144,7 @@ pub(crate) fn build(
     policy: &Policy,
     fs: &dyn FsView,
 ) -> Result<LandlockPlan, CompileError> {
-    let mut acc: BTreeMap<PathBuf, BTreeSet<FsAccess>> = BTreeMap::new();
+    let mut acc = Grants::new();
     let points = rules.read_points();
     read_rules(rules, fs, &points, Path::new("/"), &mut acc)?;
     for root in &rules.allow_write {
@@ -154,12 +154,13 @@ pub(crate) fn build(
         }
     }
     jail_filesystems(&mut acc);
-    check_budget(&acc, Path::new("/"))?;
+    let merged = merge(acc);
+    check_budget(merged.len(), Path::new("/"))?;
     let local = policy.network.allow_local_binding;
     Ok(LandlockPlan {
         target_abi: TARGET_ABI,
         min_abi: MIN_ABI,
-        fs_rules: acc
+        fs_rules: merged
             .into_iter()
             .map(|(path, access)| FsRule {
                 path: path.display().to_string(),
@@ -174,7 +175,7 @@ pub(crate) fn build(
 }
 
 /// Rights on what the jail itself mounts: `/tmp`, `/proc`, `/dev`.
-fn jail_filesystems(acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>) {
+fn jail_filesystems(acc: &mut Grants) {
     grant(acc, Path::new(TMP), READ);
     grant(acc, Path::new(TMP), WRITE);
     grant(acc, Path::new("/proc"), READ);
@@ -186,11 +187,8 @@ fn jail_filesystems(acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>) {
     }
 }
 
-fn check_budget(
-    acc: &BTreeMap<PathBuf, BTreeSet<FsAccess>>,
-    at: &Path,
-) -> Result<(), CompileError> {
-    if acc.len() > RULE_BUDGET {
+fn check_budget(rules: usize, at: &Path) -> Result<(), CompileError> {
+    if rules > RULE_BUDGET {
         return Err(CompileError::WalkBudget {
             what: "the Landlock read complement".into(),
             root: at.display().to_string(),
@@ -200,10 +198,28 @@ fn check_budget(
     Ok(())
 }
 
-fn grant(acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>, path: &Path, rights: &[FsAccess]) {
-    acc.entry(path.to_path_buf())
-        .or_default()
-        .extend(rights.iter().copied());
+/// Rights granted so far, in the order they were granted; a path may appear
+/// more than once (read, then write on a writable root) until [`merge`].
+/// Appending and sorting once is much cheaper than a map insert per rule
+/// (the read complement is generated in path order already).
+type Grants = Vec<(PathBuf, &'static [FsAccess])>;
+
+fn grant(acc: &mut Grants, path: &Path, rights: &'static [FsAccess]) {
+    acc.push((path.to_path_buf(), rights));
+}
+
+/// The grants in path order (as a map keyed by path would list them), with
+/// the rights of each path united.
+fn merge(mut acc: Grants) -> Vec<(PathBuf, BTreeSet<FsAccess>)> {
+    acc.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<(PathBuf, BTreeSet<FsAccess>)> = Vec::with_capacity(acc.len());
+    for (path, rights) in acc {
+        match out.last_mut() {
+            Some((last, set)) if *last == path => set.extend(rights.iter().copied()),
+            _ => out.push((path, rights.iter().copied().collect())),
+        }
+    }
+    out
 }
 
 /// Grant read where host content is visible, splitting around denied paths.
@@ -217,7 +233,7 @@ fn read_rules(
     fs: &dyn FsView,
     points: &BTreeSet<PathBuf>,
     dir: &Path,
-    acc: &mut BTreeMap<PathBuf, BTreeSet<FsAccess>>,
+    acc: &mut Grants,
 ) -> Result<(), CompileError> {
     let leading = leading_names(points, dir);
     let visible = rules.visible(dir);
@@ -230,7 +246,9 @@ fn read_rules(
     if visible {
         grant(acc, dir, &[FsAccess::ReadDir]);
     }
-    check_budget(acc, dir)?;
+    // No path is granted twice while the complement is built, so the
+    // count is the number of rules so far.
+    check_budget(acc.len(), dir)?;
     for (name, kind) in children(fs, &leading, dir, visible) {
         if kind == FileKind::Symlink {
             // Access through a link is checked on its target; a rule on the
