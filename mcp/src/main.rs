@@ -116,7 +116,7 @@ impl Opts {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(worker::WORKER_ARG) {
-        std::process::exit(run_worker(&args));
+        std::process::exit(worker::main_with_args(&args));
     }
     if args.get(1).map(String::as_str) == Some(worker::sandbox::SELFTEST_ARG) {
         std::process::exit(run_selftest());
@@ -125,24 +125,6 @@ fn main() {
     if let Err(e) = run(cli) {
         log::line("error", &format!("{e:#}"));
         std::process::exit(2);
-    }
-}
-
-fn run_worker(args: &[String]) -> i32 {
-    let num = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok());
-    let (Some(memory_mb), Some(timeout_ms)) = (num(2), num(3)) else {
-        log::line(
-            "error",
-            "worker: usage: __execute-worker MEMORY_MB TIMEOUT_MS",
-        );
-        return 2;
-    };
-    match worker::child::run(memory_mb, timeout_ms) {
-        Ok(()) => 0,
-        Err(e) => {
-            log::line("error", &format!("worker: {e}"));
-            1
-        }
     }
 }
 
@@ -208,7 +190,9 @@ async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> R
             cfg.extra_ca_certs.as_deref(),
             cfg.limits.api_timeout,
         )?;
-        let exe = std::env::current_exe().context("locating this binary for workers")?;
+        let exe = worker::worker_exe(
+            &std::env::current_exe().context("locating this binary for workers")?,
+        );
         let l = &cfg.limits;
         let timeout_ms = u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX);
         let init = worker::ToWorker::Init {

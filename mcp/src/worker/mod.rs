@@ -21,6 +21,45 @@ use serde::{Deserialize, Serialize};
 /// argv[1] that turns the binary into a worker.
 pub const WORKER_ARG: &str = "__execute-worker";
 
+/// File name of the dedicated worker binary, looked up next to the server.
+/// It is built from this crate but links neither the MCP SDK, tokio nor the
+/// HTTP/TLS stack, so exec, dynamic loading and relocation cost less than
+/// re-executing the server; without it the server re-executes itself.
+pub const WORKER_BIN: &str = "openagenda-mcp-worker";
+
+/// The worker's `main`: `ARGV0 __execute-worker MEMORY_MB TIMEOUT_MS`, then
+/// [`child::run`]; returns the exit status.
+pub fn main_with_args(args: &[String]) -> i32 {
+    let num = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok());
+    let (Some(WORKER_ARG), Some(memory_mb), Some(timeout_ms)) =
+        (args.get(1).map(String::as_str), num(2), num(3))
+    else {
+        crate::log::line(
+            "error",
+            "worker: usage: __execute-worker MEMORY_MB TIMEOUT_MS",
+        );
+        return 2;
+    };
+    match child::run(memory_mb, timeout_ms) {
+        Ok(()) => 0,
+        Err(e) => {
+            crate::log::line("error", &format!("worker: {e}"));
+            1
+        }
+    }
+}
+
+/// The program workers are started from: [`WORKER_BIN`] next to `server_exe`
+/// when it is there, else the server binary itself.
+pub fn worker_exe(server_exe: &std::path::Path) -> std::path::PathBuf {
+    let dedicated = server_exe.with_file_name(WORKER_BIN);
+    if dedicated.is_file() {
+        dedicated
+    } else {
+        server_exe.to_path_buf()
+    }
+}
+
 /// Server → worker.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
