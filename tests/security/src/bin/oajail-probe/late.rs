@@ -1,4 +1,4 @@
-//! Families B5, C9, D10, H1, H6, H7: attacks added after the first
+//! Families C9, D10, H1, H6, H7: attacks added after the first
 //! catalogue pass. Several of them are documented residuals
 //! (`docs/threat-model.md`): the probe reports `succeeded` when the thing
 //! the jail does not prevent happened, and the test asserts exactly that.
