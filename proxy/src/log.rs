@@ -114,6 +114,27 @@ impl fmt::Display for Summary {
     }
 }
 
+/// Open the decision log for appending. The path may lie in a directory a
+/// jailed command could write during an earlier run, so a planted symlink is
+/// never followed and a planted FIFO never blocks the proxy (attack B5).
+fn open_log_file(path: &Path) -> std::io::Result<File> {
+    use nix::fcntl::OFlag;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = File::options()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
 /// The log sink shared by every connection.
 #[derive(Debug)]
 pub(crate) struct Log {
@@ -124,9 +145,7 @@ pub(crate) struct Log {
 impl Log {
     pub(crate) fn open(path: Option<&Path>) -> std::io::Result<Self> {
         let file = match path {
-            Some(p) => Some(Mutex::new(
-                File::options().create(true).append(true).open(p)?,
-            )),
+            Some(p) => Some(Mutex::new(open_log_file(p)?)),
             None => None,
         };
         Ok(Self {

@@ -855,7 +855,6 @@ pub const NOT_YET_COVERED: &[&str] = &[
     "B2-new-repo-hook-depth6",
     "B2-claude-agents-nested",
     "B2-bashrc-in-workspace",
-    "B5-log-json-symlink",
     "H1-fork-bomb",
 ];
 

@@ -211,3 +211,26 @@ fn blocks_placeholder_through_planted_symlink() {
     );
     oajail_security::judge::assert_blocked_or_refused(&mut lab, id, &run);
 }
+
+/// B5: an earlier run left `ws/decisions.jsonl -> ~/.bashrc`; the caller
+/// then points `--log-json` at it. oajail must not append its decision
+/// log to `~/.bashrc` (it may refuse to start instead). The global
+/// post-condition compares the fake home byte for byte.
+#[test]
+fn blocks_log_json_through_planted_symlink() {
+    let id = "B5-log-json-symlink";
+    let mut lab = Lab::new(id);
+    let log = lab.ws("decisions.jsonl");
+    plant_symlink(&lab, &lab.home(".bashrc"), &log);
+    let opts = RunOptions {
+        oajail_args: vec!["--log-json".into(), log.clone()],
+        ..RunOptions::default()
+    };
+    // A denied request, so the proxy has a decision to log.
+    let run = lab.jailed(
+        "attack-proxy.json",
+        &["proxy-get", "http://evil.test/", "-"],
+        &opts,
+    );
+    oajail_security::judge::assert_blocked_or_refused(&mut lab, id, &run);
+}

@@ -32,30 +32,6 @@ fn blocks_bashrc_in_workspace() {
     });
 }
 
-/// B5 (hole: the proxy opens `--log-json` with a plain
-/// `create+append` open that follows symlinks, proxy/src/log.rs): an earlier run left `ws/decisions.jsonl -> ~/.bashrc`; the caller
-/// then points `--log-json` at it. oajail must not append its decision
-/// log to `~/.bashrc` (it may refuse to start instead). The global
-/// post-condition compares the fake home byte for byte.
-#[test]
-fn blocks_log_json_through_planted_symlink() {
-    let id = "B5-log-json-symlink";
-    let mut lab = Lab::new(id);
-    let log = lab.ws("decisions.jsonl");
-    plant_symlink(&lab, &lab.home(".bashrc"), &log);
-    let opts = RunOptions {
-        oajail_args: vec!["--log-json".into(), log.clone()],
-        ..RunOptions::default()
-    };
-    // A denied request, so the proxy has a decision to log.
-    let run = lab.jailed(
-        "attack-proxy.json",
-        &["proxy-get", "http://evil.test/", "-"],
-        &opts,
-    );
-    oajail_security::judge::assert_blocked_or_refused(&mut lab, id, &run);
-}
-
 /// H1 (hole when the caller is root): a linear, capped "fork bomb" (at
 /// most 200 sleepers, all killed before the probe reports) under
 /// `limits.processes = 32`. As an unprivileged user RLIMIT_NPROC stops it
