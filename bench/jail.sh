@@ -54,3 +54,4 @@ cpu = [(r["user"] + r["system"]) * 1000 for r in t]
 print(f"cpu (user+sys, mean): oajail {cpu[0]:.1f} ms, bwrap {cpu[1]:.1f} ms")
 print(f"1000 denyRead: median {d['median'] * 1000:.1f} ms (target < 50)")
 PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
