@@ -65,8 +65,8 @@ impl Pool {
 
     /// Spawns one worker and waits until it is ready.
     pub async fn spawn_ready(&self) -> Result<Worker, String> {
-        let mut child = Command::new(&self.exe)
-            .arg(WORKER_ARG)
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg(WORKER_ARG)
             .arg(self.memory_mb.to_string())
             .arg(self.timeout_ms.to_string())
             .env_clear()
@@ -74,8 +74,13 @@ impl Pool {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
+            .kill_on_drop(true);
+        // The spawn is a vfork: the calling thread stops until the child has
+        // exec'd. On a blocking-pool thread that stall stays off the event
+        // loop, which meanwhile serves the next request.
+        let mut child = tokio::task::spawn_blocking(move || cmd.spawn())
+            .await
+            .map_err(|e| format!("spawning a worker failed: {e}"))?
             .map_err(|e| format!("spawning a worker failed: {e}"))?;
         let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("worker pipes missing".into());
