@@ -23,8 +23,7 @@ use crate::Policy;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
-use std::ops::Bound;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The Landlock ABI this plan is written for (Linux 6.12+).
 pub const TARGET_ABI: u8 = 7;
@@ -146,7 +145,8 @@ pub(crate) fn build(
 ) -> Result<LandlockPlan, CompileError> {
     let mut acc = Grants::new();
     let points = rules.read_points();
-    read_rules(rules, fs, &points, Path::new("/"), &mut acc)?;
+    let parts = split(&points);
+    read_rules(rules, fs, &parts, 0, Path::new("/"), &mut acc)?;
     for root in &rules.allow_write {
         if rules.writable(root) {
             grant(&mut acc, root, READ);
@@ -228,14 +228,18 @@ fn merge(mut acc: Grants) -> Vec<(PathBuf, BTreeSet<FsAccess>)> {
 /// so its visibility is its parent's: only the children leading towards rule
 /// paths are examined one by one, and an invisible directory is not even
 /// listed (its other entries would get no rule anyway).
+///
+/// `below` holds the rule points strictly below `dir` (at `depth`
+/// components from `/`), in path order, split into components.
 fn read_rules(
     rules: &Rules,
     fs: &dyn FsView,
-    points: &BTreeSet<PathBuf>,
+    below: &[Parts<'_>],
+    depth: usize,
     dir: &Path,
     acc: &mut Grants,
 ) -> Result<(), CompileError> {
-    let leading = leading_names(points, dir);
+    let leading = leading_names(below, depth);
     let visible = rules.visible(dir);
     if leading.is_empty() {
         if visible {
@@ -256,12 +260,17 @@ fn read_rules(
             continue;
         }
         let child = dir.join(&name);
-        if !leading.contains(OsStr::new(&name)) {
+        let Some(group) = leading.get(OsStr::new(&name)) else {
             if visible {
                 grant(acc, &child, READ);
             }
-        } else if kind == FileKind::Dir {
-            read_rules(rules, fs, points, &child, acc)?;
+            continue;
+        };
+        if kind == FileKind::Dir {
+            // The point naming the child itself sorts first; the rest is
+            // strictly below it.
+            let skip = group.iter().take_while(|p| p.len() == depth + 1).count();
+            read_rules(rules, fs, &group[skip..], depth + 1, &child, acc)?;
         } else if rules.visible(&child) {
             grant(acc, &child, READ);
         }
@@ -269,15 +278,42 @@ fn read_rules(
     Ok(())
 }
 
-/// The first component below `dir` of every rule path strictly below it.
-/// Paths order component-wise, so a subtree is one contiguous range.
-fn leading_names<'a>(points: &'a BTreeSet<PathBuf>, dir: &Path) -> BTreeSet<&'a OsStr> {
+/// A rule point's components below `/`, each path split once: walking the
+/// tree then costs one comparison per point and level, not a path prefix
+/// test and strip per point and level.
+type Parts<'a> = Vec<&'a OsStr>;
+
+fn split(points: &BTreeSet<PathBuf>) -> Vec<Parts<'_>> {
     points
-        .range::<Path, _>((Bound::Excluded(dir), Bound::Unbounded))
-        .take_while(|p| p.starts_with(dir))
-        .filter_map(|p| p.strip_prefix(dir).ok()?.components().next())
-        .map(|c| c.as_os_str())
+        .iter()
+        .map(|p| {
+            p.components()
+                .filter(|c| !matches!(c, Component::RootDir))
+                .map(|c| c.as_os_str())
+                .collect::<Parts<'_>>()
+        })
+        .filter(|parts| !parts.is_empty())
         .collect()
+}
+
+/// The next component (at `depth`) of the points in `below`, each with its
+/// points. Paths order component-wise, so each group is contiguous.
+fn leading_names<'a, 'p>(
+    below: &'a [Parts<'p>],
+    depth: usize,
+) -> BTreeMap<&'p OsStr, &'a [Parts<'p>]> {
+    let mut out = BTreeMap::new();
+    let mut start = 0;
+    while start < below.len() {
+        let name = below[start][depth];
+        let len = below[start..]
+            .iter()
+            .take_while(|p| p[depth] == name)
+            .count();
+        out.insert(name, &below[start..start + len]);
+        start += len;
+    }
+    out
 }
 
 /// The entries of `dir` (when `listed`), plus every leading name: a
@@ -285,7 +321,7 @@ fn leading_names<'a>(points: &'a BTreeSet<PathBuf>, dir: &Path) -> BTreeSet<&'a 
 /// descended towards the rule paths; only its other entries get no rule.
 fn children(
     fs: &dyn FsView,
-    leading: &BTreeSet<&OsStr>,
+    leading: &BTreeMap<&OsStr, &[Parts<'_>]>,
     dir: &Path,
     listed: bool,
 ) -> Vec<(String, FileKind)> {
@@ -294,7 +330,7 @@ fn children(
     } else {
         BTreeMap::new()
     };
-    for first in leading {
+    for first in leading.keys() {
         let name = first.to_string_lossy().into_owned();
         if !out.contains_key(&name)
             && let Some(kind) = fs.kind(&dir.join(&name))
