@@ -57,28 +57,27 @@ pub(crate) fn canonicalize(fs: &dyn FsView, path: &Path) -> io::Result<PathBuf> 
             out.pop();
             continue;
         }
-        let next = out.join(&part);
+        // Extended in place (one buffer, not a new path per component) and
+        // shortened again when the component turns out to be a link.
+        out.push(&part);
         if missing {
-            out = next;
             continue;
         }
-        match fs.kind(&next) {
+        match fs.kind(&out) {
             Some(FileKind::Symlink) => {
                 links += 1;
                 if links > MAX_LINKS {
                     return Err(io::Error::other("too many levels of symbolic links"));
                 }
-                let target = fs.read_link(&next)?;
+                let target = fs.read_link(&out)?;
+                out.pop();
                 if target.is_absolute() {
                     out = PathBuf::from("/");
                 }
                 todo.extend(components_rev(&target));
             }
-            Some(_) => out = next,
-            None => {
-                missing = true;
-                out = next;
-            }
+            Some(_) => {}
+            None => missing = true,
         }
     }
     Ok(out)
