@@ -58,6 +58,21 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+impl RunArgs {
+    /// The first option given that only a jailed run uses, so that a
+    /// subcommand does not silently ignore it.
+    pub fn first_run_only_option(&self) -> Option<&'static str> {
+        [
+            (self.timeout.is_some(), "--timeout"),
+            (!self.env_keep.is_empty(), "--env-keep"),
+            (self.allow_degraded, "--allow-degraded"),
+            (self.log_json.is_some(), "--log-json"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
+    }
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Sub {

@@ -71,6 +71,11 @@ fn dispatch(cli: cli::Cli) -> Result<i32, Fail> {
             "a subcommand takes no command to run"
         )));
     }
+    if let Some(option) = cli.sub.as_ref().and(cli.run.first_run_only_option()) {
+        return Err(Fail::usage(anyhow::anyhow!(
+            "{option} applies only to a jailed run, not to a subcommand"
+        )));
+    }
     match cli.sub {
         None => run::run(&cli.common, cli.run),
         Some(cli::Sub::Policy(cmd)) => commands::policy(&cli.common, cmd),

@@ -123,6 +123,23 @@ fn settings_flag_works_before_and_after_a_subcommand() {
 }
 
 #[test]
+fn run_only_options_are_refused_with_a_subcommand() {
+    for (args, option) in [
+        (&["--timeout", "3", "doctor"][..], "--timeout"),
+        (&["--env-keep", "X", "explain"][..], "--env-keep"),
+        (
+            &["--log-json", "/dev/null", "policy", "hash"][..],
+            "--log-json",
+        ),
+    ] {
+        let o = oajail("runonly", args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(option) && err.lines().count() == 1, "{err}");
+    }
+}
+
+#[test]
 fn explain_json_has_every_plan() {
     let json = ok(oajail("ex", &["explain", "--json"]).output().unwrap());
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
