@@ -41,8 +41,16 @@ pub fn load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
     }
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         let path = Path::new(&home).join(".srt-settings.json");
-        if path.exists() {
-            return load_file(&path);
+        // Only a name that is truly absent falls back to the default: a
+        // dangling symlink or an unreadable directory is an error, not "no
+        // settings" (`Path::exists` would say false for both).
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => return load_file(&path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("{}: cannot read settings file", path.display()));
+            }
         }
     }
     let loaded = Loaded {

@@ -316,3 +316,18 @@ fn ssh_proxy_helper_reaches_the_proxy_from_inside_the_jail() {
     assert!(out(&o).contains("rc=1"), "{}{}", out(&o), err(&o));
     assert!(err(&o).contains("403"), "{}", err(&o));
 }
+
+#[test]
+fn a_dangling_default_settings_link_is_an_error_not_the_default() {
+    let home = scratch_home("dangling");
+    let link = home.join(".srt-settings.json");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(home.join("missing.json"), &link).unwrap();
+    let o = oajail("dangling", &["policy", "hash"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(".srt-settings.json"), "{err}");
+    std::fs::remove_file(&link).unwrap();
+    let o = oajail("dangling", &["policy", "hash"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "absent file means the default");
+}
