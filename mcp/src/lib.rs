@@ -8,9 +8,10 @@
 //!
 //! Invariants:
 //! - JavaScript never runs in the server process: every `execute` runs in a
-//!   single-use worker process (this binary re-executed) that drops its
-//!   privileges (seccomp: no open, no socket, no exec, no ptrace; rlimits)
-//!   before it reads any code, and that the server kills on its deadline;
+//!   single-use worker process (`openagenda-mcp-worker`, or this binary
+//!   re-executed) that gets no code until it has dropped its
+//!   privileges (seccomp: no open, no socket, no exec, no ptrace; rlimits),
+//!   and that the server kills on its deadline;
 //! - the API key lives only in the server's [`api::ApiClient`]; it is never
 //!   sent to a worker, never logged and redacted from every error text;
 //! - stdout carries MCP protocol only; every log line goes to stderr
