@@ -105,11 +105,19 @@ impl Pool {
     /// Takes a ready worker, or starts one when the pool is empty. The
     /// caller tops the pool up with [`Pool::refill`] once its execute is
     /// over, so replacements do not compete for CPU with the run itself.
+    /// A pooled worker that has died meanwhile (killed from outside, OOM) is
+    /// dropped, not handed out.
     pub async fn take(self: &Arc<Self>) -> Result<Worker, String> {
-        let pooled = self.ready.lock().await.pop();
-        match pooled {
-            Some(w) => Ok(w),
-            None => self.spawn_ready().await,
+        loop {
+            let pooled = self.ready.lock().await.pop();
+            match pooled {
+                Some(mut w) => {
+                    if matches!(w.child.try_wait(), Ok(None)) {
+                        return Ok(w);
+                    }
+                }
+                None => return self.spawn_ready().await,
+            }
         }
     }
 
