@@ -114,13 +114,8 @@ impl Rules {
         home: &Path,
         cwd: &Path,
     ) -> Result<Vec<PathBuf>, CompileError> {
-        let matcher = whole_dir_matcher(entry, home, cwd);
-        let found = match &matcher {
-            PathMatcher::Exact(path) => vec![path.clone()],
-            PathMatcher::Glob { base, .. } => glob_walk(fs, field, &matcher, base)?,
-        };
         let mut out = Vec::new();
-        for path in found {
+        for path in lexical_matches(fs, field, entry, home, cwd)? {
             let real = canonicalize(fs, &path).map_err(|e| CompileError::Path {
                 field: field.to_owned(),
                 path: path.display().to_string(),
@@ -142,7 +137,7 @@ impl Rules {
         cwd: &Path,
     ) -> Result<Vec<PathBuf>, CompileError> {
         let mut out = Vec::new();
-        for lexical in self.expand_lexical(fs, field, entry, home, cwd)? {
+        for lexical in lexical_matches(fs, field, entry, home, cwd)? {
             // Writes: no symlink anywhere (a planted `build -> ~` must not
             // make home writable, nor `build/out` under it). Reads: only the
             // last component matters (srt re-allows a link's name, never its
@@ -173,22 +168,6 @@ impl Rules {
             }
         }
         Ok(out)
-    }
-
-    /// Lexical resolution (home and cwd canonical, the rest as written).
-    fn expand_lexical(
-        &mut self,
-        fs: &dyn FsView,
-        field: &str,
-        entry: &PathEntry,
-        home: &Path,
-        cwd: &Path,
-    ) -> Result<Vec<PathBuf>, CompileError> {
-        let matcher = whole_dir_matcher(entry, home, cwd);
-        match &matcher {
-            PathMatcher::Exact(path) => Ok(vec![path.clone()]),
-            PathMatcher::Glob { base, .. } => glob_walk(fs, field, &matcher, base),
-        }
     }
 
     /// srt: `denyRead: ["/"]` means every top-level directory except the
@@ -345,6 +324,22 @@ impl Rules {
             .chain(&self.private)
             .cloned()
             .collect()
+    }
+}
+
+/// The paths an entry names, lexically (home and cwd canonical, the rest as
+/// written): a plain entry is itself, a glob is expanded through `fs`.
+fn lexical_matches(
+    fs: &dyn FsView,
+    field: &str,
+    entry: &PathEntry,
+    home: &Path,
+    cwd: &Path,
+) -> Result<Vec<PathBuf>, CompileError> {
+    let matcher = whole_dir_matcher(entry, home, cwd);
+    match &matcher {
+        PathMatcher::Exact(path) => Ok(vec![path.clone()]),
+        PathMatcher::Glob { base, .. } => glob_walk(fs, field, &matcher, base),
     }
 }
 
