@@ -91,13 +91,7 @@ mod tests {
     fn none() -> Limits {
         Limits {
             core_bytes: None,
-            open_files: None,
-            processes: None,
-            address_space_bytes: None,
-            file_size_bytes: None,
-            cpu_seconds: None,
-            tmp_size_bytes: None,
-            wall_seconds: None,
+            ..Limits::default()
         }
     }
 
