@@ -84,13 +84,17 @@ fn setup(
     let report = lock_down(layers, &spec)?;
     at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
     let signals = at(Step::Fork, init::signal_fd())?;
-    let command = match at(Step::Fork, fork())? {
-        Forked::Child => crate::command::run(&spec, layers, chan),
-        Forked::Parent(pid) => Pid::from_raw(pid),
-    };
+    // Installed once, before the fork, so the command inherits it (a second
+    // install would compile the program again on the start-up path). The
+    // command's remaining set-up calls (signal reset, setsid, rlimits,
+    // close_range, execve) are not on the deny list.
     if let Some(program) = spec.seccomp.as_ref().filter(|_| layers.seccomp) {
         at(Step::Seccomp, program.install())?;
     }
+    let command = match at(Step::Fork, fork())? {
+        Forked::Child => crate::command::run(&spec, chan),
+        Forked::Parent(pid) => Pid::from_raw(pid),
+    };
     Ok((command, signals))
 }
 

@@ -1,10 +1,11 @@
 //! The command process (pid 2 of the jail): last per-process steps, then
-//! `execve`. seccomp is installed here as the very last step before exec.
+//! `execve`. The seccomp filter is already in place: pid 1 installed it
+//! before the fork, so every step here runs under it.
 
 use crate::child::report;
 use crate::error::{Failure, Step, lower_first};
 use crate::exit_code;
-use crate::spec::{JailSpec, Layers};
+use crate::spec::JailSpec;
 use crate::sync::{Channel, ChildMsg};
 use nix::sys::signal::SigSet;
 use std::ffi::{CStr, CString};
@@ -14,14 +15,14 @@ use std::os::unix::ffi::OsStrExt;
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Run the command's steps and execute it. Never returns.
-pub(crate) fn run(spec: &JailSpec, layers: Layers, chan: &Channel) -> ! {
-    if let Err((step, failure)) = prepare(spec, layers) {
+pub(crate) fn run(spec: &JailSpec, chan: &Channel) -> ! {
+    if let Err((step, failure)) = prepare(spec) {
         report(chan, step, failure)
     }
     exec(spec, chan)
 }
 
-fn prepare(spec: &JailSpec, layers: Layers) -> Result<(), (Step, Failure)> {
+fn prepare(spec: &JailSpec) -> Result<(), (Step, Failure)> {
     // Signals: pid 1 and the supervisor block the forwarded ones; the command
     // starts with a clean mask and default dispositions.
     crate::sys::process::reset_signal_dispositions();
@@ -33,10 +34,6 @@ fn prepare(spec: &JailSpec, layers: Layers) -> Result<(), (Step, Failure)> {
     nix::unistd::setsid().map_err(|e| (Step::Setsid, e.into()))?;
     crate::rlimit::apply(&spec.rlimits).map_err(|e| (Step::Rlimits, e))?;
     crate::sys::fd::cloexec_from(3).map_err(|e| (Step::CloseFds, e.into()))?;
-    // Last: nothing after this but execve.
-    if let Some(program) = spec.seccomp.as_ref().filter(|_| layers.seccomp) {
-        program.install().map_err(|e| (Step::Seccomp, e))?;
-    }
     Ok(())
 }
 
