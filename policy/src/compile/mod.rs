@@ -11,7 +11,9 @@
 //!   `oajail_jail::mount::apply`;
 //! - [`landlock::LandlockPlan`] (filesystem layer): the Landlock ruleset
 //!   applied by `oajail_jail::landlock::restrict` just before seccomp;
-//! - [`seccomp::SeccompPlan`] and [`limits::ResourcePlan`] (runtime layer).
+//! - [`seccomp::SeccompPlan`] and [`limits::ResourcePlan`] (runtime layer);
+//! - [`guard::GuardPlan`] (filesystem layer): the create-guard pid 1 runs
+//!   for names created during the run (`oajail_jail`'s `guard` module).
 //!
 //! Invariants:
 //! - every path in a plan is absolute, canonical (no symlink component at
@@ -22,6 +24,7 @@
 //!   a silently smaller protection.
 
 mod fsview;
+pub mod guard;
 pub mod landlock;
 pub mod limits;
 mod mandatory;
@@ -71,6 +74,8 @@ pub struct CompiledPolicy {
     pub seccomp: seccomp::SeccompPlan,
     /// rlimits and wall-clock limit.
     pub limits: limits::ResourcePlan,
+    /// The create-guard for names created during the run.
+    pub guard: guard::GuardPlan,
 }
 
 /// Why a policy could not be compiled for this host.
@@ -120,11 +125,13 @@ pub fn compile(
     facts: &HostFacts,
     fs: &dyn FsView,
 ) -> Result<CompiledPolicy, CompileError> {
-    let fsplans = compile_filesystem(policy, facts, fs)?;
+    let (mounts, landlock) = compile_filesystem(policy, facts, fs)?;
+    let guard = guard::build(policy, &mounts, &landlock);
     Ok(CompiledPolicy {
         policy_sha256: policy.sha256(),
-        mounts: fsplans.0,
-        landlock: fsplans.1,
+        mounts,
+        landlock,
+        guard,
         seccomp: seccomp::compile(policy, facts)?,
         limits: limits::compile(policy, facts)?,
     })
