@@ -7,7 +7,11 @@
 //!   measurement (default `../shared/data/openagenda-v3/openapi.yaml`);
 //! - `OA_MCP_NODE_DIR`: a directory whose `node_modules` holds
 //!   `@modelcontextprotocol/sdk` and `zod`; `node` on PATH runs the
-//!   baselines. Without it the Node rows are skipped and say so.
+//!   baselines. Without it the Node rows are skipped and say so;
+//! - `OA_MCP_AB`: `label=/path/to/openagenda-mcp,label2=/other/openagenda-mcp`
+//!   measures those server builds (each with its worker binary next to it)
+//!   alternately instead of the one built with this bench, for same-session
+//!   before/after comparisons; `OA_MCP_AB_ROUNDS` rounds (default 3).
 //!
 //! Prints markdown rows for docs/benchmarks.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // a benchmark report
@@ -141,7 +145,7 @@ fn row(name: &str, c1: &Load, c4: &Load, idle: u64, peak: u64) {
     );
 }
 
-fn bench_rust(mock: &Mock, n: usize) -> (f64, f64) {
+fn bench_rust(mock: &Mock, n: usize, label: &str, bin: &Path) -> (f64, f64) {
     let base = mock.base_url();
     let ca = mock.ca_path.display().to_string();
     let env = [
@@ -150,7 +154,9 @@ fn bench_rust(mock: &Mock, n: usize) -> (f64, f64) {
         ("OA_API_KEY", "oa_sk_bench"),
         ("OA_CODE_EGRESS_AUTHORITY", "none"),
     ];
-    let mut s = Server::start(&env, &[]);
+    let mut cmd = Command::new(bin);
+    cmd.env_clear().env("PATH", "/usr/bin:/bin").envs(env);
+    let mut s = Server::start_command(cmd);
     let _ = s.call("tools/list", json!({"_meta": meta()}));
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_kib(s.pid(), "VmRSS:");
@@ -166,7 +172,7 @@ fn bench_rust(mock: &Mock, n: usize) -> (f64, f64) {
     let after = rss_kib(s.pid(), "VmRSS:");
     let peak = rss_kib(s.pid(), "VmHWM:");
     row(
-        "openagenda-mcp (rmcp + QuickJS worker per execute)",
+        &format!("openagenda-mcp {label} (rmcp + QuickJS worker per execute)"),
         &c1,
         &c4,
         idle,
@@ -185,6 +191,25 @@ fn bench_rust(mock: &Mock, n: usize) -> (f64, f64) {
         per(kids1 - kids0)
     );
     (c1.p50, c4.per_sec)
+}
+
+/// Alternates the builds named in `OA_MCP_AB` for `OA_MCP_AB_ROUNDS` rounds.
+fn bench_ab(mock: &Mock, n: usize, spec: &str) {
+    let builds: Vec<(&str, &str)> = spec
+        .split(',')
+        .map(|b| b.split_once('=').expect("OA_MCP_AB: label=path,..."))
+        .collect();
+    let rounds: usize = std::env::var("OA_MCP_AB_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    for round in 1..=rounds {
+        for (label, bin) in &builds {
+            let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+            println!("round {round}, {label}, load {}", load.trim());
+            bench_rust(mock, n, label, Path::new(bin));
+        }
+    }
 }
 
 fn bench_node(dir: &Path, mode: &str, n: usize) -> Option<(f64, f64)> {
@@ -292,7 +317,12 @@ fn main() {
         "| Server | c=1 p50 ms | c=1 p99 ms | c=1 rate | c=4 p50 ms | c=4 rate | idle RSS | peak RSS | errors |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    let (rust_p50, rust_rate) = bench_rust(&mock, n);
+    if let Ok(ab) = std::env::var("OA_MCP_AB") {
+        bench_ab(&mock, n, &ab);
+        println!("Load average at end: {}", load().trim());
+        return;
+    }
+    let (rust_p50, rust_rate) = bench_rust(&mock, n, "", Path::new(support::BIN));
     if let Some(dir) = std::env::var_os("OA_MCP_NODE_DIR").map(PathBuf::from) {
         for mode in ["vm", "subprocess"] {
             match bench_node(&dir, mode, n) {

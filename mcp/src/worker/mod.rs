@@ -11,6 +11,7 @@
 //! [`ToServer::Done`] and exits. Messages are JSON, each preceded by its
 //! length as a big-endian u32 ([`frame`]).
 
+pub mod bpf;
 pub mod child;
 pub mod frame;
 pub mod pool;

@@ -6,14 +6,14 @@
 //! inherited pipes, memory management and exit, so anything that reaches
 //! files, sockets, other processes or new programs fails with EPERM. Signals
 //! are limited to the worker itself (abort() uses tgkill on its own pid).
+//! The program itself is built by hand in [`super::bpf`] (a quarter of
+//! seccompiler's length, so cheaper to install in every worker) and also
+//! refuses x32 syscalls; seccompiler still installs it and compiles the
+//! reference it is tested against.
 
 use crate::McpError;
 use nix::sys::resource::{Resource, setrlimit};
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule,
-};
-use std::collections::BTreeMap;
+use seccompiler::BpfProgram;
 
 /// Address-space headroom above the QuickJS heap cap: the binary, libc,
 /// stacks and allocator slack.
@@ -38,7 +38,7 @@ pub fn apply_rlimits(memory_mb: u64, cpu_secs: u64) -> Result<(), McpError> {
 }
 
 /// Syscalls the worker never needs; each returns EPERM.
-fn denied() -> Vec<libc::c_long> {
+pub(crate) fn denied() -> Vec<libc::c_long> {
     let mut list = vec![
         libc::SYS_openat,
         libc::SYS_openat2,
@@ -113,8 +113,19 @@ fn denied() -> Vec<libc::c_long> {
     list
 }
 
-/// Builds the worker's seccomp program.
+/// Builds the worker's seccomp program (see [`super::bpf`]).
 pub fn build_filter(own_pid: u32) -> Result<BpfProgram, McpError> {
+    super::bpf::program(&denied(), own_pid)
+}
+
+/// The same policy compiled by seccompiler: the reference the hand-built
+/// program is checked against.
+#[cfg(test)]
+pub(crate) fn reference_filter(own_pid: u32) -> Result<BpfProgram, McpError> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+    use std::collections::BTreeMap;
     let err = |e: seccompiler::BackendError| McpError::Worker {
         step: "seccomp",
         message: e.to_string(),
