@@ -44,6 +44,8 @@ pub enum Step {
     Setsid,
     /// Resource limits.
     Rlimits,
+    /// The pids cgroup that caps a host-root jail's task count.
+    PidsCgroup,
     /// Closing inherited descriptors.
     CloseFds,
     /// Installing the seccomp filter.

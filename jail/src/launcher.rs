@@ -8,6 +8,7 @@
 //! privileges, so a proxy that fails to start means the command never runs
 //! ([`Jail::abort`], or just dropping the [`Jail`]).
 
+use crate::cgroup::PidsCgroup;
 use crate::error::{JailError, Step};
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
@@ -16,6 +17,7 @@ use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
+use oajail_policy::compile::limits::Resource;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
@@ -86,6 +88,8 @@ pub struct Jail {
     signals: SignalFd,
     spec_file: SpecFile,
     reaped: Option<WaitStatus>,
+    /// Held until the jail is dropped (after pid 1 is reaped).
+    pids: Option<PidsCgroup>,
 }
 
 impl Jail {
@@ -117,6 +121,7 @@ impl Jail {
                     signals,
                     spec_file,
                     reaped: None,
+                    pids: None,
                 })
             }
         }
@@ -128,7 +133,19 @@ impl Jail {
     }
 
     /// Hand the jail what it needs for the rest of its setup and the command.
+    /// pid 1 joins the pids cgroup first when one is needed (host root with
+    /// `limits.processes`: see cgroup.rs), so the command is counted from its
+    /// first fork.
     pub fn send_spec(&mut self, spec: &JailSpec) -> Result<(), JailError> {
+        if nix::unistd::geteuid().is_root() {
+            let max = spec
+                .rlimits
+                .iter()
+                .find(|r| r.resource == Resource::RlimitNproc);
+            if let Some(limit) = max {
+                self.pids = Some(PidsCgroup::attach(self.pid.as_raw(), limit.value)?);
+            }
+        }
         self.spec_file
             .write(spec)
             .and_then(|()| self.chan.send_byte(sync::SPEC))

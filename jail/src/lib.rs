@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod caps;
+mod cgroup;
 mod child;
 mod command;
 pub mod doctor;
