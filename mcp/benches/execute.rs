@@ -11,7 +11,8 @@
 //! - `OA_MCP_AB`: `label=/path/to/openagenda-mcp,label2=/other/openagenda-mcp`
 //!   measures those server builds (each with its worker binary next to it)
 //!   alternately instead of the one built with this bench, for same-session
-//!   before/after comparisons; `OA_MCP_AB_ROUNDS` rounds (default 3).
+//!   before/after comparisons; `OA_MCP_AB_ROUNDS` rounds (default 3);
+//! - `OA_WORKER_POOL` is passed on to the server (pool size experiments).
 //!
 //! Prints markdown rows for docs/benchmarks.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // a benchmark report
@@ -156,6 +157,9 @@ fn bench_rust(mock: &Mock, n: usize, label: &str, bin: &Path) -> (f64, f64) {
     ];
     let mut cmd = Command::new(bin);
     cmd.env_clear().env("PATH", "/usr/bin:/bin").envs(env);
+    if let Ok(size) = std::env::var("OA_WORKER_POOL") {
+        cmd.env("OA_WORKER_POOL", size);
+    }
     let mut s = Server::start_command(cmd);
     let _ = s.call("tools/list", json!({"_meta": meta()}));
     std::thread::sleep(Duration::from_millis(500));

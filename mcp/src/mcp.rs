@@ -39,8 +39,14 @@ impl Server {
     }
 
     /// Serves MCP on stdin/stdout until stdin closes.
+    ///
+    /// When both are pipes (how MCP clients start servers) they are reopened
+    /// through `/proc/self/fd` as non-blocking descriptors driven by the
+    /// event loop; tokio's own stdin/stdout would hand every read and write
+    /// to a blocking-pool thread and back, three thread wake-ups per request.
+    /// Anything else (a terminal, a file, no `/proc`) falls back to those.
     pub async fn serve_stdio(self) -> Result<(), String> {
-        let running = match self.serve(rmcp::transport::stdio()).await {
+        let running = match self.serve(rmcp::transport::stdio_pipes()).await {
             Ok(r) => r,
             // stdin closed before any request: nothing to serve, not an error.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
