@@ -238,6 +238,10 @@ fn build_spec(argv: Vec<CString>, plans: &Plans) -> Result<JailSpec, Fail> {
     let mut spec = JailSpec::new(argv, env, cwd);
     spec.seccomp =
         Some(SeccompProgram::compile(&plans.compiled.seccomp).map_err(|e| Fail::setup(e.into()))?);
+    spec.guard = Some(
+        oajail_jail::guard::GuardSpec::compile(&plans.compiled.guard)
+            .map_err(|e| Fail::setup(e.into()))?,
+    );
     spec.rlimits = plans.compiled.limits.rlimits.clone();
     spec.mounts = Some(plans.compiled.mounts.clone());
     spec.landlock = Some(plans.compiled.landlock.clone());

@@ -13,6 +13,7 @@
 //! before `execve` in the command and just before the wait loop in pid 1.
 
 use crate::error::{Failure, Step};
+use crate::guard::{Handoff, Server};
 use crate::landlock::LandlockStatus;
 use crate::launcher::{EnforcementReport, LandlockEnforced};
 use crate::spec::{JailSpec, Layers};
@@ -30,11 +31,11 @@ const HOSTNAME: &str = "oajail";
 /// [`exit_code::SETUP_FAILED`] after reporting the failing step.
 pub(crate) fn run(layers: Layers, chan: Channel, spec_file: &SpecFile, ids: (u32, u32)) -> ! {
     match catch_unwind(AssertUnwindSafe(|| setup(layers, &chan, spec_file, ids))) {
-        Ok(Ok((command, signals))) => {
+        Ok(Ok((command, signals, guard))) => {
             // Closing our end: once the command has executed too, the
             // supervisor sees end-of-file, which means "exec succeeded".
             drop(chan);
-            init::run(command, signals, !layers.namespaces)
+            init::run(command, signals, !layers.namespaces, guard)
         }
         Ok(Err((step, failure))) => report(&chan, step, failure),
         Err(_) => report(&chan, Step::Fork, Failure::msg("panic during jail setup")),
@@ -67,7 +68,7 @@ fn setup(
     chan: &Channel,
     spec_file: &SpecFile,
     ids: (u32, u32),
-) -> StepResult<(Pid, SignalFd)> {
+) -> StepResult<(Pid, SignalFd, Option<Server>)> {
     enter(layers, chan, ids)?;
     at(Step::Supervisor, chan.wait_byte(sync::SPEC))?;
     let spec = at(Step::Supervisor, spec_file.read())?;
@@ -84,6 +85,9 @@ fn setup(
     let report = lock_down(layers, &spec)?;
     at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
     let signals = at(Step::Fork, init::signal_fd())?;
+    // The guard's hand-off socketpair, made before the fork.
+    let guard = spec.guard.as_ref().filter(|_| layers.guard);
+    let handoff = guard.map(|_| at(Step::Guard, Handoff::new())).transpose()?;
     // Installed once, before the fork, so the command inherits it (a second
     // install would compile the program again on the start-up path). The
     // command's remaining set-up calls (signal reset, setsid, rlimits,
@@ -92,10 +96,16 @@ fn setup(
         at(Step::Seccomp, program.install())?;
     }
     let command = match at(Step::Fork, fork())? {
-        Forked::Child => crate::command::run(&spec, chan),
+        Forked::Child => crate::command::run(&spec, chan, handoff),
         Forked::Parent(pid) => Pid::from_raw(pid),
     };
-    Ok((command, signals))
+    let server = match (guard, handoff) {
+        (Some(g), Some(h)) => {
+            at(Step::Guard, h.receive())?.map(|listener| Server::new(listener, g.plan().clone()))
+        }
+        _ => None,
+    };
+    Ok((command, signals, server))
 }
 
 /// The namespace steps that need no plan: id maps, parent death, pid 1's own

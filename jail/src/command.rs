@@ -1,10 +1,12 @@
 //! The command process (pid 2 of the jail): last per-process steps, then
 //! `execve`. The seccomp filter is already in place: pid 1 installed it
-//! before the fork, so every step here runs under it.
+//! before the fork, so every step here runs under it. The create-guard's
+//! filter is the command's own, installed last (pid 1 must not carry it).
 
 use crate::child::report;
 use crate::error::{Failure, Step, lower_first};
 use crate::exit_code;
+use crate::guard::Handoff;
 use crate::spec::JailSpec;
 use crate::sync::{Channel, ChildMsg};
 use nix::sys::signal::SigSet;
@@ -15,14 +17,14 @@ use std::os::unix::ffi::OsStrExt;
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Run the command's steps and execute it. Never returns.
-pub(crate) fn run(spec: &JailSpec, chan: &Channel) -> ! {
-    if let Err((step, failure)) = prepare(spec) {
+pub(crate) fn run(spec: &JailSpec, chan: &Channel, guard: Option<Handoff>) -> ! {
+    if let Err((step, failure)) = prepare(spec, guard) {
         report(chan, step, failure)
     }
     exec(spec, chan)
 }
 
-fn prepare(spec: &JailSpec) -> Result<(), (Step, Failure)> {
+fn prepare(spec: &JailSpec, guard: Option<Handoff>) -> Result<(), (Step, Failure)> {
     // Signals: pid 1 and the supervisor block the forwarded ones; the command
     // starts with a clean mask and default dispositions.
     crate::sys::process::reset_signal_dispositions();
@@ -34,6 +36,10 @@ fn prepare(spec: &JailSpec) -> Result<(), (Step, Failure)> {
     nix::unistd::setsid().map_err(|e| (Step::Setsid, e.into()))?;
     crate::rlimit::apply(&spec.rlimits).map_err(|e| (Step::Rlimits, e))?;
     crate::sys::fd::cloexec_from(3).map_err(|e| (Step::CloseFds, e.into()))?;
+    // Last: the listener goes to pid 1 and no copy stays here.
+    if let (Some(handoff), Some(spec)) = (guard, spec.guard.as_ref()) {
+        handoff.install(spec).map_err(|e| (Step::Guard, e))?;
+    }
     Ok(())
 }
 

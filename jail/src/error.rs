@@ -48,6 +48,8 @@ pub enum Step {
     PidsCgroup,
     /// Closing inherited descriptors.
     CloseFds,
+    /// Installing the create-guard filter and passing its listener to pid 1.
+    Guard,
     /// Installing the seccomp filter.
     Seccomp,
     /// Executing the command.

@@ -3,19 +3,22 @@
 //! pid 1 never executes anything. It is non-dumpable (so the command cannot
 //! read its memory or /proc files), its argv/environ copy is wiped, it holds
 //! no capability, and after the fork it only reads a signalfd, reaps zombies,
-//! forwards INT/TERM/HUP/QUIT/USR1/USR2/WINCH to the command's process group
-//! and exits with the command's status. Its exit makes the kernel kill every
+//! forwards INT/TERM/HUP/QUIT/USR1/USR2/WINCH to the command's process group,
+//! serves the create-guard's notifications ([`crate::guard`]) and exits with
+//! the command's status. Its exit makes the kernel kill every
 //! other process of the pid namespace, so background and double-forked
 //! processes never outlive the command.
 
 use crate::error::Failure;
+use crate::guard::Server;
 use crate::launcher::handled_signals;
 use crate::sync::Channel;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 /// Title shown in /proc/1/cmdline and /proc/1/comm inside the jail.
 const TITLE: &[u8] = b"oajail-init";
@@ -60,27 +63,89 @@ pub(crate) fn become_subreaper() -> Result<(), Failure> {
 
 /// The init loop. Never returns. `flat`: no pid namespace, so descendants
 /// must be killed explicitly before exiting.
-pub(crate) fn run(command: Pid, signals: SignalFd, flat: bool) -> ! {
-    close_all_but(signals.as_raw_fd());
+pub(crate) fn run(command: Pid, signals: SignalFd, flat: bool, mut guard: Option<Server>) -> ! {
+    let mut keep = vec![signals.as_raw_fd()];
+    keep.extend(guard.as_ref().map(|g| g.listener.as_raw_fd()));
+    close_all_but(&keep);
     loop {
-        match signals.read_signal() {
-            Ok(Some(info)) => {
-                let signo = info.ssi_signo as i32;
-                if signo == libc::SIGCHLD {
-                    if let Some(code) = reap(command) {
-                        if flat {
-                            kill_descendants();
-                        }
-                        crate::sys::process::exit_now(code);
-                    }
-                } else if let Ok(sig) = Signal::try_from(signo) {
-                    forward(command, sig);
+        let (signal_ready, guard_event) = wait(&signals, guard.as_ref());
+        match guard_event {
+            GuardEvent::Ready => {
+                // A failing listener fails every waiting call; drop it.
+                if guard.as_mut().is_some_and(|g| g.serve_one().is_err()) {
+                    guard = None;
                 }
             }
-            Ok(None) | Err(nix::Error::EINTR) => {}
-            // Cannot wait any more: exiting kills the whole jail (fail closed).
-            Err(_) => crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED),
+            // No process holds the filter any more.
+            GuardEvent::Gone => guard = None,
+            GuardEvent::Idle => {}
         }
+        if signal_ready {
+            on_signal(&signals, command, flat, guard.as_ref());
+        }
+    }
+}
+
+/// What the guard's listener has to say after a poll.
+enum GuardEvent {
+    Idle,
+    Ready,
+    Gone,
+}
+
+/// Block until a signal or a guard notification is pending.
+fn wait(signals: &SignalFd, guard: Option<&Server>) -> (bool, GuardEvent) {
+    let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+    if let Some(g) = guard {
+        fds.push(PollFd::new(g.listener.as_fd(), PollFlags::POLLIN));
+    }
+    match poll(&mut fds, PollTimeout::NONE) {
+        Ok(_) => {}
+        Err(nix::Error::EINTR) => return (false, GuardEvent::Idle),
+        // Cannot wait any more: exiting kills the whole jail (fail closed).
+        Err(_) => crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED),
+    }
+    let ready = |i: usize, f: PollFlags| {
+        fds.get(i)
+            .and_then(|p| p.revents())
+            .is_some_and(|r| r.intersects(f))
+    };
+    let event = if ready(1, PollFlags::POLLIN) {
+        GuardEvent::Ready
+    } else if ready(
+        1,
+        PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL,
+    ) {
+        GuardEvent::Gone
+    } else {
+        GuardEvent::Idle
+    };
+    (ready(0, PollFlags::POLLIN), event)
+}
+
+/// Read one signal: reap on SIGCHLD (exiting with the command's status once
+/// it is gone), forward the others.
+fn on_signal(signals: &SignalFd, command: Pid, flat: bool, guard: Option<&Server>) {
+    match signals.read_signal() {
+        Ok(Some(info)) => {
+            let signo = info.ssi_signo as i32;
+            if signo == libc::SIGCHLD {
+                if let Some(code) = reap(command) {
+                    if flat {
+                        kill_descendants();
+                    }
+                    if let Some(g) = guard {
+                        g.report_total();
+                    }
+                    crate::sys::process::exit_now(code);
+                }
+            } else if let Ok(sig) = Signal::try_from(signo) {
+                forward(command, sig);
+            }
+        }
+        Ok(None) | Err(nix::Error::EINTR) => {}
+        // Cannot wait any more: exiting kills the whole jail (fail closed).
+        Err(_) => crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED),
     }
 }
 
@@ -108,12 +173,17 @@ fn kill_descendants() {
     }
 }
 
-/// Close every descriptor above 2 except `keep` (the supervisor's leaked
-/// descriptors and our channel end must not stay in the jail).
-fn close_all_but(keep: i32) {
-    let keep = keep as u32;
-    let _ = crate::sys::fd::close_between(3, keep.saturating_sub(1));
-    let _ = crate::sys::fd::close_between(keep + 1, u32::MAX);
+/// Close every descriptor above 2 except those in `keep` (the supervisor's
+/// leaked descriptors and our channel end must not stay in the jail).
+fn close_all_but(keep: &[i32]) {
+    let mut keep: Vec<u32> = keep.iter().map(|k| *k as u32).collect();
+    keep.sort_unstable();
+    let mut low = 3u32;
+    for k in keep {
+        let _ = crate::sys::fd::close_between(low, k.saturating_sub(1));
+        low = low.max(k + 1);
+    }
+    let _ = crate::sys::fd::close_between(low, u32::MAX);
 }
 
 /// Send `sig` to the command's process group (it is a session leader), or to

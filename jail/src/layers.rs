@@ -1,7 +1,7 @@
 //! The test-only layer switch (cargo feature `test-layers`).
 //!
 //! With the feature, `OAJAIL_TEST_DISABLE=<layer>[,<layer>]` (landlock,
-//! seccomp, mounts, netns, caps) turns layers off and
+//! seccomp, mounts, netns, caps, guard) turns layers off and
 //! `OAJAIL_TEST_PRETEND_MISSING=<layer>` makes a probe report a kernel
 //! feature as missing, so the security suite can prove each layer matters
 //! and the fail-closed paths work. Without the feature (every release build)
@@ -20,6 +20,7 @@ pub fn apply_test_disable(layers: &mut Layers) -> Vec<String> {
             "mounts" => layers.mounts = false,
             "netns" => layers.netns = false,
             "caps" => layers.caps = false,
+            "guard" => layers.guard = false,
             _ => {}
         }
     }

@@ -40,6 +40,7 @@ mod command;
 pub mod doctor;
 pub mod error;
 pub mod exit_code;
+pub mod guard;
 mod hostfs;
 mod init;
 pub mod landlock;

@@ -70,10 +70,10 @@ const ARCH: TargetArch = TargetArch::x86_64;
 #[cfg(target_arch = "aarch64")]
 const ARCH: TargetArch = TargetArch::aarch64;
 #[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+pub(crate) const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
 #[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+pub(crate) const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
+pub(crate) const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 // BPF opcodes (linux/bpf_common.h) and seccomp_data offsets (linux/seccomp.h).
 /// BPF_LD | BPF_W | BPF_ABS (BPF_LD and BPF_W are 0).
@@ -264,7 +264,7 @@ impl Table {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! The compiled program is run through a small classic-BPF interpreter
     //! over hand-made `seccomp_data`, so the filter's decisions (including
     //! the hand-written prefix's jump offsets) are checked without a kernel.
@@ -278,7 +278,7 @@ mod tests {
     const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
 
     /// `struct seccomp_data` as the kernel lays it out (little endian).
-    fn data(arch: u32, nr: u32, args: [u64; 6]) -> Vec<u8> {
+    pub(crate) fn data(arch: u32, nr: u32, args: [u64; 6]) -> Vec<u8> {
         let mut d = Vec::new();
         d.extend(nr.to_le_bytes());
         d.extend(arch.to_le_bytes());
@@ -290,7 +290,7 @@ mod tests {
     }
 
     /// Run `prog` on `data`; panics on an opcode the filter should not use.
-    fn run(prog: &[sock_filter], data: &[u8]) -> u32 {
+    pub(crate) fn run(prog: &[sock_filter], data: &[u8]) -> u32 {
         let (mut acc, mut pc) = (0u32, 0usize);
         loop {
             let i = &prog[pc];

@@ -2,6 +2,7 @@
 //! the [`JailSpec`] is compiled while the new namespaces come up and reaches
 //! the jail through a memfd, so the child only applies plain data.
 
+use crate::guard::GuardSpec;
 use crate::seccomp::SeccompProgram;
 use oajail_policy::compile::landlock::LandlockPlan;
 use oajail_policy::compile::limits::RlimitEntry;
@@ -30,6 +31,9 @@ pub struct Layers {
     pub netns: bool,
     /// Dropping capabilities (only a `test-layers` build turns this off).
     pub caps: bool,
+    /// The create-guard (seccomp user notification served by pid 1; only a
+    /// `test-layers` build turns this off).
+    pub guard: bool,
 }
 
 impl Layers {
@@ -51,6 +55,7 @@ impl Layers {
         seccomp: true,
         netns: true,
         caps: true,
+        guard: true,
     };
 }
 
@@ -65,6 +70,8 @@ pub struct JailSpec {
     pub cwd: PathBuf,
     /// The seccomp filter, compiled in the supervisor.
     pub seccomp: Option<SeccompProgram>,
+    /// The create-guard's filter and plan, compiled in the supervisor.
+    pub guard: Option<GuardSpec>,
     /// rlimits for the command.
     pub rlimits: Vec<RlimitEntry>,
     /// The mount plan.
@@ -85,6 +92,7 @@ impl JailSpec {
             env,
             cwd,
             seccomp: None,
+            guard: None,
             rlimits: Vec::new(),
             mounts: None,
             landlock: None,

@@ -13,5 +13,6 @@ pub mod attack_probe;
 pub(crate) mod fd;
 pub(crate) mod mount;
 pub(crate) mod net;
+pub(crate) mod notify;
 pub(crate) mod probe;
 pub(crate) mod process;

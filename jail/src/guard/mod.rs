@@ -1,0 +1,156 @@
+//! The create-guard: srt's mandatory write denies for names created during
+//! the run (a new repository's `.git/hooks`, a new `.claude/agents`, a
+//! `.bashrc` in a new directory), which the mount layer cannot mask because
+//! they do not exist when the jail starts.
+//!
+//! How it runs:
+//! 1. pid 1 makes a socketpair before forking the command ([`Handoff`]);
+//! 2. the command installs the guard filter ([`filter`]) with a new
+//!    listener, just before the deny filter, sends the listener to pid 1 and
+//!    closes its own copy (a command holding its listener could answer for
+//!    its children);
+//! 3. pid 1 polls the listener next to its signalfd; for each name-creating
+//!    call it reads the path from the caller's memory, opens the parent
+//!    directory as the caller would, asks the policy's decision function and
+//!    performs the call itself ([`serve`]), injecting an opened file with
+//!    `SECCOMP_IOCTL_NOTIF_ADDFD`. Nothing is answered with `CONTINUE`.
+//!
+//! Invariants:
+//! - a kernel without user notification (or `WAIT_KILLABLE_RECV`, 5.19)
+//!   fails the run at the `guard` step, unless the layer is switched off;
+//! - pid 1 has no guard filter of its own (it would notify itself) and keeps
+//!   its deny filter (no `process_vm_readv`, `pidfd_getfd`, `ptrace`: it
+//!   reads the caller's memory through `/proc/<tid>/mem`);
+//! - in a run without namespaces pid 1 is still the command's parent, so
+//!   the guard works the same there.
+
+mod filter;
+mod resolve;
+mod serve;
+
+pub(crate) use serve::Server;
+
+use crate::error::Failure;
+use crate::seccomp::SeccompError;
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
+    sendmsg, socketpair,
+};
+use oajail_policy::compile::guard::GuardPlan;
+use serde::{Deserialize, Serialize};
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// The guard as the jail receives it: the compiled filter and the plan pid 1
+/// decides with.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GuardSpec {
+    program: Vec<(u16, u8, u8, u32)>,
+    plan: GuardPlan,
+}
+
+impl GuardSpec {
+    /// Compile the plan's filter for the running architecture.
+    pub fn compile(plan: &GuardPlan) -> Result<Self, SeccompError> {
+        let program = filter::compile(plan)
+            .map_err(SeccompError::Backend)?
+            .into_iter()
+            .map(|i| (i.code, i.jt, i.jf, i.k))
+            .collect();
+        Ok(GuardSpec {
+            program,
+            plan: plan.clone(),
+        })
+    }
+
+    /// Number of BPF instructions.
+    pub fn len(&self) -> usize {
+        self.program.len()
+    }
+
+    /// Whether the filter is empty (never, for a compiled plan).
+    pub fn is_empty(&self) -> bool {
+        self.program.is_empty()
+    }
+
+    /// The plan pid 1 decides with.
+    pub(crate) fn plan(&self) -> &GuardPlan {
+        &self.plan
+    }
+
+    fn filter(&self) -> Vec<libc::sock_filter> {
+        self.program
+            .iter()
+            .map(|&(code, jt, jf, k)| libc::sock_filter { code, jt, jf, k })
+            .collect()
+    }
+}
+
+/// The socketpair over which the command passes its listener to pid 1.
+pub(crate) struct Handoff {
+    pid1: OwnedFd,
+    command: OwnedFd,
+}
+
+impl Handoff {
+    /// Made by pid 1 before the fork (its own deny filter forbids unix
+    /// sockets afterwards).
+    pub(crate) fn new() -> Result<Self, Failure> {
+        let (pid1, command) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )?;
+        Ok(Handoff { pid1, command })
+    }
+
+    /// pid 1: wait for the listener. `None` when the command exited before
+    /// sending it (its setup failed; it reported why).
+    pub(crate) fn receive(self) -> Result<Option<OwnedFd>, Failure> {
+        drop(self.command);
+        let mut byte = [0u8; 1];
+        let mut iov = [IoSliceMut::new(&mut byte)];
+        let mut space = nix::cmsg_space!([RawFd; 1]);
+        let msg = recvmsg::<()>(
+            self.pid1.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        )?;
+        let mut got = None;
+        for cmsg in msg.cmsgs()? {
+            if let ControlMessageOwned::ScmRights(fds) = cmsg {
+                for fd in fds {
+                    got = Some(crate::sys::fd::own_received(fd));
+                }
+            }
+        }
+        Ok(got)
+    }
+
+    /// The command: install the guard filter and pass its listener to pid 1;
+    /// no copy of the listener stays in the command.
+    pub(crate) fn install(self, spec: &GuardSpec) -> Result<(), Failure> {
+        drop(self.pid1);
+        let listener = crate::sys::notify::install_with_listener(&spec.filter()).map_err(|e| {
+            let why = crate::error::lower_first(&e.to_string());
+            Failure::msg(format!(
+                "seccomp user notification with a listener unavailable ({why}; linux 5.19 or newer needed)"
+            ))
+        })?;
+        let fds = [listener.as_raw_fd()];
+        let rights = [ControlMessage::ScmRights(&fds)];
+        let iov = [IoSlice::new(b"L")];
+        sendmsg::<()>(
+            self.command.as_raw_fd(),
+            &iov,
+            &rights,
+            MsgFlags::empty(),
+            None,
+        )?;
+        drop(listener);
+        drop(self.command);
+        Ok(())
+    }
+}
