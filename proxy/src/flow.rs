@@ -122,6 +122,12 @@ async fn one_way(
     }
 }
 
+/// Cap the kernel send buffer of `stream` (best effort: a failure leaves
+/// autotuning on, which is slower but correct).
+pub(crate) fn limit_send_buffer(stream: &TcpStream, bytes: usize) {
+    let _ = nix::sys::socket::setsockopt(stream, nix::sys::socket::sockopt::SndBuf, &bytes);
+}
+
 /// Pass the end of stream on: the peer sees FIN and may still answer.
 fn half_close(dst: &TcpStream) {
     let _ = nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write);
@@ -217,4 +223,23 @@ async fn write_all(dst: &TcpStream, mut data: &[u8]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use nix::sys::socket::{getsockopt, sockopt::SndBuf};
+
+    #[tokio::test]
+    async fn send_buffer_is_capped_not_autotuned() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let stream = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        limit_send_buffer(&stream, 128 * 1024);
+        // Linux doubles the value for its bookkeeping and turns off send
+        // buffer autotuning for this socket.
+        assert_eq!(getsockopt(&stream, SndBuf).unwrap(), 256 * 1024);
+    }
 }

@@ -95,7 +95,18 @@ pub struct Limits {
     /// Move tunnel bytes with `splice(2)` instead of copying them through
     /// user space (see docs/benchmarks.md for both).
     pub splice: bool,
+    /// `SO_SNDBUF` of a tunnel's jail-side socket, set when the relay
+    /// starts; `None` keeps the kernel's autotuning. That socket is always
+    /// loopback (the listener lives in the jail's network namespace), where
+    /// a small buffer costs no throughput and bounds the bytes queued
+    /// towards the client. The upstream socket keeps autotuning, which a
+    /// real network path needs for its bandwidth-delay product.
+    pub client_send_buffer: Option<usize>,
 }
+
+/// Default [`Limits::client_send_buffer`]: 128 KiB (the kernel doubles it
+/// for its own bookkeeping). Chosen by the bulk runs in docs/benchmarks.md.
+pub const CLIENT_SEND_BUFFER: usize = 128 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -111,6 +122,7 @@ impl Default for Limits {
             max_client_hello: 64 * 1024,
             relay_buffer: 64 * 1024,
             splice: true,
+            client_send_buffer: Some(CLIENT_SEND_BUFFER),
         }
     }
 }

@@ -163,6 +163,9 @@ async fn run(shared: &Shared, close: Record, client: &mut BufConn, upstream: &mu
     } else {
         Mode::Copy(shared.limits.relay_buffer)
     };
+    if let Some(bytes) = shared.limits.client_send_buffer {
+        flow::limit_send_buffer(&client.stream, bytes);
+    }
     let meter = Meter::new(&guard.up, &guard.down);
     let reason =
         match flow::both_ways(client, upstream, mode, shared.limits.idle_timeout, &meter).await {

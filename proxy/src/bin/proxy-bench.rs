@@ -51,20 +51,41 @@ fn main() -> Res<()> {
             .get(2)
             .ok_or("serve needs the upstream port")?
             .parse()?;
-        // Mode: `splice` or `copy:<buffer KiB>`.
-        let mode = args.get(3).map(String::as_str).unwrap_or("splice");
-        let copy_kib = mode
-            .strip_prefix("copy:")
-            .map(str::parse::<usize>)
-            .transpose()?;
-        return serve_proxy(port, copy_kib);
+        let mode = args.get(3).map(String::as_str).unwrap_or("default");
+        return serve_proxy(port, relay_limits(mode)?);
     }
     let quick = args.iter().any(|a| a == "--quick");
     bench(quick)
 }
 
+/// A relay variant: `default` (`Limits::default()`), or `splice` or
+/// `copy:<buffer KiB>`, each optionally followed by `+sndbuf=<KiB>` or
+/// `+sndbuf=auto` (the jail-side socket's send buffer; without it, the
+/// default's).
+fn relay_limits(mode: &str) -> Res<Limits> {
+    let mut limits = Limits::default();
+    let mut parts = mode.split('+');
+    match parts.next().unwrap_or("default") {
+        "default" => {}
+        "splice" => limits.splice = true,
+        m => {
+            let kib: usize = m.strip_prefix("copy:").ok_or("bad relay mode")?.parse()?;
+            limits.splice = false;
+            limits.relay_buffer = kib * 1024;
+        }
+    }
+    for extra in parts {
+        limits.client_send_buffer = match extra.strip_prefix("sndbuf=") {
+            Some("auto") => None,
+            Some(kib) => Some(kib.parse::<usize>()? * 1024),
+            None => return Err(format!("bad relay option {extra}").into()),
+        };
+    }
+    Ok(limits)
+}
+
 /// Child mode: run the proxy, print its address, stop at stdin EOF.
-fn serve_proxy(upstream_port: u16, copy_kib: Option<usize>) -> Res<()> {
+fn serve_proxy(upstream_port: u16, limits: Limits) -> Res<()> {
     let allow = [
         format!("{NAME}:{upstream_port}"),
         format!("127.0.0.1:{upstream_port}"),
@@ -78,11 +99,6 @@ fn serve_proxy(upstream_port: u16, copy_kib: Option<usize>) -> Res<()> {
     };
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
-    let limits = Limits {
-        splice: copy_kib.is_none(),
-        relay_buffer: copy_kib.unwrap_or(64) * 1024,
-        ..Limits::default()
-    };
     let config = ProxyConfig {
         egress,
         log_json: None,
@@ -282,82 +298,189 @@ struct Setup {
     up: SocketAddr,
     hello: Vec<u8>,
     /// The relay variants; the first is the default (`Limits::default()`).
-    proxies: Vec<(&'static str, ProxyChild)>,
+    proxies: Vec<(String, ProxyChild)>,
 }
 
-/// Relay variants compared in B1, the default (`Limits::default()`) first.
-const MODES: [(&str, &str); 3] = [
-    ("splice (default)", "splice"),
-    ("copy 64 KiB", "copy:64"),
-    ("copy 256 KiB", "copy:256"),
-];
+/// Relay variants compared in B1 unless `--modes` names others; the
+/// default relay (`Limits::default()`) first.
+const MODES: &str = "default,splice+sndbuf=auto,copy:64,copy:256";
+
+/// `--name value` from the command line.
+fn flag(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).cloned()
+}
 
 fn bench(quick: bool) -> Res<()> {
     let hello = client_hello(NAME);
     let up = upstream(hello.len())?;
     let mut proxies = Vec::new();
-    for (label, mode) in MODES {
-        proxies.push((label, ProxyChild::spawn(up, mode)?));
+    for mode in flag("--modes").as_deref().unwrap_or(MODES).split(',') {
+        proxies.push((mode.to_owned(), ProxyChild::spawn(up, mode)?));
     }
     let s = Setup { up, hello, proxies };
     println!(
-        "proxy-bench: {} CPUs, upstream {up}",
-        thread::available_parallelism()?.get()
+        "proxy-bench: {} CPUs, upstream {up}, load average {}",
+        thread::available_parallelism()?.get(),
+        load_average()
     );
     for (label, p) in &s.proxies {
         println!("  proxy {label}: {} (pid {})", p.addr, p.child.id());
         rate(Some(p.addr), up, &s.hello, 4, 400)?; // warm-up
     }
     rate(None, up, &s.hello, 4, 400)?;
-    let (bulk_bytes, runs, ops_32, ops_1) = if quick {
+    let (mut bulk_bytes, mut runs, ops_32, ops_1) = if quick {
         (GIB / 4, 3, 4_000, 2_000)
     } else {
         (GIB, 7, 20_000, 10_000)
     };
+    if let Some(r) = flag("--runs") {
+        runs = r.parse()?;
+    }
+    if let Some(m) = flag("--mib") {
+        bulk_bytes = m.parse::<u64>()? << 20;
+    }
     if std::env::args().any(|a| a == "--bulk-only") {
-        return bench_bulk(&s, bulk_bytes, runs);
+        bench_bulk(&s, bulk_bytes, runs)?;
+        println!("load average at the end: {}", load_average());
+        return Ok(());
     }
     bench_startup()?;
     bench_bulk(&s, bulk_bytes, runs)?;
     let default = &s.proxies[0].1;
     bench_rate(&s, Some(default.addr), ops_32, ops_1)?;
-    bench_idle(&s, default)
+    bench_idle(&s, default)?;
+    println!("load average at the end: {}", load_average());
+    Ok(())
 }
 
-/// Direct and every relay variant, interleaved run by run. The ratio is
-/// the median of per-run ratios (each proxied run against the direct run
-/// just before it), which cancels most of the load of a shared machine.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// One bulk run: (GiB/s, CPU seconds of this process, i.e. the client and
+/// the upstream, and of the proxy process if there is one).
+fn timed_bulk(s: &Setup, proxy: Option<&ProxyChild>, bytes: u64) -> Res<(f64, f64, f64)> {
+    let me = std::process::id();
+    let (ends0, proxy0) = (cpu_seconds(me)?, proxy.map(|p| cpu_seconds(p.child.id())));
+    let retrans0 = tcp_retransmits()?;
+    let v = bulk(proxy.map(|p| p.addr), s.up, &s.hello, bytes)?;
+    let ends = cpu_seconds(me)? - ends0;
+    RETRANS.fetch_add(
+        tcp_retransmits()? - retrans0,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    let relay = match (proxy, proxy0) {
+        (Some(p), Some(before)) => cpu_seconds(p.child.id())? - before?,
+        _ => 0.0,
+    };
+    Ok((v, ends, relay))
+}
+
+/// TCP segments retransmitted (machine-wide) during bulk runs, summed
+/// into the current variant's tally by the caller.
+static RETRANS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The machine's `RetransSegs` counter (`/proc/net/snmp`). Loopback drops
+/// segments when a receive queue overflows; each one is resent.
+fn tcp_retransmits() -> Res<u64> {
+    let snmp = std::fs::read_to_string("/proc/net/snmp")?;
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next().ok_or("no Tcp")?, tcp.next().ok_or("no Tcp")?);
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "RetransSegs")
+        .ok_or("no RetransSegs")?;
+    Ok(values
+        .split_whitespace()
+        .nth(i)
+        .ok_or("no RetransSegs")?
+        .parse()?)
+}
+
+/// Per-variant results of B1.
+#[derive(Default, Clone)]
+struct Bulk {
+    speed: Vec<f64>,
+    ratio: Vec<f64>,
+    ends_cpu: f64,
+    relay_cpu: f64,
+    retrans: u64,
+}
+
+/// Direct and every relay variant, interleaved: D P1 D P2 D P3 D, the
+/// variants in a rotated order each round. Each proxied run is compared
+/// with the mean of the direct runs just before and just after it, which
+/// cancels most drift in the machine's load. Reported: the median and the
+/// range of those per-run ratios, and CPU seconds per GiB of the proxy and
+/// of the two ends (client + upstream, this process).
 fn bench_bulk(s: &Setup, bytes: u64, runs: usize) -> Res<()> {
-    let mut direct = Vec::new();
     let n = s.proxies.len();
-    let (mut speed, mut ratio) = (vec![Vec::new(); n], vec![Vec::new(); n]);
-    let mut cpu = vec![0.0; n];
-    for _ in 0..runs {
-        for (i, (_, p)) in s.proxies.iter().enumerate() {
-            let d = bulk(None, s.up, &s.hello, bytes)?;
-            let before = cpu_seconds(p.child.id())?;
-            let v = bulk(Some(p.addr), s.up, &s.hello, bytes)?;
-            cpu[i] += cpu_seconds(p.child.id())? - before;
-            direct.push(d);
-            speed[i].push(v);
-            ratio[i].push(v / d);
+    let mut res = vec![Bulk::default(); n];
+    let (mut direct, mut direct_cpu) = (Vec::new(), 0.0);
+    let take = || RETRANS.swap(0, std::sync::atomic::Ordering::Relaxed);
+    let mut direct_retrans = 0;
+    for round in 0..runs {
+        let (d, c, _) = timed_bulk(s, None, bytes)?;
+        direct_retrans += take();
+        let mut before = d;
+        direct.push(d);
+        direct_cpu += c;
+        for k in 0..n {
+            let i = (k + round) % n;
+            let (v, ends, relay) = timed_bulk(s, Some(&s.proxies[i].1), bytes)?;
+            res[i].retrans += take();
+            let (after, c, _) = timed_bulk(s, None, bytes)?;
+            direct_retrans += take();
+            direct.push(after);
+            direct_cpu += c;
+            let r = &mut res[i];
+            r.speed.push(v);
+            r.ratio.push(v / ((before + after) / 2.0));
+            r.ends_cpu += ends;
+            r.relay_cpu += relay;
+            before = after;
         }
     }
+    let gib = bytes as f64 / GIB as f64;
     println!(
-        "B1 bulk {} MiB x{runs}: direct median {:.2} GiB/s",
+        "B1 bulk {} MiB x{runs}: direct median {:.2} GiB/s (min {:.2}, max {:.2}), ends CPU {:.2} s per GiB, {:.0} retransmits per GiB",
         bytes >> 20,
-        median(direct)
+        median(direct.clone()),
+        min(&direct),
+        max(&direct),
+        direct_cpu / (gib * direct.len() as f64),
+        direct_retrans as f64 / (gib * direct.len() as f64)
     );
-    let gib = (bytes * runs as u64) as f64 / GIB as f64;
-    for (i, (label, _)) in s.proxies.iter().enumerate() {
+    let per = gib * runs as f64;
+    for (r, (label, _)) in res.iter().zip(&s.proxies) {
         println!(
-            "   {label}: median {:.2} GiB/s, ratio {:.2} (median of per-run ratios), proxy CPU {:.2} s per GiB",
-            median(speed[i].clone()),
-            median(ratio[i].clone()),
-            cpu[i] / gib
+            "   {label}: median {:.2} GiB/s; ratio median {:.2} (runs {:.2}-{:.2}); CPU s per GiB: proxy {:.2}, ends {:.2}; {:.0} retransmits per GiB",
+            median(r.speed.clone()),
+            median(r.ratio.clone()),
+            min(&r.ratio),
+            max(&r.ratio),
+            r.relay_cpu / per,
+            r.ends_cpu / per,
+            r.retrans as f64 / per
         );
+        let mut sorted = r.ratio.clone();
+        sorted.sort_by(f64::total_cmp);
+        let runs: Vec<String> = sorted.iter().map(|x| format!("{x:.2}")).collect();
+        println!("      per-run ratios: {}", runs.join(" "));
     }
     Ok(())
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
 }
 
 /// User + system CPU time of a process, from /proc (clock ticks of 10 ms).
