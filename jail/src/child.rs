@@ -113,6 +113,7 @@ fn setup(
 fn enter(layers: Layers, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult {
     if layers.namespaces {
         at(Step::IdMaps, ns::write_id_maps(uid, gid))?;
+        at(Step::Namespaces, ns::unshare_rest(layers.unshare_flags()))?;
     }
     at(Step::ParentDeath, init::die_with_supervisor(chan))?;
     at(Step::InitHardening, init::harden())?;

@@ -3,13 +3,22 @@
 use std::io;
 
 /// Namespaces every jail gets: user, mount, pid (fresh /proc), net (loopback
-/// only), ipc and uts.
-pub(crate) const CLONE_FLAGS: libc::c_int = libc::CLONE_NEWUSER
-    | libc::CLONE_NEWNS
-    | libc::CLONE_NEWPID
-    | libc::CLONE_NEWNET
-    | libc::CLONE_NEWIPC
-    | libc::CLONE_NEWUTS;
+/// only), ipc and uts. Only user and pid are created by the clone (pid 1 must
+/// be born in its pid namespace); pid 1 unshares the others itself right
+/// after its id maps ([`UNSHARE_FLAGS`]), so the kernel builds the network
+/// namespace (the costliest, ≈ 0.6 ms) on pid 1's core while the supervisor
+/// compiles the plans, instead of inside the supervisor's `clone` call.
+pub(crate) const CLONE_FLAGS: libc::c_int = libc::CLONE_NEWUSER | libc::CLONE_NEWPID;
+
+/// The namespaces pid 1 unshares after writing its id maps (it holds every
+/// capability of its new user namespace then, which owns them all).
+pub(crate) const UNSHARE_FLAGS: libc::c_int =
+    libc::CLONE_NEWNS | libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+
+/// Enter the namespaces of [`UNSHARE_FLAGS`] (`flags` is a subset of them).
+pub(crate) fn unshare_rest(flags: libc::c_int) -> io::Result<()> {
+    nix::sched::unshare(nix::sched::CloneFlags::from_bits_retain(flags)).map_err(io::Error::from)
+}
 
 /// Map the caller's uid and gid to themselves (root stays 0), denying
 /// `setgroups` first as the kernel requires for an unprivileged gid map.

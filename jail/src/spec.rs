@@ -37,12 +37,21 @@ pub struct Layers {
 }
 
 impl Layers {
-    /// The namespaces to clone into.
+    /// The namespaces to clone into (see `ns::CLONE_FLAGS`).
     pub(crate) fn clone_flags(&self) -> libc::c_int {
+        if self.namespaces {
+            crate::ns::CLONE_FLAGS
+        } else {
+            0
+        }
+    }
+
+    /// The namespaces pid 1 unshares itself (see `ns::UNSHARE_FLAGS`).
+    pub(crate) fn unshare_flags(&self) -> libc::c_int {
         match (self.namespaces, self.netns) {
             (false, _) => 0,
-            (true, true) => crate::ns::CLONE_FLAGS,
-            (true, false) => crate::ns::CLONE_FLAGS & !libc::CLONE_NEWNET,
+            (true, true) => crate::ns::UNSHARE_FLAGS,
+            (true, false) => crate::ns::UNSHARE_FLAGS & !libc::CLONE_NEWNET,
         }
     }
 
