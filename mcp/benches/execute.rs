@@ -168,6 +168,8 @@ fn bench_rust(mock: &Mock, n: usize, label: &str, bin: &Path) -> (f64, f64) {
     let _warm = load(&mut s, true, RUST_CODE, 50, 1);
     let (own0, kids0) = cpu_secs(s.pid());
     let c1 = load(&mut s, true, RUST_CODE, n, 1);
+    std::thread::sleep(Duration::from_millis(100));
+    let inside = audit_p50(&s.stderr.lock().unwrap(), n);
     let c4 = load(&mut s, true, RUST_CODE, n, 4);
     std::thread::sleep(Duration::from_millis(300));
     let (own1, kids1) = cpu_secs(s.pid());
@@ -194,7 +196,29 @@ fn bench_rust(mock: &Mock, n: usize, label: &str, bin: &Path) -> (f64, f64) {
         per(own1 - own0),
         per(kids1 - kids0)
     );
+    println!(
+        "c=1 split: p50 {inside:.2} ms inside the server's execute (audit durationMs: admission, worker, API calls, rendering), {:.2} ms outside it (client, pipes, MCP framing).\n",
+        c1.p50 - inside
+    );
+    // A clean exit (stdin closed) lets a wrapper such as `perf stat` report.
+    let _ = s.finish();
     (c1.p50, c4.per_sec)
+}
+
+/// Median `durationMs` of the last `n` audit lines on the server's stderr.
+fn audit_p50(stderr: &str, n: usize) -> f64 {
+    let mut ms: Vec<f64> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["audit"]["durationMs"].as_f64())
+        .collect();
+    let mut last = ms.split_off(ms.len().saturating_sub(n));
+    last.sort_by(f64::total_cmp);
+    if last.is_empty() {
+        0.0
+    } else {
+        pct(&last, 0.5)
+    }
 }
 
 /// Alternates the builds named in `OA_MCP_AB` for `OA_MCP_AB_ROUNDS` rounds.

@@ -14,7 +14,7 @@
 use crate::api::ApiClient;
 use crate::api::ApiReply;
 use crate::config::Limits;
-use crate::spec::{Catalogue, Operation};
+use crate::spec::Catalogue;
 use crate::worker::frame::{self, FrameError};
 use crate::worker::pool::{Pool, Worker};
 use crate::worker::{LogLine, Outcome, ToServer, ToWorker};
@@ -197,7 +197,9 @@ impl Executor {
         let budget = self.limits.max_api_calls as usize + 8;
         let mut frames = FrameReader::spawn(stdout, self.limits.output_cap + FRAME_SLACK, budget);
         let mut running: JoinSet<(u64, ApiReply)> = JoinSet::new();
-        let mut queued: VecDeque<(u64, Operation, Value)> = VecDeque::new();
+        // Queued calls name their operation by index into the catalogue, so
+        // no call copies an operation's documentation and schemas.
+        let mut queued: VecDeque<(u64, usize, Value)> = VecDeque::new();
         loop {
             tokio::select! {
                 msg = frames.rx.recv() => match msg {
@@ -228,7 +230,8 @@ impl Executor {
                 && let Some((id, op, args)) = queued.pop_front()
             {
                 let api = self.api.clone();
-                running.spawn(async move { (id, api.call(&op, &args).await) });
+                let catalogue = self.catalogue.clone();
+                running.spawn(async move { (id, api.call(&catalogue.ops[op], &args).await) });
             }
         }
     }
@@ -250,7 +253,7 @@ impl Executor {
         args: &str,
         calls: &mut Calls,
         id: u64,
-        queued: &mut VecDeque<(u64, Operation, Value)>,
+        queued: &mut VecDeque<(u64, usize, Value)>,
     ) -> Option<String> {
         calls.count += 1;
         let refuse = |msg: String| {
@@ -262,11 +265,11 @@ impl Executor {
                 self.limits.max_api_calls
             ));
         }
-        let Some(op) = self.catalogue.op(op_id) else {
+        let Some(op) = self.catalogue.ops.iter().position(|o| o.id == op_id) else {
             return refuse(format!("unknown operation {op_id}"));
         };
         let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-        queued.push_back((id, op.clone(), args));
+        queued.push_back((id, op, args));
         None
     }
 }
