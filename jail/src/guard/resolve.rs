@@ -24,6 +24,9 @@ const PAGE: u64 = 4096;
 pub(crate) struct Caller<'a> {
     listener: BorrowedFd<'a>,
     pub(crate) n: Notification,
+    /// The caller's id in the mounted /proc (its tid, unless /proc belongs
+    /// to another pid namespace than pid 1's).
+    pub(crate) proc: u32,
     mem: File,
 }
 
@@ -43,10 +46,20 @@ pub(crate) struct Parent {
 impl<'a> Caller<'a> {
     /// Open the caller's memory; fails when it cannot be read (a
     /// non-dumpable caller) or the notification went stale.
-    pub(crate) fn open(listener: BorrowedFd<'a>, n: Notification) -> Result<Self, Errno> {
-        let mem = File::open(format!("/proc/{}/mem", n.tid))
+    pub(crate) fn open(
+        listener: BorrowedFd<'a>,
+        n: Notification,
+        translate: bool,
+    ) -> Result<Self, Errno> {
+        let proc = if translate { proc_id(n.tid)? } else { n.tid };
+        let mem = File::open(format!("/proc/{proc}/mem"))
             .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::PERM))?;
-        let caller = Caller { listener, n, mem };
+        let caller = Caller {
+            listener,
+            n,
+            proc,
+            mem,
+        };
         caller.valid()?;
         Ok(caller)
     }
@@ -86,7 +99,7 @@ impl<'a> Caller<'a> {
 
     /// The caller's umask and thread-group id (from /proc/<tid>/status).
     pub(crate) fn status(&self) -> Result<(u32, u32), Errno> {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.n.tid))
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.proc))
             .map_err(|_| Errno::ACCESS)?;
         self.valid()?;
         let field = |key: &str, radix: u32| {
@@ -104,9 +117,9 @@ impl<'a> Caller<'a> {
     /// pid 1 can open or link from.
     pub(crate) fn fd_path(&self, dirfd: i32) -> String {
         if dirfd == AT_FDCWD {
-            format!("/proc/{}/cwd", self.n.tid)
+            format!("/proc/{}/cwd", self.proc)
         } else {
-            format!("/proc/{}/fd/{dirfd}", self.n.tid)
+            format!("/proc/{}/fd/{dirfd}", self.proc)
         }
     }
 
@@ -150,7 +163,7 @@ impl<'a> Caller<'a> {
     /// own root unless the caller changed it (nested namespaces).
     fn open_absolute(&self, dir: Option<&[u8]>, flags: OFlags) -> Result<OwnedFd, Errno> {
         let dir = dir.unwrap_or(b"/");
-        let root_link = format!("/proc/{}/root", self.n.tid);
+        let root_link = format!("/proc/{}/root", self.proc);
         let root = rustix::fs::readlink(&root_link, Vec::new())?;
         self.valid()?;
         if root.as_bytes() == b"/" {
@@ -164,10 +177,10 @@ impl<'a> Caller<'a> {
     /// `/proc/self`, `/dev/fd`, `/dev/std*` name the caller, not pid 1: rewrite
     /// these prefixes to the caller's /proc directory.
     fn rewrite(&self, path: &[u8]) -> Vec<u8> {
-        let me = format!("/proc/{}", self.n.tid);
+        let me = format!("/proc/{}", self.proc);
         let table: [(&[u8], String); 6] = [
             (b"/proc/self", me.clone()),
-            (b"/proc/thread-self", format!("{me}/task/{}", self.n.tid)),
+            (b"/proc/thread-self", format!("{me}/task/{}", self.proc)),
             (b"/dev/fd", format!("{me}/fd")),
             (b"/dev/stdin", format!("{me}/fd/0")),
             (b"/dev/stdout", format!("{me}/fd/1")),
@@ -184,6 +197,31 @@ impl<'a> Caller<'a> {
         }
         path.to_vec()
     }
+}
+
+/// Whether the mounted /proc shows pid 1's own pid namespace (it does not
+/// when the mount layer is off in a test build: /proc is then the host's).
+pub(crate) fn proc_matches_our_pid_namespace() -> bool {
+    let me = nix::unistd::getpid().as_raw().to_string();
+    rustix::fs::readlink("/proc/self", Vec::new()).is_ok_and(|l| l.as_bytes() == me.as_bytes())
+}
+
+/// `PIDFD_THREAD` (Linux 6.9): a pidfd for a thread that is not a leader.
+const PIDFD_THREAD: u32 = 0o200;
+
+/// The caller's id in the mounted /proc, through a pidfd: its fdinfo shows
+/// the pid as /proc's pid namespace numbers it.
+fn proc_id(tid: u32) -> Result<u32, Errno> {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    use std::os::fd::AsRawFd;
+    let pid = Pid::from_raw(tid as i32).ok_or(Errno::SRCH)?;
+    let fd = pidfd_open(pid, PidfdFlags::from_bits_retain(PIDFD_THREAD))?;
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
+        .map_err(|_| Errno::ACCESS)?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("Pid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or(Errno::ACCESS)
 }
 
 /// The real path of an open directory (`readlink /proc/self/fd/N`).

@@ -170,6 +170,8 @@ pub(crate) struct Server {
     pub(crate) listener: OwnedFd,
     plan: GuardPlan,
     denied: std::cell::Cell<u32>,
+    /// /proc numbers processes differently from the notifications.
+    translate: bool,
 }
 
 impl Server {
@@ -178,6 +180,7 @@ impl Server {
             listener,
             plan,
             denied: std::cell::Cell::new(0),
+            translate: !super::resolve::proc_matches_our_pid_namespace(),
         }
     }
 
@@ -210,7 +213,7 @@ impl Server {
     fn handle(&self, n: Notification) -> Result<Answer, Errno> {
         // Not a guarded call (the filter and this table disagree): refuse.
         let call = decode(n.nr, n.args).ok_or(Errno::NOSYS)?;
-        let caller = Caller::open(self.listener.as_fd(), n)?;
+        let caller = Caller::open(self.listener.as_fd(), n, self.translate)?;
         match call {
             Call::Open {
                 dir,
@@ -407,7 +410,7 @@ fn not_our_proc(fd: BorrowedFd<'_>, caller: &Caller<'_>) -> Result<(), Errno> {
     let (_, tgid) = caller.status()?;
     let link = rustix::fs::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()), Vec::new())?;
     let link = link.to_string_lossy().into_owned();
-    let own = [caller.n.tid, tgid]
+    let own = [caller.proc, tgid]
         .iter()
         .any(|id| link.starts_with(&format!("/proc/{id}/")));
     if own { Ok(()) } else { Err(Errno::ACCESS) }
