@@ -2,8 +2,9 @@
 //! family, what the attack does and which layers the design says defend it
 //! (`docs/threat-model.md`, `../shared/reference/sandboxes-and-attacks.md`).
 //!
-//! Layers: NS namespaces/mounts · LL Landlock · SC seccomp · PX proxy ·
-//! ENV environment builder · RL limits · SUP supervisor/init design.
+//! Layers: NS namespaces/mounts · LL Landlock · SC seccomp · GD create-guard
+//! (seccomp user notification served by pid 1) · PX proxy · ENV environment
+//! builder · RL limits · SUP supervisor/init design.
 
 /// One attack of the suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +178,7 @@ pub const ATTACKS: &[Attack] = &[
         "B2-new-repo-hook-depth6",
         'B',
         "create .git/hooks in a repository made during the run, depth 6",
-        "NS (mandatory deny)",
+        "GD (mandatory deny for new names)",
     ),
     a(
         "B2-vscode-settings",
@@ -213,7 +214,7 @@ pub const ATTACKS: &[Attack] = &[
         "B2-claude-agents-nested",
         'B',
         "create sub/.claude/agents/x.md",
-        "NS (mandatory deny)",
+        "GD (mandatory deny for new names)",
     ),
     a(
         "B2-gitmodules",
@@ -225,7 +226,31 @@ pub const ATTACKS: &[Attack] = &[
         "B2-bashrc-in-workspace",
         'B',
         "create .bashrc inside the workspace",
-        "NS (mandatory deny)",
+        "GD (mandatory deny for new names)",
+    ),
+    a(
+        "B2-git-file-new",
+        'B',
+        "create a `.git` file (gitdir: redirect) in a new directory",
+        "GD (mandatory deny for new names)",
+    ),
+    a(
+        "B2-git-symlink",
+        'B',
+        "create a `.git` symlink to an unguarded directory",
+        "GD (mandatory deny for new names)",
+    ),
+    a(
+        "B2-git-commondir",
+        'B',
+        "create .git/commondir in a repository made during the run",
+        "GD (mandatory deny for new names)",
+    ),
+    a(
+        "B2-rename-dir-onto-git",
+        'B',
+        "rename a prepared directory onto a new `.git`",
+        "GD (mandatory deny for new names)",
     ),
     a("B3-rename-git-dir", 'B', "rename .git away", "NS"),
     a("B3-rename-vscode", 'B', "rename .vscode away", "NS"),
@@ -851,12 +876,7 @@ pub const ATTACKS: &[Attack] = &[
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does
 /// not block them yet. They are shown as "not yet covered" in the report
 /// and are not expected in a default run's results.
-pub const NOT_YET_COVERED: &[&str] = &[
-    "B2-new-repo-hook-depth6",
-    "B2-claude-agents-nested",
-    "B2-bashrc-in-workspace",
-    "H1-fork-bomb",
-];
+pub const NOT_YET_COVERED: &[&str] = &["H1-fork-bomb"];
 
 /// Look an attack up by id.
 pub fn attack(id: &str) -> Option<&'static Attack> {

@@ -110,6 +110,52 @@ fn blocks_gitmodules() {
     write("B2-gitmodules", "create", |l| l.ws(".gitmodules"));
 }
 
+// Names created during the run: the create-guard (pid 1 decides and
+// performs every name-creating call of the command).
+
+#[test]
+fn blocks_new_repo_hook_at_depth_6() {
+    write("B2-new-repo-hook-depth6", "mkdirs", |l| {
+        l.ws("a/b/c/d/e/f/.git/hooks/pre-commit")
+    });
+}
+
+#[test]
+fn blocks_nested_claude_agents() {
+    write("B2-claude-agents-nested", "mkdirs", |l| {
+        l.ws("sub/.claude/agents/x.md")
+    });
+}
+
+#[test]
+fn blocks_bashrc_in_workspace() {
+    write("B2-bashrc-in-workspace", "create", |l| l.ws(".bashrc"));
+}
+
+#[test]
+fn blocks_git_file_in_new_repo() {
+    write("B2-git-file-new", "mkdirs", |l| l.ws("r1/.git"));
+}
+
+#[test]
+fn blocks_git_symlink() {
+    expect_blocked("B2-git-symlink", HOME_READABLE, |l| {
+        argv!["symlink-read", l.ws("tmp"), l.ws("src/.git")]
+    });
+}
+
+#[test]
+fn blocks_git_commondir() {
+    write("B2-git-commondir", "mkdirs", |l| l.ws("r3/.git/commondir"));
+}
+
+#[test]
+fn blocks_directory_renamed_onto_git() {
+    expect_blocked("B2-rename-dir-onto-git", HOME_READABLE, |l| {
+        argv!["rename-away", l.ws("tmp"), l.ws("src/.git")]
+    });
+}
+
 #[test]
 fn blocks_rename_of_git_dir() {
     expect_blocked("B3-rename-git-dir", HOME_READABLE, |l| {
@@ -192,7 +238,7 @@ fn blocks_daemon_outliving_the_jail() {
     assert_contained(&mut lab, "B7-daemonize", &run);
 }
 
-/// B5: an earlier run left `ws/sub/.git -> ~/projects/other` (a directory
+/// B5: something left `ws/sub/.git -> ~/projects/other` (a directory
 /// outside every writable root). In the next run the mandatory `.git/hooks`
 /// deny wants a placeholder under it: oajail must not create (or later
 /// remove) anything through the link, and the hook write must fail.
@@ -202,7 +248,9 @@ fn blocks_placeholder_through_planted_symlink() {
     let mut lab = Lab::new(id);
     std::fs::create_dir_all(lab.ws("sub")).expect("mkdir ws/sub");
     let git = lab.ws("sub/.git");
-    plant_symlink(&lab, &lab.home("projects/other"), &git);
+    // The jail itself may no longer plant a `.git` symlink (B2-git-symlink):
+    // plant it from the host, as a checkout or an older run could have.
+    std::os::unix::fs::symlink(lab.home("projects/other"), &git).expect("plant ws/sub/.git");
     let hook = lab.ws("sub/.git/hooks/pre-commit");
     let run = lab.jailed(
         HOME_READABLE,

@@ -9,7 +9,7 @@ use common::*;
 use oajail_security::judge::{AblationRecord, assert_ablation, judge_run};
 
 /// Every layer `OAJAIL_TEST_DISABLE` can switch off.
-const LAYERS: &[&str] = &["mounts", "landlock", "seccomp", "netns", "caps"];
+const LAYERS: &[&str] = &["mounts", "landlock", "seccomp", "netns", "caps", "guard"];
 
 fn ablate(id: &str, fixture: &str, claimed: &[&str], args: impl Fn(&Lab) -> Vec<String>) {
     ablate_with(id, fixture, claimed, &RunOptions::default(), args);
@@ -71,6 +71,24 @@ fn ablation_bashrc_append() {
 fn ablation_git_hook() {
     ablate("B2-git-hook", HOME_READABLE, &["mounts"], |l| {
         argv!["write-file", "create", l.ws(".git/hooks/pre-commit")]
+    });
+}
+
+#[test]
+fn ablation_new_repo_hook() {
+    ablate("B2-new-repo-hook-depth6", HOME_READABLE, &["guard"], |l| {
+        argv![
+            "write-file",
+            "mkdirs",
+            l.ws("a/b/c/d/e/f/.git/hooks/pre-commit")
+        ]
+    });
+}
+
+#[test]
+fn ablation_directory_renamed_onto_git() {
+    ablate("B2-rename-dir-onto-git", HOME_READABLE, &["guard"], |l| {
+        argv!["rename-away", l.ws("tmp"), l.ws("src/.git")]
     });
 }
 

@@ -7,31 +7,6 @@
 mod common;
 use common::*;
 
-#[test]
-fn blocks_new_repo_hook_at_depth_6() {
-    expect_blocked("B2-new-repo-hook-depth6", HOME_READABLE, |l| {
-        argv![
-            "write-file",
-            "mkdirs",
-            l.ws("a/b/c/d/e/f/.git/hooks/pre-commit")
-        ]
-    });
-}
-
-#[test]
-fn blocks_nested_claude_agents() {
-    expect_blocked("B2-claude-agents-nested", HOME_READABLE, |l| {
-        argv!["write-file", "mkdirs", l.ws("sub/.claude/agents/x.md")]
-    });
-}
-
-#[test]
-fn blocks_bashrc_in_workspace() {
-    expect_blocked("B2-bashrc-in-workspace", HOME_READABLE, |l| {
-        argv!["write-file", "create", l.ws(".bashrc")]
-    });
-}
-
 /// H1 (hole when the caller is root): a linear, capped "fork bomb" (at
 /// most 200 sleepers, all killed before the probe reports) under
 /// `limits.processes = 32`. As an unprivileged user RLIMIT_NPROC stops it
