@@ -62,6 +62,33 @@ fn blocks_running_past_the_wall_timeout() {
     assert_blocked(&mut lab, id, &run);
 }
 
+/// H1: a linear, capped "fork bomb" (at most 200 sleepers, all killed
+/// before the probe reports) under `limits.processes = 32` (policy
+/// `attack-limits-procs.json`). As an unprivileged user RLIMIT_NPROC stops it;
+/// as root the kernel ignores RLIMIT_NPROC, so oajail puts the jail in a pids
+/// cgroup with the same cap (jail/src/cgroup.rs). Either way it must stop near
+/// 32, and the host must still be able to fork afterwards.
+#[test]
+fn blocks_fork_bomb() {
+    let id = "H1-fork-bomb";
+    let mut lab = Lab::new(id);
+    let marker = format!("oajail-daemon-{}", lab.token);
+    let opts = RunOptions {
+        daemon_marker: Some(marker.clone()),
+        ..RunOptions::default()
+    };
+    let run = lab.jailed(
+        "attack-limits-procs.json",
+        &["fork-bomb", "200", &marker],
+        &opts,
+    );
+    let host_forks = std::process::Command::new("true")
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(host_forks, "the host cannot fork after the bomb");
+    assert_blocked(&mut lab, id, &run);
+}
+
 /// H5: oajail itself is SIGKILLed while a daemon runs in the jail; nothing
 /// of the jail may survive it.
 #[test]
