@@ -9,7 +9,9 @@
 //! ([`ToServer::Call`] / [`ToWorker::ApiResult`], matched by id, several in
 //! flight so `Promise.all` runs calls concurrently); the worker ends with
 //! [`ToServer::Done`] and exits. Messages are JSON, each preceded by its
-//! length as a big-endian u32 ([`frame`]).
+//! length as a big-endian u32 ([`frame`]), in serde's externally tagged
+//! form (`{"call":{…}}`, `"ready"`): unlike a tag field inside the object it
+//! is parsed in one pass, without buffering the message first.
 
 pub mod bpf;
 pub mod child;
@@ -63,7 +65,7 @@ pub fn worker_exe(server_exe: &std::path::Path) -> std::path::PathBuf {
 
 /// Server → worker.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "t", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ToWorker {
     /// Everything that does not depend on the code (sent once, at spawn,
     /// before the worker closes its sandbox and says ready).
@@ -104,7 +106,7 @@ pub struct LogLine {
 
 /// How the script ended, as seen from inside the worker.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The script's value, as JSON text (`null` for undefined).
     Ok {
@@ -124,7 +126,7 @@ pub enum Outcome {
 
 /// Worker → server.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "t", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ToServer {
     /// Sandbox applied, context and `oa` built; waiting for [`ToWorker::Exec`].
     Ready,
