@@ -1,18 +1,27 @@
 //! proxy-bench: the proxy against a direct loopback connection, same run.
 //!
-//! `cargo run --release -p oajail-proxy --bin proxy-bench [-- --quick] [--bulk-only]`
+//! `cargo run --release -p oajail-proxy --bin proxy-bench [-- --quick]
+//! [--bulk-only] [--runs N] [--mib N] [--modes default,splice+sndbuf=auto,...]`
 //!
 //! The proxy runs in a child process (`proxy-bench serve`), as it does under
-//! the supervisor, so its memory can be read from /proc. Every tunnel goes
-//! through the full production path: allow-list decision, resolution (a
-//! fixed in-process answer), address check (the loopback upstream is
-//! admitted by an explicit `127.0.0.1:<port>` entry), dial, 200, ClientHello
-//! SNI peek, relay. Scenarios (reference egress-proxy.md §5.3):
-//! - B1 bulk: one stream of 1 GiB, 7 runs per relay variant, each right
-//!   after a direct run (ratio = median of per-run ratios);
+//! the supervisor, so its memory and CPU time can be read from /proc. Every
+//! tunnel goes through the full production path: allow-list decision,
+//! resolution (a fixed in-process answer), address check (the loopback
+//! upstream is admitted by an explicit `127.0.0.1:<port>` entry), dial, 200,
+//! ClientHello SNI peek, relay. The direct path uses the same client, the
+//! same upstream, the same bytes and the same ClientHello. Scenarios
+//! (reference egress-proxy.md §5.3):
+//! - B1 bulk: one stream of 1 GiB per run, 7 runs per relay variant
+//!   (`--runs`), direct runs interleaved (D P1 D P2 D …, the variants in a
+//!   rotated order each round). Each proxied run is divided by the mean of
+//!   the direct runs just before and after it; reported: the median and
+//!   range of those ratios, CPU seconds per GiB of the proxy and of the two
+//!   ends, and TCP retransmits per GiB;
 //! - B3 short round trips (connect, CONNECT, hello, 1-byte answer, close)
 //!   at concurrency 32 (ops/s) and 1 (p50/p99 latency);
 //! - B6 1,000 concurrent idle tunnels: all still relay, proxy RSS per tunnel.
+//!
+//! `PROXY_BENCH_THREADS=N` sets the proxies' runtime worker threads.
 use oajail_policy::domain::{DomainPattern, ListKind};
 use oajail_policy::egress::EgressPlan;
 use oajail_proxy::{Limits, ProxyConfig, ResolveFuture, Resolver, StartOptions};
