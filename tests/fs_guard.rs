@@ -196,6 +196,9 @@ print("cloexec=%d" % (fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC))
 import ctypes
 fd = ctypes.CDLL(None).open(b"c2", os.O_CREAT | os.O_WRONLY, 0o644)
 print("inherit=%d" % (fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC))
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.openat(999, b"x", os.O_CREAT | os.O_WRONLY, 0o644)
+print("badfd=" + ("ok" if r >= 0 else errno.errorcode[ctypes.get_errno()]))
 print("nonblock=%d" % (fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK))
 os.write(fd, b"abc"); os.close(fd)
 fd = os.open("c2", os.O_CREAT | os.O_WRONLY | os.O_TRUNC); os.close(fd)
@@ -239,6 +242,7 @@ print("follow=" + open("exists").read())
         "cloexec=1",
         "inherit=0",
         "nonblock=0",
+        "badfd=EBADF",
         "trunc=0",
         "tmpfile=ok",
         "many=1000",

@@ -99,9 +99,14 @@ impl<'a> Caller<'a> {
 
     /// The caller's umask and thread-group id (from /proc/<tid>/status).
     pub(crate) fn status(&self) -> Result<(u32, u32), Errno> {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.proc))
+        // One read into a fixed buffer (the fields wanted are in the first
+        // lines): std's read_to_string costs a statx and several reads.
+        let mut buf = [0u8; 1024];
+        let n = File::open(format!("/proc/{}/status", self.proc))
+            .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
             .map_err(|_| Errno::ACCESS)?;
         self.valid()?;
+        let text = String::from_utf8_lossy(&buf[..n]);
         let field = |key: &str, radix: u32| {
             text.lines()
                 .find_map(|l| l.strip_prefix(key))
@@ -142,7 +147,15 @@ impl<'a> Caller<'a> {
         let fd = if path.starts_with(b"/") {
             self.open_absolute(dir, dir_flags)?
         } else {
-            let base = rustix::fs::open(self.fd_path(dirfd), dir_flags, Mode::empty())?;
+            let base = rustix::fs::open(self.fd_path(dirfd), dir_flags, Mode::empty())
+                // No such descriptor in the caller: what the kernel says.
+                .map_err(|e| {
+                    if e == Errno::NOENT && dirfd != AT_FDCWD {
+                        Errno::BADF
+                    } else {
+                        e
+                    }
+                })?;
             self.valid()?;
             match dir {
                 Some(dir) => rustix::fs::openat(&base, dir, dir_flags, Mode::empty())?,

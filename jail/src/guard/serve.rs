@@ -176,6 +176,7 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn new(listener: OwnedFd, plan: GuardPlan) -> Self {
+        crate::sys::notify::sync_wake_up(listener.as_fd());
         Server {
             listener,
             plan,
@@ -309,8 +310,9 @@ impl Server {
         let asked = OFlags::from_bits_retain(flags as u32);
         let fd = with_umask(caller, || open_at(&p, asked, perm(mode)))?;
         if !asked.contains(OFlags::NONBLOCK) {
-            let now = rustix::fs::fcntl_getfl(&fd)?;
-            rustix::fs::fcntl_setfl(&fd, now - OFlags::NONBLOCK)?;
+            // F_SETFL changes only the status flags (append, async, direct,
+            // noatime, nonblock): the caller's, without O_NONBLOCK.
+            rustix::fs::fcntl_setfl(&fd, asked - OFlags::NONBLOCK)?;
         }
         not_our_proc(fd.as_fd(), caller)?;
         Ok(Answer::Fd(fd, asked.contains(OFlags::CLOEXEC)))
