@@ -100,7 +100,8 @@ pub struct Limits {
     /// loopback (the listener lives in the jail's network namespace), where
     /// a small buffer costs no throughput and bounds the bytes queued
     /// towards the client. The upstream socket keeps autotuning, which a
-    /// real network path needs for its bandwidth-delay product.
+    /// real network path needs for its bandwidth-delay product. A caller
+    /// that serves clients over a real network should set `None`.
     pub client_send_buffer: Option<usize>,
 }
 
