@@ -172,17 +172,12 @@ impl<'a> Caller<'a> {
         })
     }
 
-    /// An absolute directory part, resolved in the caller's root: pid 1's
-    /// own root unless the caller changed it (nested namespaces).
+    /// An absolute directory part, resolved in the caller's root (through
+    /// its /proc root link, so a caller in a nested mount namespace or
+    /// chroot gets its own view, not pid 1's).
     fn open_absolute(&self, dir: Option<&[u8]>, flags: OFlags) -> Result<OwnedFd, Errno> {
         let dir = dir.unwrap_or(b"/");
-        let root_link = format!("/proc/{}/root", self.proc);
-        let root = rustix::fs::readlink(&root_link, Vec::new())?;
-        self.valid()?;
-        if root.as_bytes() == b"/" {
-            return rustix::fs::open(dir, flags, Mode::empty());
-        }
-        let root = rustix::fs::open(&root_link, flags, Mode::empty())?;
+        let root = rustix::fs::open(format!("/proc/{}/root", self.proc), flags, Mode::empty())?;
         self.valid()?;
         rustix::fs::openat2(&root, dir, flags, Mode::empty(), ResolveFlags::IN_ROOT)
     }
