@@ -4,15 +4,15 @@
 //! they do not exist when the jail starts.
 //!
 //! How it runs:
-//! 1. pid 1 makes a socketpair before forking the command ([`Handoff`]);
-//! 2. the command installs the guard filter ([`filter`]) with a new
+//! 1. pid 1 makes a socketpair before forking the command (`Handoff`);
+//! 2. the command installs the guard filter (`filter.rs`) with a new
 //!    listener, just before the deny filter, sends the listener to pid 1 and
 //!    closes its own copy (a command holding its listener could answer for
 //!    its children);
 //! 3. pid 1 polls the listener next to its signalfd; for each name-creating
 //!    call it reads the path from the caller's memory, opens the parent
 //!    directory as the caller would, asks the policy's decision function and
-//!    performs the call itself ([`serve`]), injecting an opened file with
+//!    performs the call itself (`serve.rs`), injecting an opened file with
 //!    `SECCOMP_IOCTL_NOTIF_ADDFD`. Nothing is answered with `CONTINUE`.
 //!
 //! Invariants:

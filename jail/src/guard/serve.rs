@@ -434,3 +434,85 @@ fn with_umask<T>(caller: &Caller<'_>, f: impl FnOnce() -> Result<T, Errno>) -> R
     rustix::process::umask(Mode::from_raw_mode(umask & 0o777));
     f()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_decode_to_their_arguments() {
+        let a = [1, 2, 3, 4, 5, 6];
+        assert!(matches!(
+            decode(libc::SYS_openat, a),
+            Some(Call::Open {
+                dir: 1,
+                path: 2,
+                flags: 3,
+                mode: 4
+            })
+        ));
+        assert!(matches!(
+            decode(libc::SYS_renameat2, a),
+            Some(Call::Rename {
+                odir: 1,
+                old: 2,
+                ndir: 3,
+                new: 4,
+                flags: 5
+            })
+        ));
+        assert!(matches!(
+            decode(libc::SYS_renameat, a),
+            Some(Call::Rename { flags: 0, .. })
+        ));
+        assert!(matches!(
+            decode(libc::SYS_linkat, a),
+            Some(Call::Link {
+                odir: 1,
+                old: 2,
+                ndir: 3,
+                new: 4,
+                flags: 5
+            })
+        ));
+        assert!(matches!(
+            decode(libc::SYS_symlinkat, a),
+            Some(Call::Symlink {
+                target: 1,
+                dir: 2,
+                path: 3
+            })
+        ));
+        assert!(decode(libc::SYS_read, a).is_none());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn legacy_calls_use_the_cwd() {
+        let a = [1, 2, 3, 4, 5, 6];
+        let creat = (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64;
+        assert!(matches!(
+            decode(libc::SYS_creat, a),
+            Some(Call::Open { dir: CWD, path: 1, flags, mode: 2 }) if flags == creat
+        ));
+        assert!(matches!(
+            decode(libc::SYS_open, a),
+            Some(Call::Open {
+                dir: CWD,
+                path: 1,
+                flags: 2,
+                mode: 3
+            })
+        ));
+        assert!(matches!(
+            decode(libc::SYS_rename, a),
+            Some(Call::Rename {
+                odir: CWD,
+                old: 1,
+                ndir: CWD,
+                new: 2,
+                flags: 0
+            })
+        ));
+    }
+}

@@ -21,7 +21,7 @@
 //! - guarded = below a root where Landlock grants creation, except the
 //!   jail's private filesystems ([`GuardPlan::exempt`]: `/tmp`, `/dev`);
 //!   outside the roots nothing can be created anyway;
-//! - the name lists are [`super::mandatory`]'s, so the static and the
+//! - the name lists are the mandatory-deny module's, so the static and the
 //!   dynamic layer protect the same names;
 //! - a `.git` or `.claude` directory can only come into being empty (by
 //!   `mkdir`), so everything later put inside it passes through [`decide`].

@@ -11,11 +11,13 @@
 //! the host before the jail starts (and removes at exit), masked read-only in
 //! the jail. Missing names are protected in the cwd, the home directory and
 //! every existing repository root (a directory holding `.git`), and missing
-//! `hooks`/`config` inside every existing `.git` directory; missing names
-//! elsewhere and repositories created during the run are not (see
-//! docs/enforcement.md). Placeholders are not put in every writable root: a
-//! `.bashrc` appearing in `~/.cache` is read by nothing, and dozens of empty
-//! files in the user's directories per run would be a nuisance of their own.
+//! `hooks`/`config` inside every existing `.git` directory. Names created
+//! during the run anywhere else (a new repository's hooks, a new
+//! `.claude/agents`…) are refused by the create-guard, which shares these
+//! lists ([`super::guard`], docs/enforcement.md). Placeholders are not put
+//! in every writable root: a `.bashrc` appearing in `~/.cache` is read by
+//! nothing, and dozens of empty files in the user's directories per run
+//! would be a nuisance of their own.
 
 use super::rules::Rules;
 use super::{CompileError, FileKind, FsView};
