@@ -3,9 +3,11 @@
 //! With the feature, `OAJAIL_TEST_DISABLE=<layer>[,<layer>]` (landlock,
 //! seccomp, mounts, netns, caps, guard) turns layers off and
 //! `OAJAIL_TEST_PRETEND_MISSING=<layer>` makes a probe report a kernel
-//! feature as missing, so the security suite can prove each layer matters
-//! and the fail-closed paths work. Without the feature (every release build)
-//! both variables are ignored and these functions are constant.
+//! feature as missing (`guard`: the guard's filter install fails as on a
+//! kernel without user notification), so the security suite can prove each
+//! layer matters and the fail-closed paths work. Without the feature (every
+//! release build) both variables are ignored and these functions are
+//! constant.
 
 use crate::spec::Layers;
 

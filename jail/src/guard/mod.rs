@@ -47,6 +47,10 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 pub struct GuardSpec {
     program: Vec<(u16, u8, u8, u32)>,
     plan: GuardPlan,
+    /// Test builds only (`OAJAIL_TEST_PRETEND_MISSING=guard`, read here in
+    /// the supervisor: the jail's environment copy is wiped): fail the
+    /// install as a kernel without user notification would.
+    pretend_missing: bool,
 }
 
 impl GuardSpec {
@@ -60,6 +64,7 @@ impl GuardSpec {
         Ok(GuardSpec {
             program,
             plan: plan.clone(),
+            pretend_missing: crate::layers::pretend_missing("guard"),
         })
     }
 
@@ -133,11 +138,23 @@ impl Handoff {
     /// no copy of the listener stays in the command.
     pub(crate) fn install(self, spec: &GuardSpec) -> Result<(), Failure> {
         drop(self.pid1);
-        let listener = crate::sys::notify::install_with_listener(&spec.filter()).map_err(|e| {
-            let why = crate::error::lower_first(&e.to_string());
-            Failure::msg(format!(
-                "seccomp user notification with a listener unavailable ({why}; linux 5.19 or newer needed)"
-            ))
+        let installed = if spec.pretend_missing {
+            Err(std::io::Error::from_raw_os_error(libc::EINVAL))
+        } else {
+            crate::sys::notify::install_with_listener(&spec.filter())
+        };
+        let listener = installed.map_err(|e| {
+            let why = e.raw_os_error().map_or_else(
+                || e.to_string(),
+                |n| nix::Error::from_raw(n).desc().to_owned(),
+            );
+            Failure {
+                errno: e.raw_os_error(),
+                msg: format!(
+                    "seccomp user notification with a listener unavailable ({}); linux 5.19 or newer needed",
+                    crate::error::lower_first(&why)
+                ),
+            }
         })?;
         let fds = [listener.as_raw_fd()];
         let rights = [ControlMessage::ScmRights(&fds)];

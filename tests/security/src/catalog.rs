@@ -782,6 +782,12 @@ pub const ATTACKS: &[Attack] = &[
         "SUP",
     ),
     a(
+        "I1-no-guard",
+        'I',
+        "seccomp user notification missing for the create-guard (test build pretends): refuse",
+        "SUP",
+    ),
+    a(
         "I1-bad-policy",
         'I',
         "invalid settings file: refuse, never fall back",

@@ -48,6 +48,25 @@ fn refuses_without_seccomp() {
     assert_refused(&mut lab, "I1-no-seccomp", &run);
 }
 
+/// The kernel "lacks" seccomp user notification with a listener (the
+/// create-guard): refuse, naming the `guard` step.
+#[test]
+fn refuses_without_the_create_guard() {
+    let mut lab = Lab::new("I1-no-guard");
+    let run = lab.jailed_test_build(
+        &[("OAJAIL_TEST_PRETEND_MISSING", "guard")],
+        DENY_HOME,
+        &["nnp"],
+        &RunOptions::default(),
+    );
+    assert!(
+        run.stderr.contains("oajail: guard:"),
+        "no guard step in: {}",
+        run.stderr
+    );
+    assert_refused(&mut lab, "I1-no-guard", &run);
+}
+
 /// I1 "proxy gone": the proxy runs inside the oajail process (it cannot be
 /// killed apart from the supervisor; that case is H5), so the reachable
 /// failure is the proxy failing to start. Its decision log cannot be
