@@ -61,101 +61,80 @@ const CWD: u64 = -100i64 as u64;
 
 fn decode(nr: i64, a: [u64; 6]) -> Option<Call> {
     #[cfg(target_arch = "x86_64")]
-    {
-        let legacy = match nr {
-            libc::SYS_open => Some(Call::Open {
-                dir: CWD,
-                path: a[0],
-                flags: a[1],
-                mode: a[2],
-            }),
-            libc::SYS_creat => Some(Call::Open {
-                dir: CWD,
-                path: a[0],
-                flags: (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64,
-                mode: a[1],
-            }),
-            libc::SYS_mkdir => Some(Call::Mkdir {
-                dir: CWD,
-                path: a[0],
-                mode: a[1],
-            }),
-            libc::SYS_mknod => Some(Call::Mknod {
-                dir: CWD,
-                path: a[0],
-                mode: a[1],
-                dev: a[2],
-            }),
-            libc::SYS_symlink => Some(Call::Symlink {
-                target: a[0],
-                dir: CWD,
-                path: a[1],
-            }),
-            libc::SYS_link => Some(Call::Link {
-                odir: CWD,
-                old: a[0],
-                ndir: CWD,
-                new: a[1],
-                flags: 0,
-            }),
-            libc::SYS_rename => Some(Call::Rename {
-                odir: CWD,
-                old: a[0],
-                ndir: CWD,
-                new: a[1],
-                flags: 0,
-            }),
-            _ => None,
-        };
-        if legacy.is_some() {
-            return legacy;
-        }
+    if let Some(call) = decode_legacy(nr, a) {
+        return Some(call);
     }
-    match nr {
-        libc::SYS_openat => Some(Call::Open {
-            dir: a[0],
-            path: a[1],
-            flags: a[2],
-            mode: a[3],
-        }),
-        libc::SYS_mkdirat => Some(Call::Mkdir {
-            dir: a[0],
-            path: a[1],
-            mode: a[2],
-        }),
-        libc::SYS_mknodat => Some(Call::Mknod {
-            dir: a[0],
-            path: a[1],
-            mode: a[2],
-            dev: a[3],
-        }),
-        libc::SYS_symlinkat => Some(Call::Symlink {
-            target: a[0],
-            dir: a[1],
-            path: a[2],
-        }),
-        libc::SYS_linkat => Some(Call::Link {
-            odir: a[0],
-            old: a[1],
-            ndir: a[2],
-            new: a[3],
-            flags: a[4],
-        }),
-        libc::SYS_renameat => Some(Call::Rename {
-            odir: a[0],
-            old: a[1],
-            ndir: a[2],
-            new: a[3],
-            flags: 0,
-        }),
-        libc::SYS_renameat2 => Some(Call::Rename {
-            odir: a[0],
-            old: a[1],
-            ndir: a[2],
-            new: a[3],
-            flags: a[4],
-        }),
-        _ => None,
+    Some(match nr {
+        libc::SYS_openat => open(a[0], a[1], a[2], a[3]),
+        libc::SYS_mkdirat => mkdir(a[0], a[1], a[2]),
+        libc::SYS_mknodat => mknod(a[0], a[1], a[2], a[3]),
+        libc::SYS_symlinkat => symlink(a[0], a[1], a[2]),
+        libc::SYS_linkat => link(a[0], a[1], a[2], a[3], a[4]),
+        libc::SYS_renameat => rename(a[0], a[1], a[2], a[3], 0),
+        libc::SYS_renameat2 => rename(a[0], a[1], a[2], a[3], a[4]),
+        _ => return None,
+    })
+}
+
+/// The x86_64 calls without a directory argument: relative to the cwd.
+#[cfg(target_arch = "x86_64")]
+fn decode_legacy(nr: i64, a: [u64; 6]) -> Option<Call> {
+    let creat = (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64;
+    Some(match nr {
+        libc::SYS_open => open(CWD, a[0], a[1], a[2]),
+        libc::SYS_creat => open(CWD, a[0], creat, a[1]),
+        libc::SYS_mkdir => mkdir(CWD, a[0], a[1]),
+        libc::SYS_mknod => mknod(CWD, a[0], a[1], a[2]),
+        libc::SYS_symlink => symlink(a[0], CWD, a[1]),
+        libc::SYS_link => link(CWD, a[0], CWD, a[1], 0),
+        libc::SYS_rename => rename(CWD, a[0], CWD, a[1], 0),
+        _ => return None,
+    })
+}
+
+fn open(dir: u64, path: u64, flags: u64, mode: u64) -> Call {
+    Call::Open {
+        dir,
+        path,
+        flags,
+        mode,
+    }
+}
+
+fn mkdir(dir: u64, path: u64, mode: u64) -> Call {
+    Call::Mkdir { dir, path, mode }
+}
+
+fn mknod(dir: u64, path: u64, mode: u64, dev: u64) -> Call {
+    Call::Mknod {
+        dir,
+        path,
+        mode,
+        dev,
+    }
+}
+
+fn symlink(target: u64, dir: u64, path: u64) -> Call {
+    Call::Symlink { target, dir, path }
+}
+
+fn link(odir: u64, old: u64, ndir: u64, new: u64, flags: u64) -> Call {
+    Call::Link {
+        odir,
+        old,
+        ndir,
+        new,
+        flags,
+    }
+}
+
+fn rename(odir: u64, old: u64, ndir: u64, new: u64, flags: u64) -> Call {
+    Call::Rename {
+        odir,
+        old,
+        ndir,
+        new,
+        flags,
     }
 }
 
@@ -203,7 +182,7 @@ impl Server {
         }
     }
 
-    /// Print a denial (the first few) and count it.
+    /// At exit: the total, when more denials happened than were printed.
     pub(crate) fn report_total(&self) {
         let denied = self.denied.get();
         if denied > LOUD_DENIALS {
