@@ -201,35 +201,14 @@ impl Server {
                 flags,
                 mode,
             } => self.open(&caller, dir, path, flags, mode),
-            Call::Mkdir { dir, path, mode } => {
-                let p = self.checked(&caller, dir, path, Creation::Dir)?;
-                with_umask(&caller, || {
-                    rustix::fs::mkdirat(&p.fd, p.last.as_slice(), perm(mode))
-                })?;
-                Ok(Answer::Value(0))
-            }
+            Call::Mkdir { dir, path, mode } => self.mkdir(&caller, dir, path, mode),
             Call::Mknod {
                 dir,
                 path,
                 mode,
                 dev,
-            } => {
-                let p = self.checked(&caller, dir, path, Creation::File)?;
-                let kind = match FileType::from_raw_mode(mode as u32 & libc::S_IFMT) {
-                    FileType::Unknown => FileType::RegularFile,
-                    k => k,
-                };
-                with_umask(&caller, || {
-                    rustix::fs::mknodat(&p.fd, p.last.as_slice(), kind, perm(mode), dev)
-                })?;
-                Ok(Answer::Value(0))
-            }
-            Call::Symlink { target, dir, path } => {
-                let target = caller.string(target)?;
-                let p = self.checked(&caller, dir, path, Creation::Symlink)?;
-                rustix::fs::symlinkat(target.as_slice(), &p.fd, p.last.as_slice())?;
-                Ok(Answer::Value(0))
-            }
+            } => self.mknod(&caller, (dir, path), mode, dev),
+            Call::Symlink { target, dir, path } => self.symlink(&caller, target, dir, path),
             Call::Link {
                 odir,
                 old,
@@ -245,6 +224,46 @@ impl Server {
                 flags,
             } => self.rename(&caller, (odir, old), (ndir, new), flags),
         }
+    }
+
+    fn mkdir(&self, caller: &Caller<'_>, dir: u64, path: u64, mode: u64) -> Result<Answer, Errno> {
+        let p = self.checked(caller, dir, path, Creation::Dir)?;
+        with_umask(caller, || {
+            rustix::fs::mkdirat(&p.fd, p.last.as_slice(), perm(mode))
+        })?;
+        Ok(Answer::Value(0))
+    }
+
+    fn mknod(
+        &self,
+        caller: &Caller<'_>,
+        at: (u64, u64),
+        mode: u64,
+        dev: u64,
+    ) -> Result<Answer, Errno> {
+        let p = self.checked(caller, at.0, at.1, Creation::File)?;
+        // A type of 0 means a regular file, as for the kernel.
+        let kind = match FileType::from_raw_mode(mode as u32 & libc::S_IFMT) {
+            FileType::Unknown => FileType::RegularFile,
+            k => k,
+        };
+        with_umask(caller, || {
+            rustix::fs::mknodat(&p.fd, p.last.as_slice(), kind, perm(mode), dev)
+        })?;
+        Ok(Answer::Value(0))
+    }
+
+    fn symlink(
+        &self,
+        caller: &Caller<'_>,
+        target: u64,
+        dir: u64,
+        path: u64,
+    ) -> Result<Answer, Errno> {
+        let target = caller.string(target)?;
+        let p = self.checked(caller, dir, path, Creation::Symlink)?;
+        rustix::fs::symlinkat(target.as_slice(), &p.fd, p.last.as_slice())?;
+        Ok(Answer::Value(0))
     }
 
     /// Resolve the parent of the path argument and decide on its final name.
