@@ -60,6 +60,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         "landlock": plans.compiled.landlock,
         "seccomp": plans.compiled.seccomp,
         "seccompBpfInstructions": bpf.len(),
+        "guard": plans.compiled.guard,
         "limits": plans.compiled.limits,
         "egress": plans.egress,
         "env": { "set": env_names, "dropped": plans.env.dropped, "replaced": plans.env.replaced },
@@ -69,7 +70,9 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         return Ok(0);
     }
     println!("policy: {origin}\nsha256: {}", plans.compiled.policy_sha256);
-    for name in ["mounts", "landlock", "seccomp", "limits", "egress", "env"] {
+    for name in [
+        "mounts", "landlock", "seccomp", "guard", "limits", "egress", "env",
+    ] {
         println!("\n== {name} ==");
         print_human(&value[name], "");
     }

@@ -180,7 +180,10 @@ fn decide_layers(policy: &Policy, allow_flag: bool) -> Result<Layers, Fail> {
                 // An old ABI still enforces most of the plan: apply its best.
                 ("landlock", Some(_)) => layers.landlock_required = false,
                 ("landlock", None) => layers.landlock = false,
-                ("seccomp", _) => layers.seccomp = false,
+                ("seccomp", _) => {
+                    layers.seccomp = false;
+                    layers.guard = false;
+                }
                 _ => {}
             }
         }
@@ -220,7 +223,7 @@ fn quick_probe() -> Vec<Missing> {
     if !oajail_jail::doctor::seccomp_available() {
         missing.push(Missing {
             layer: "seccomp",
-            why: "seccomp filters unavailable".into(),
+            why: "seccomp filters (kill, errno, user notification) unavailable".into(),
         });
     }
     missing

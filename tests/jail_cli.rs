@@ -143,7 +143,9 @@ fn run_only_options_are_refused_with_a_subcommand() {
 fn explain_json_has_every_plan() {
     let json = ok(oajail("ex", &["explain", "--json"]).output().unwrap());
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    for key in ["mounts", "landlock", "seccomp", "limits", "egress", "env"] {
+    for key in [
+        "mounts", "landlock", "seccomp", "guard", "limits", "egress", "env",
+    ] {
         assert!(v.get(key).is_some(), "{key} missing");
     }
     assert_eq!(v["seccomp"]["enosys"][0], "clone3");

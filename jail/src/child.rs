@@ -155,5 +155,6 @@ fn lock_down(layers: Layers, spec: &JailSpec) -> StepResult<EnforcementReport> {
         landlock,
         caps: layers.caps,
         seccomp: layers.seccomp && spec.seccomp.is_some(),
+        guard: layers.guard && spec.guard.is_some(),
     })
 }

@@ -15,7 +15,7 @@ pub struct KernelFeatures {
     pub kernel: String,
     /// Landlock ABI version, `None` when Landlock is missing or disabled.
     pub landlock_abi: Option<u32>,
-    /// seccomp filters with KILL_PROCESS and ERRNO actions.
+    /// seccomp filters with KILL_PROCESS, ERRNO and USER_NOTIF actions.
     pub seccomp: bool,
     /// `user.max_user_namespaces` (0 disables user namespaces).
     pub max_user_namespaces: Option<u64>,
@@ -78,7 +78,7 @@ impl KernelFeatures {
         if !self.seccomp {
             out.push(Missing {
                 layer: "seccomp",
-                why: "seccomp filters unavailable".into(),
+                why: "seccomp filters (kill, errno, user notification) unavailable".into(),
             });
         }
         out

@@ -57,6 +57,9 @@ pub struct EnforcementReport {
     pub caps: bool,
     /// The seccomp filter will be installed (pid 1 and the command).
     pub seccomp: bool,
+    /// The create-guard filter will be installed in the command, with pid 1
+    /// answering its notifications.
+    pub guard: bool,
 }
 
 /// Landlock's part of an [`EnforcementReport`].

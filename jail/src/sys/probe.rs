@@ -20,25 +20,30 @@ pub(crate) fn landlock_abi() -> Option<u32> {
     u32::try_from(ret).ok().filter(|v| *v > 0)
 }
 
-/// Whether seccomp filters with `SECCOMP_RET_KILL_PROCESS` and
-/// `SECCOMP_RET_ERRNO` are available.
+/// Whether seccomp filters with `SECCOMP_RET_KILL_PROCESS`,
+/// `SECCOMP_RET_ERRNO` and `SECCOMP_RET_USER_NOTIF` (the create-guard) are
+/// available.
 ///
 /// Raw syscall: no crate wraps `SECCOMP_GET_ACTION_AVAIL`.
 pub(crate) fn seccomp_filter_available() -> bool {
     const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
-    [libc::SECCOMP_RET_KILL_PROCESS, libc::SECCOMP_RET_ERRNO]
-        .iter()
-        .all(|action| {
-            // SAFETY: the kernel reads one u32 from the valid pointer `action`
-            // and changes nothing.
-            let ret = unsafe {
-                libc::syscall(
-                    libc::SYS_seccomp,
-                    SECCOMP_GET_ACTION_AVAIL,
-                    0 as libc::c_uint,
-                    action as *const u32,
-                )
-            };
-            ret == 0
-        })
+    [
+        libc::SECCOMP_RET_KILL_PROCESS,
+        libc::SECCOMP_RET_ERRNO,
+        libc::SECCOMP_RET_USER_NOTIF,
+    ]
+    .iter()
+    .all(|action| {
+        // SAFETY: the kernel reads one u32 from the valid pointer `action`
+        // and changes nothing.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                SECCOMP_GET_ACTION_AVAIL,
+                0 as libc::c_uint,
+                action as *const u32,
+            )
+        };
+        ret == 0
+    })
 }
