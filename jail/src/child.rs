@@ -14,7 +14,7 @@
 
 use crate::error::{Failure, Step};
 use crate::guard::{Handoff, Server};
-use crate::landlock::LandlockStatus;
+use crate::landlock::{LandlockStatus, Prebuilt};
 use crate::launcher::{EnforcementReport, LandlockEnforced};
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
@@ -81,8 +81,8 @@ fn setup(
         at(Step::Mounts, crate::mount::apply(plan))?;
     }
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
-    at(Step::Supervisor, chan.wait_byte(sync::GO))?;
-    let report = lock_down(layers, &spec)?;
+    let prebuilt = at(Step::Supervisor, chan.wait_byte_with_fd(sync::GO))?;
+    let report = lock_down(layers, &spec, prebuilt.map(Prebuilt::from_fd))?;
     at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
     let signals = at(Step::Fork, init::signal_fd())?;
     // The guard's hand-off socketpair, made before the fork.
@@ -132,23 +132,16 @@ fn enter(layers: Layers, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult {
 /// Capabilities, no_new_privs, then Landlock, in pid 1 before the fork: the
 /// command inherits this very domain, so pid 1 may still signal it under
 /// Landlock's signal scope. Returns what was enforced.
-fn lock_down(layers: Layers, spec: &JailSpec) -> StepResult<EnforcementReport> {
+fn lock_down(
+    layers: Layers,
+    spec: &JailSpec,
+    prebuilt: Option<Prebuilt>,
+) -> StepResult<EnforcementReport> {
     if layers.caps {
         at(Step::Capabilities, caps::drop_all(!layers.namespaces))?;
     }
     at(Step::NoNewPrivs, caps::no_new_privs())?;
-    let mut landlock = LandlockEnforced::None;
-    if let Some(plan) = spec.landlock.as_ref().filter(|_| layers.landlock) {
-        let status = at(
-            Step::Landlock,
-            crate::landlock::restrict(plan, layers.landlock_required),
-        )?;
-        landlock = match status {
-            LandlockStatus::Full => LandlockEnforced::Full,
-            LandlockStatus::Partial => LandlockEnforced::Partial,
-            LandlockStatus::NotEnforced => LandlockEnforced::None,
-        };
-    }
+    let landlock = apply_landlock(layers, spec, prebuilt)?;
     Ok(EnforcementReport {
         namespaces: layers.namespaces,
         mounts: layers.namespaces && layers.mounts && spec.mounts.is_some(),
@@ -156,5 +149,26 @@ fn lock_down(layers: Layers, spec: &JailSpec) -> StepResult<EnforcementReport> {
         caps: layers.caps,
         seccomp: layers.seccomp && spec.seccomp.is_some(),
         guard: layers.guard && spec.guard.is_some(),
+    })
+}
+
+/// Landlock: finish the ruleset the supervisor built ahead (jail-side rules
+/// only) or, without one (degraded runs, mounts off), build it all here.
+fn apply_landlock(
+    layers: Layers,
+    spec: &JailSpec,
+    prebuilt: Option<Prebuilt>,
+) -> StepResult<LandlockEnforced> {
+    let Some(plan) = spec.landlock.as_ref().filter(|_| layers.landlock) else {
+        return Ok(LandlockEnforced::None);
+    };
+    let status = match (prebuilt, &spec.mounts) {
+        (Some(ruleset), Some(mounts)) => ruleset.restrict(plan, mounts),
+        _ => crate::landlock::restrict(plan, layers.landlock_required),
+    };
+    Ok(match at(Step::Landlock, status)? {
+        LandlockStatus::Full => LandlockEnforced::Full,
+        LandlockStatus::Partial => LandlockEnforced::Partial,
+        LandlockStatus::NotEnforced => LandlockEnforced::None,
     })
 }

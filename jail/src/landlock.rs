@@ -8,6 +8,16 @@
 //! nothing runs less confined than planned. Without `required` (a degraded
 //! run) the best the kernel offers is applied and the status says what.
 //!
+//! With the mount plan applied and Landlock required (every normal run), the
+//! supervisor builds the ruleset ahead ([`prebuild`]) while pid 1 is still
+//! making its namespaces: every port rule and every path rule whose path the
+//! jail sees as the very same inode (no fresh filesystem or mask is mounted on
+//! it or an ancestor; the root and `Bind` steps are clones of host paths, and
+//! Landlock rules belong to inodes). pid 1 receives the descriptor with "go",
+//! adds the few jail-side rules (`/proc`, `/dev`, `/tmp`, masks) and restricts
+//! itself ([`Prebuilt`]). This takes about a millisecond of path walks off
+//! pid 1's start-up path.
+//!
 //! Rule paths are opened with `openat2(O_PATH, RESOLVE_NO_SYMLINKS)`: plan
 //! paths are canonical, so a symlink found now is a change since compilation
 //! and fails the step. A missing path is skipped (that only narrows access).
@@ -17,8 +27,10 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
-use oajail_policy::compile::landlock::{FsAccess, LandlockPlan, Scope as PlanScope};
+use oajail_policy::compile::landlock::{FsAccess, FsRule, LandlockPlan, Scope as PlanScope};
+use oajail_policy::compile::mounts::{MountPlan, MountStep};
 use rustix::fs::{CWD, Mode, OFlags, ResolveFlags};
+use std::os::fd::{AsFd, OwnedFd};
 
 /// The ABI whose rights and scopes the ruleset handles (the plan's minimum).
 const HANDLED_ABI: ABI = ABI::V6;
@@ -74,18 +86,8 @@ fn lower(text: &str) -> String {
 
 /// Restrict the calling process with `plan` (see the module docs).
 pub fn restrict(plan: &LandlockPlan, required: bool) -> Result<LandlockStatus, LandlockError> {
-    let mut created = handled(plan, required)?.create().map_err(rs_err)?;
-    created = add_fs_rules(created, plan)?;
-    for port in &plan.tcp_connect {
-        created = created
-            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
-            .map_err(rs_err)?;
-    }
-    for port in &plan.tcp_bind {
-        created = created
-            .add_rule(NetPort::new(*port, AccessNet::BindTcp))
-            .map_err(rs_err)?;
-    }
+    let created = handled(plan, required)?.create().map_err(rs_err)?;
+    let created = add_net_rules(add_fs_rules(created, plan.fs_rules.iter())?, plan)?;
     let status = created.restrict_self().map_err(rs_err)?;
     match (status.ruleset, required) {
         (RulesetStatus::FullyEnforced, _) => Ok(LandlockStatus::Full),
@@ -93,6 +95,68 @@ pub fn restrict(plan: &LandlockPlan, required: bool) -> Result<LandlockStatus, L
         (RulesetStatus::PartiallyEnforced, false) => Ok(LandlockStatus::Partial),
         (RulesetStatus::NotEnforced, false) => Ok(LandlockStatus::NotEnforced),
     }
+}
+
+/// A required ruleset built by the supervisor, still missing its jail-side
+/// path rules (see the module docs).
+#[derive(Debug)]
+pub struct Prebuilt(OwnedFd);
+
+impl Prebuilt {
+    /// The descriptor, to hand to pid 1.
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+
+    /// Adopt a descriptor received from the supervisor.
+    pub(crate) fn from_fd(fd: OwnedFd) -> Self {
+        Prebuilt(fd)
+    }
+
+    /// pid 1: add the jail-side rules of `plan` (opened in the jail's view)
+    /// and restrict the calling process. The crate's hard requirement already
+    /// refused, in the supervisor, anything the kernel cannot fully enforce.
+    pub(crate) fn restrict(
+        self,
+        plan: &LandlockPlan,
+        mounts: &MountPlan,
+    ) -> Result<LandlockStatus, LandlockError> {
+        let raw = |e: std::io::Error| LandlockError::Ruleset(lower(&e.to_string()));
+        for rule in plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts)) {
+            if let Some((fd, access)) = open_rule(rule)? {
+                crate::sys::landlock::add_path_rule(self.fd(), fd.as_fd(), access.bits())
+                    .map_err(raw)?;
+            }
+        }
+        crate::sys::landlock::restrict_self(self.fd()).map_err(raw)?;
+        Ok(LandlockStatus::Full)
+    }
+}
+
+/// Build the required ruleset of `plan` with every rule that does not
+/// depend on the jail's mounts `mounts` (supervisor side; see the module docs).
+pub fn prebuild(plan: &LandlockPlan, mounts: &MountPlan) -> Result<Prebuilt, LandlockError> {
+    let created = handled(plan, true)?.create().map_err(rs_err)?;
+    let host = plan.fs_rules.iter().filter(|r| !jail_side(&r.path, mounts));
+    let created = add_net_rules(add_fs_rules(created, host)?, plan)?;
+    Option::<OwnedFd>::from(created)
+        .map(Prebuilt)
+        .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))
+}
+
+/// Whether the jail sees `path` through a filesystem of its own: a mount
+/// step other than a clone of the host path (`RootBind`, `Bind`) sits on it
+/// or on an ancestor, so its inode exists only after pid 1's mounts.
+fn jail_side(path: &str, mounts: &MountPlan) -> bool {
+    mounts.steps.iter().any(|step| {
+        let fresh = !matches!(step, MountStep::RootBind | MountStep::Bind { .. });
+        let at = step.path();
+        fresh
+            && (path == at
+                || path
+                    .strip_prefix(at)
+                    .is_some_and(|rest| rest.starts_with('/') || at == "/"))
+    })
 }
 
 /// The ruleset with every right, port restriction and scope the plan handles.
@@ -124,43 +188,65 @@ fn handled(plan: &LandlockPlan, required: bool) -> Result<Ruleset, LandlockError
     Ok(ruleset)
 }
 
-fn add_fs_rules(
+fn add_fs_rules<'a>(
+    mut created: RulesetCreated,
+    rules: impl Iterator<Item = &'a FsRule>,
+) -> Result<RulesetCreated, LandlockError> {
+    for rule in rules {
+        if let Some((fd, access)) = open_rule(rule)? {
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(rs_err)?;
+        }
+    }
+    Ok(created)
+}
+
+fn add_net_rules(
     mut created: RulesetCreated,
     plan: &LandlockPlan,
 ) -> Result<RulesetCreated, LandlockError> {
-    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    for rule in &plan.fs_rules {
-        let fd = match rustix::fs::openat2(
-            CWD,
-            rule.path.as_str(),
-            OFlags::PATH | OFlags::CLOEXEC,
-            Mode::empty(),
-            resolve,
-        ) {
-            Ok(fd) => fd,
-            Err(rustix::io::Errno::NOENT) => continue,
-            Err(e) => {
-                return Err(LandlockError::Path {
-                    path: rule.path.clone(),
-                    reason: lower(&std::io::Error::from(e).to_string()),
-                });
-            }
-        };
-        let is_dir = rustix::fs::fstat(&fd)
-            .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFDIR)
-            .unwrap_or(false);
-        let mut access = to_access(rule.access.iter().copied());
-        if !is_dir {
-            access &= AccessFs::from_file(HANDLED_ABI);
-        }
-        if access.is_empty() {
-            continue;
-        }
+    for port in &plan.tcp_connect {
         created = created
-            .add_rule(PathBeneath::new(fd, access))
+            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+            .map_err(rs_err)?;
+    }
+    for port in &plan.tcp_bind {
+        created = created
+            .add_rule(NetPort::new(*port, AccessNet::BindTcp))
             .map_err(rs_err)?;
     }
     Ok(created)
+}
+
+/// Open one rule's path and work out its rights: `None` when the path is
+/// missing (that only narrows access) or no right applies to it.
+fn open_rule(rule: &FsRule) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, LandlockError> {
+    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let fd = match rustix::fs::openat2(
+        CWD,
+        rule.path.as_str(),
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+        resolve,
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => {
+            return Err(LandlockError::Path {
+                path: rule.path.clone(),
+                reason: lower(&std::io::Error::from(e).to_string()),
+            });
+        }
+    };
+    let is_dir = rustix::fs::fstat(&fd)
+        .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFDIR)
+        .unwrap_or(false);
+    let mut access = to_access(rule.access.iter().copied());
+    if !is_dir {
+        access &= AccessFs::from_file(HANDLED_ABI);
+    }
+    Ok((!access.is_empty()).then_some((fd, access)))
 }
 
 fn to_access(rights: impl Iterator<Item = FsAccess>) -> BitFlags<AccessFs> {
@@ -194,6 +280,72 @@ mod tests {
 
     use super::*;
     use oajail_policy::compile::landlock::{FsRule, READ, WRITE};
+
+    fn mounts() -> MountPlan {
+        MountPlan {
+            steps: vec![
+                MountStep::RootBind,
+                MountStep::Proc,
+                MountStep::Dev,
+                MountStep::Tmpfs {
+                    path: "/tmp".into(),
+                    size_bytes: 1 << 20,
+                    skeleton: vec![],
+                },
+                MountStep::MaskFile {
+                    path: "/etc/shadow".into(),
+                    why: "denyRead".into(),
+                },
+                MountStep::MaskDir {
+                    path: "/home/u".into(),
+                    skeleton: vec![],
+                    why: "denyRead".into(),
+                },
+                MountStep::Bind {
+                    path: "/work".into(),
+                    writable: true,
+                    why: "allowWrite".into(),
+                },
+            ],
+            placeholders: vec![],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn fresh_filesystems_and_masks_are_jail_side() {
+        let m = mounts();
+        for p in [
+            "/proc",
+            "/proc/self",
+            "/dev/null",
+            "/tmp",
+            "/tmp/x",
+            "/etc/shadow",
+        ] {
+            assert!(jail_side(p, &m), "{p}");
+        }
+        // Below a mask the jail sees the mask's own (empty) inodes, and a
+        // host path re-bound inside it only exists after the mounts.
+        assert!(jail_side("/home/u/proj", &m));
+    }
+
+    #[test]
+    fn host_clones_are_host_side() {
+        let m = mounts();
+        for p in [
+            "/",
+            "/etc",
+            "/etc/shadow2",
+            "/etc/shadowx/y",
+            "/work",
+            "/work/a",
+            "/tmpx",
+            "/home/uu",
+        ] {
+            assert!(!jail_side(p, &m), "{p}");
+        }
+    }
 
     fn plan(rules: Vec<FsRule>) -> LandlockPlan {
         LandlockPlan {

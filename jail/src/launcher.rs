@@ -10,6 +10,7 @@
 
 use crate::cgroup::PidsCgroup;
 use crate::error::{JailError, Step};
+use crate::landlock::Prebuilt;
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, clone_fork};
@@ -19,6 +20,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use oajail_policy::compile::limits::Resource;
 use std::net::TcpListener;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// Signals passed on to the command (through pid 1).
@@ -93,6 +95,9 @@ pub struct Jail {
     reaped: Option<WaitStatus>,
     /// Held until the jail is dropped (after pid 1 is reaped).
     pids: Option<PidsCgroup>,
+    layers: Layers,
+    /// The Landlock ruleset built ahead for pid 1 (sent with "go").
+    landlock: Option<Prebuilt>,
 }
 
 impl Jail {
@@ -125,6 +130,8 @@ impl Jail {
                     spec_file,
                     reaped: None,
                     pids: None,
+                    layers,
+                    landlock: None,
                 })
             }
         }
@@ -152,7 +159,24 @@ impl Jail {
         self.spec_file
             .write(spec)
             .and_then(|()| self.chan.send_byte(sync::SPEC))
-            .map_err(|e| JailError::io(Step::Supervisor, e))
+            .map_err(|e| JailError::io(Step::Supervisor, e))?;
+        self.prebuild_landlock(spec)
+    }
+
+    /// While pid 1 builds its namespaces and mounts, build the Landlock
+    /// ruleset's host-side part here (see `landlock::prebuild`). Only for
+    /// the normal case: mounts applied and Landlock required.
+    fn prebuild_landlock(&mut self, spec: &JailSpec) -> Result<(), JailError> {
+        let l = self.layers;
+        if !(l.namespaces && l.mounts && l.landlock && l.landlock_required) {
+            return Ok(());
+        }
+        if let (Some(plan), Some(mounts)) = (&spec.landlock, &spec.mounts) {
+            let built = crate::landlock::prebuild(plan, mounts)
+                .map_err(|e| JailError::msg(Step::Landlock, e.to_string()))?;
+            self.landlock = Some(built);
+        }
+        Ok(())
     }
 
     /// Receive the proxy listener(s) bound inside the jail's netns.
@@ -173,9 +197,13 @@ impl Jail {
     /// it enforces once the command has been executed (channel EOF), or the
     /// failed step.
     pub fn release(&mut self) -> Result<EnforcementReport, JailError> {
-        self.chan
-            .send_byte(sync::GO)
-            .map_err(|e| JailError::io(Step::Supervisor, e))?;
+        let go = match self.landlock.take() {
+            Some(ruleset) => self
+                .chan
+                .send_byte_with_fd(sync::GO, ruleset.fd().as_raw_fd()),
+            None => self.chan.send_byte(sync::GO),
+        };
+        go.map_err(|e| JailError::io(Step::Supervisor, e))?;
         let report = match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
             Some((ChildMsg::Enforced(report), _)) => report,
             other => return Err(self.fail(other, Step::Exec)),

@@ -117,10 +117,41 @@ impl Channel {
 
     /// Child: block until the supervisor sends `byte`; EOF means it went away.
     pub(crate) fn wait_byte(&self, byte: u8) -> io::Result<()> {
+        self.wait_byte_with_fd(byte).map(drop)
+    }
+
+    /// Send `byte` with `fd` attached (SCM_RIGHTS).
+    pub(crate) fn send_byte_with_fd(&self, byte: u8, fd: RawFd) -> io::Result<()> {
+        let iov = [IoSlice::new(std::slice::from_ref(&byte))];
+        let fds = [fd];
+        let cmsgs = [ControlMessage::ScmRights(&fds)];
+        match sendmsg::<()>(self.fd.as_raw_fd(), &iov, &cmsgs, MsgFlags::empty(), None)? {
+            1 => Ok(()),
+            _ => Err(io::Error::other("short write")),
+        }
+    }
+
+    /// Wait for `byte`, and return the descriptor sent with it, if any.
+    pub(crate) fn wait_byte_with_fd(&self, byte: u8) -> io::Result<Option<OwnedFd>> {
         let mut b = [0u8; 1];
-        match nix::unistd::read(&self.fd, &mut b)? {
-            1 if b[0] == byte => Ok(()),
-            0 => Err(io::Error::other("supervisor went away")),
+        let mut cmsg_buf = nix::cmsg_space!([RawFd; 1]);
+        let mut iov = [IoSliceMut::new(&mut b)];
+        let msg = recvmsg::<()>(
+            self.fd.as_raw_fd(),
+            &mut iov,
+            Some(&mut cmsg_buf),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        )?;
+        let mut fds = Vec::new();
+        for cmsg in msg.cmsgs()? {
+            if let ControlMessageOwned::ScmRights(raw) = cmsg {
+                fds.extend(raw.into_iter().map(crate::sys::fd::own_received));
+            }
+        }
+        let fd = fds.into_iter().next();
+        match (msg.bytes, b[0]) {
+            (1, got) if got == byte => Ok(fd),
+            (0, _) => Err(io::Error::other("supervisor went away")),
             _ => Err(io::Error::other("unexpected message from supervisor")),
         }
     }

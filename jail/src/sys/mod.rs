@@ -11,6 +11,7 @@
 #[cfg(feature = "attack-probe")]
 pub mod attack_probe;
 pub(crate) mod fd;
+pub(crate) mod landlock;
 pub(crate) mod mount;
 pub(crate) mod net;
 pub(crate) mod notify;
