@@ -34,6 +34,11 @@ impl Running {
     /// Stop serving and print the denial summary on stderr (nothing when
     /// nothing was refused).
     pub fn finish(self) {
+        // Nothing connected: dropping the handle stops the runtime without
+        // waiting for its threads (the process exits right after).
+        if self.handle.untouched() {
+            return;
+        }
         let summary = self.handle.shutdown().to_string();
         if !summary.is_empty() {
             eprint!("{summary}");

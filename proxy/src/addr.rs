@@ -124,23 +124,16 @@ fn classify_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
 }
 
-/// The host's own interface addresses, re-read at most once a second.
-/// `None` means they could not be read: then every address counts as the
+/// The host's own interface addresses, read on first use (a run whose
+/// command never connects anywhere pays nothing) and re-read at most once a
+/// second. A read that fails gives `None`: then every address counts as the
 /// host's own, so the check fails closed instead of letting that class pass.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct LocalAddrs {
-    cache: RwLock<(Instant, Option<Vec<IpAddr>>)>,
+    cache: RwLock<Option<(Instant, Option<Vec<IpAddr>>)>>,
 }
 
 const REFRESH: Duration = Duration::from_secs(1);
-
-impl Default for LocalAddrs {
-    fn default() -> Self {
-        Self {
-            cache: RwLock::new((Instant::now(), read_interfaces())),
-        }
-    }
-}
 
 impl LocalAddrs {
     /// Is `ip` one of this host's interface addresses?
@@ -148,14 +141,15 @@ impl LocalAddrs {
         let ip = oajail_policy::host::fold_mapped(ip);
         let hit = |list: &Option<Vec<IpAddr>>| list.as_ref().is_none_or(|l| l.contains(&ip));
         if let Ok(cache) = self.cache.read()
-            && cache.0.elapsed() < REFRESH
+            && let Some((at, list)) = cache.as_ref()
+            && at.elapsed() < REFRESH
         {
-            return hit(&cache.1);
+            return hit(list);
         }
         let fresh = read_interfaces();
         let hit = hit(&fresh);
         if let Ok(mut cache) = self.cache.write() {
-            *cache = (Instant::now(), fresh);
+            *cache = Some((Instant::now(), fresh));
         }
         hit
     }

@@ -211,6 +211,13 @@ impl ProxyHandle {
     pub fn shutdown(self) -> Summary {
         self.inner.shutdown()
     }
+
+    /// Whether no client ever connected. The supervisor then skips the
+    /// graceful [`ProxyHandle::shutdown`] (which waits for the runtime's
+    /// threads) at exit: there is nothing to close, log or summarise.
+    pub fn untouched(&self) -> bool {
+        self.inner.untouched()
+    }
 }
 
 /// Start the proxy on its own multi-thread runtime (background threads) and

@@ -102,6 +102,12 @@ impl Running {
         })
     }
 
+    /// Whether no connection was ever accepted: then there is no tunnel to
+    /// close and no record to flush.
+    pub(crate) fn untouched(&self) -> bool {
+        self.shared.next_id.load(Ordering::Relaxed) == 1
+    }
+
     pub(crate) fn local_addrs(&self) -> Vec<SocketAddr> {
         self.addrs.clone()
     }
