@@ -20,7 +20,6 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use oajail_policy::compile::limits::Resource;
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// Signals passed on to the command (through pid 1).
@@ -198,9 +197,7 @@ impl Jail {
     /// failed step.
     pub fn release(&mut self) -> Result<EnforcementReport, JailError> {
         let go = match self.landlock.take() {
-            Some(ruleset) => self
-                .chan
-                .send_byte_with_fd(sync::GO, ruleset.fd().as_raw_fd()),
+            Some(ruleset) => self.chan.send_byte_with_fd(sync::GO, ruleset.fd()),
             None => self.chan.send_byte(sync::GO),
         };
         go.map_err(|e| JailError::io(Step::Supervisor, e))?;

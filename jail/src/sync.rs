@@ -17,7 +17,7 @@ use nix::sys::socket::{
 };
 use serde::{Deserialize, Serialize};
 use std::io::{self, IoSlice, IoSliceMut};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// Messages from the jail to the supervisor.
 #[derive(Debug, Serialize, Deserialize)]
@@ -58,6 +58,40 @@ pub(crate) struct Channel {
     fd: OwnedFd,
 }
 
+/// Send one byte with `fd` attached (SCM_RIGHTS) on a unix socket.
+pub(crate) fn send_with_fd(sock: BorrowedFd<'_>, byte: u8, fd: BorrowedFd<'_>) -> io::Result<()> {
+    let iov = [IoSlice::new(std::slice::from_ref(&byte))];
+    let fds = [fd.as_raw_fd()];
+    let cmsgs = [ControlMessage::ScmRights(&fds)];
+    match sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsgs, MsgFlags::empty(), None)? {
+        1 => Ok(()),
+        _ => Err(io::Error::other("short write")),
+    }
+}
+
+/// One `recvmsg` on a unix socket into `buf`, with the descriptors that
+/// came along (SCM_RIGHTS, received close-on-exec): (bytes, descriptors).
+pub(crate) fn recv_with_fds(
+    sock: BorrowedFd<'_>,
+    buf: &mut [u8],
+) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let mut cmsg_buf = nix::cmsg_space!([RawFd; 4]);
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg_buf),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )?;
+    let mut fds = Vec::new();
+    for cmsg in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(raw) = cmsg {
+            fds.extend(raw.into_iter().map(crate::sys::fd::own_received));
+        }
+    }
+    Ok((msg.bytes, fds))
+}
+
 /// A connected pair: (supervisor end, child end).
 pub(crate) fn pair() -> io::Result<(Channel, Channel)> {
     let (a, b) = socketpair(
@@ -83,21 +117,7 @@ impl Channel {
     /// Receive one message; `None` at end-of-file (every child copy closed).
     pub(crate) fn recv(&self) -> io::Result<Option<(ChildMsg, Vec<OwnedFd>)>> {
         let mut buf = vec![0u8; MAX_MSG];
-        let mut cmsg_buf = nix::cmsg_space!([RawFd; 4]);
-        let mut iov = [IoSliceMut::new(&mut buf)];
-        let msg = recvmsg::<()>(
-            self.fd.as_raw_fd(),
-            &mut iov,
-            Some(&mut cmsg_buf),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        )?;
-        let mut fds = Vec::new();
-        for cmsg in msg.cmsgs()? {
-            if let ControlMessageOwned::ScmRights(raw) = cmsg {
-                fds.extend(raw.into_iter().map(crate::sys::fd::own_received));
-            }
-        }
-        let len = msg.bytes;
+        let (len, fds) = recv_with_fds(self.fd.as_fd(), &mut buf)?;
         if len == 0 {
             return Ok(None);
         }
@@ -121,36 +141,16 @@ impl Channel {
     }
 
     /// Send `byte` with `fd` attached (SCM_RIGHTS).
-    pub(crate) fn send_byte_with_fd(&self, byte: u8, fd: RawFd) -> io::Result<()> {
-        let iov = [IoSlice::new(std::slice::from_ref(&byte))];
-        let fds = [fd];
-        let cmsgs = [ControlMessage::ScmRights(&fds)];
-        match sendmsg::<()>(self.fd.as_raw_fd(), &iov, &cmsgs, MsgFlags::empty(), None)? {
-            1 => Ok(()),
-            _ => Err(io::Error::other("short write")),
-        }
+    pub(crate) fn send_byte_with_fd(&self, byte: u8, fd: BorrowedFd<'_>) -> io::Result<()> {
+        send_with_fd(self.fd.as_fd(), byte, fd)
     }
 
     /// Wait for `byte`, and return the descriptor sent with it, if any.
     pub(crate) fn wait_byte_with_fd(&self, byte: u8) -> io::Result<Option<OwnedFd>> {
         let mut b = [0u8; 1];
-        let mut cmsg_buf = nix::cmsg_space!([RawFd; 1]);
-        let mut iov = [IoSliceMut::new(&mut b)];
-        let msg = recvmsg::<()>(
-            self.fd.as_raw_fd(),
-            &mut iov,
-            Some(&mut cmsg_buf),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        )?;
-        let mut fds = Vec::new();
-        for cmsg in msg.cmsgs()? {
-            if let ControlMessageOwned::ScmRights(raw) = cmsg {
-                fds.extend(raw.into_iter().map(crate::sys::fd::own_received));
-            }
-        }
-        let fd = fds.into_iter().next();
-        match (msg.bytes, b[0]) {
-            (1, got) if got == byte => Ok(fd),
+        let (len, fds) = recv_with_fds(self.fd.as_fd(), &mut b)?;
+        match (len, b[0]) {
+            (1, got) if got == byte => Ok(fds.into_iter().next()),
             (0, _) => Err(io::Error::other("supervisor went away")),
             _ => Err(io::Error::other("unexpected message from supervisor")),
         }

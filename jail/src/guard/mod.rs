@@ -32,14 +32,10 @@ pub(crate) use serve::Server;
 
 use crate::error::Failure;
 use crate::seccomp::SeccompError;
-use nix::sys::socket::{
-    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
-    sendmsg, socketpair,
-};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use oajail_policy::compile::guard::GuardPlan;
 use serde::{Deserialize, Serialize};
-use std::io::{IoSlice, IoSliceMut};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 /// The guard as the jail receives it: the compiled filter and the plan pid 1
 /// decides with.
@@ -115,23 +111,8 @@ impl Handoff {
     pub(crate) fn receive(self) -> Result<Option<OwnedFd>, Failure> {
         drop(self.command);
         let mut byte = [0u8; 1];
-        let mut iov = [IoSliceMut::new(&mut byte)];
-        let mut space = nix::cmsg_space!([RawFd; 1]);
-        let msg = recvmsg::<()>(
-            self.pid1.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        )?;
-        let mut got = None;
-        for cmsg in msg.cmsgs()? {
-            if let ControlMessageOwned::ScmRights(fds) = cmsg {
-                for fd in fds {
-                    got = Some(crate::sys::fd::own_received(fd));
-                }
-            }
-        }
-        Ok(got)
+        let (_, fds) = crate::sync::recv_with_fds(self.pid1.as_fd(), &mut byte)?;
+        Ok(fds.into_iter().next())
     }
 
     /// The command: install the guard filter and pass its listener to pid 1;
@@ -156,16 +137,7 @@ impl Handoff {
                 ),
             }
         })?;
-        let fds = [listener.as_raw_fd()];
-        let rights = [ControlMessage::ScmRights(&fds)];
-        let iov = [IoSlice::new(b"L")];
-        sendmsg::<()>(
-            self.command.as_raw_fd(),
-            &iov,
-            &rights,
-            MsgFlags::empty(),
-            None,
-        )?;
+        crate::sync::send_with_fd(self.command.as_fd(), b'L', listener.as_fd())?;
         drop(listener);
         drop(self.command);
         Ok(())
