@@ -193,17 +193,20 @@ mod tests {
         .unwrap()
     }
 
-    fn call(p: &[libc::sock_filter], nr: i64, args: [u64; 6]) -> u32 {
-        let prog: Vec<_> = p
-            .iter()
+    /// The program in the type the shared BPF interpreter takes.
+    fn interpretable(p: &[libc::sock_filter]) -> Vec<seccompiler::sock_filter> {
+        p.iter()
             .map(|i| seccompiler::sock_filter {
                 code: i.code,
                 jt: i.jt,
                 jf: i.jf,
                 k: i.k,
             })
-            .collect();
-        run(&prog, &data(AUDIT_ARCH, nr as u32, args))
+            .collect()
+    }
+
+    fn call(p: &[libc::sock_filter], nr: i64, args: [u64; 6]) -> u32 {
+        run(&interpretable(p), &data(AUDIT_ARCH, nr as u32, args))
     }
 
     #[test]
@@ -268,15 +271,7 @@ mod tests {
 
     #[test]
     fn foreign_arch_is_killed() {
-        let p: Vec<_> = program()
-            .iter()
-            .map(|i| seccompiler::sock_filter {
-                code: i.code,
-                jt: i.jt,
-                jf: i.jf,
-                k: i.k,
-            })
-            .collect();
+        let p = interpretable(&program());
         const AUDIT_ARCH_I386: u32 = 3 | 0x4000_0000;
         assert_eq!(run(&p, &data(AUDIT_ARCH_I386, 39, [0; 6])), KILL);
     }
