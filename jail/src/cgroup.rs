@@ -11,7 +11,7 @@
 //! which the kernel does enforce for it.
 //!
 //! The cgroup is made directly below the root of the pids hierarchy (v1
-//! `pids` or the v2 unified tree), named `oajail-<supervisor pid>`, and is
+//! `pids` or the v2 unified tree), named `oajail-<supervisor pid>-<pid 1>`, and is
 //! removed when the jail is gone. A root run that asks for a process limit
 //! and cannot get the cgroup stops before the command starts (fail closed).
 //! Plain file writes under `/sys/fs/cgroup`: no crate covers this narrow use
@@ -40,7 +40,9 @@ impl PidsCgroup {
                 )
             })?;
         enable_v2_controller(&root)?;
-        let dir = root.join(format!("oajail-{}", std::process::id()));
+        // Named after the supervisor and pid 1: unique even when a degraded
+        // retry starts a second jail from the same supervisor.
+        let dir = root.join(format!("oajail-{}-{pid}", std::process::id()));
         fs::create_dir(&dir).map_err(fail)?;
         let cgroup = PidsCgroup { dir };
         fs::write(cgroup.dir.join("pids.max"), max.to_string()).map_err(fail)?;
