@@ -150,7 +150,7 @@ fn placeholders(
     layers: Layers,
     plans: &Plans,
 ) -> Result<Option<oajail_jail::mount::Placeholders>, Fail> {
-    if !(layers.namespaces && layers.mounts) {
+    if !layers.mount_view() {
         return Ok(None);
     }
     oajail_jail::mount::create_placeholders(&plans.compiled.mounts)

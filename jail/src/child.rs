@@ -72,11 +72,7 @@ fn setup(
     enter(layers, chan, ids)?;
     at(Step::Supervisor, chan.wait_byte(sync::SPEC))?;
     let spec = at(Step::Supervisor, spec_file.read())?;
-    if let Some(plan) = spec
-        .mounts
-        .as_ref()
-        .filter(|_| layers.namespaces && layers.mounts)
-    {
+    if let Some(plan) = spec.mounts.as_ref().filter(|_| layers.mount_view()) {
         // Includes pivot_root into the new root (see mount.rs).
         at(Step::Mounts, crate::mount::apply(plan))?;
     }
@@ -144,7 +140,7 @@ fn lock_down(
     let landlock = apply_landlock(layers, spec, prebuilt)?;
     Ok(EnforcementReport {
         namespaces: layers.namespaces,
-        mounts: layers.namespaces && layers.mounts && spec.mounts.is_some(),
+        mounts: layers.mount_view() && spec.mounts.is_some(),
         landlock,
         caps: layers.caps,
         seccomp: layers.seccomp && spec.seccomp.is_some(),

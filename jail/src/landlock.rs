@@ -23,6 +23,7 @@
 //! and fails the step. A missing path is skipped (that only narrows access).
 //! Directory-only rights are dropped for rules on files.
 
+use crate::error::lower_first;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
@@ -73,15 +74,7 @@ impl From<LandlockError> for crate::error::Failure {
 }
 
 fn rs_err(e: impl std::fmt::Display) -> LandlockError {
-    LandlockError::Ruleset(lower(&e.to_string()))
-}
-
-fn lower(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
+    LandlockError::Ruleset(lower_first(&e.to_string()))
 }
 
 /// Restrict the calling process with `plan` (see the module docs).
@@ -121,7 +114,7 @@ impl Prebuilt {
         plan: &LandlockPlan,
         mounts: &MountPlan,
     ) -> Result<LandlockStatus, LandlockError> {
-        let raw = |e: std::io::Error| LandlockError::Ruleset(lower(&e.to_string()));
+        let raw = |e: std::io::Error| LandlockError::Ruleset(lower_first(&e.to_string()));
         for rule in plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts)) {
             if let Some((fd, access)) = open_rule(rule)? {
                 crate::sys::landlock::add_path_rule(self.fd(), fd.as_fd(), access.bits())
@@ -150,12 +143,7 @@ pub fn prebuild(plan: &LandlockPlan, mounts: &MountPlan) -> Result<Prebuilt, Lan
 fn jail_side(path: &str, mounts: &MountPlan) -> bool {
     mounts.steps.iter().any(|step| {
         let fresh = !matches!(step, MountStep::RootBind | MountStep::Bind { .. });
-        let at = step.path();
-        fresh
-            && (path == at
-                || path
-                    .strip_prefix(at)
-                    .is_some_and(|rest| rest.starts_with('/') || at == "/"))
+        fresh && std::path::Path::new(path).starts_with(step.path())
     })
 }
 
@@ -235,7 +223,7 @@ fn open_rule(rule: &FsRule) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, Lan
         Err(e) => {
             return Err(LandlockError::Path {
                 path: rule.path.clone(),
-                reason: lower(&std::io::Error::from(e).to_string()),
+                reason: lower_first(&std::io::Error::from(e).to_string()),
             });
         }
     };

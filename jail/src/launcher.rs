@@ -167,7 +167,7 @@ impl Jail {
     /// the normal case: mounts applied and Landlock required.
     fn prebuild_landlock(&mut self, spec: &JailSpec) -> Result<(), JailError> {
         let l = self.layers;
-        if !(l.namespaces && l.mounts && l.landlock && l.landlock_required) {
+        if !(l.mount_view() && l.landlock && l.landlock_required) {
             return Ok(());
         }
         if let (Some(plan), Some(mounts)) = (&spec.landlock, &spec.mounts) {

@@ -40,22 +40,13 @@ use std::os::fd::{AsFd, OwnedFd};
 
 /// A mount step failed; names the operation and path.
 #[derive(Debug, thiserror::Error)]
-#[error("{what}: {}", lower(.source))]
+#[error("{what}: {}", crate::error::lower_first(&.source.to_string()))]
 pub struct MountError {
     /// The operation and path (`bind /home/u/ws`, `pivot_root`…).
     pub what: String,
     /// The OS error.
     #[source]
     pub source: io::Error,
-}
-
-fn lower(e: &io::Error) -> String {
-    let text = e.to_string();
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => text,
-    }
 }
 
 impl From<MountError> for crate::error::Failure {

@@ -46,6 +46,12 @@ impl Layers {
         }
     }
 
+    /// Whether the jail gets its own mount view (the mount plan is applied):
+    /// it needs the mount namespace as well as the mounts layer.
+    pub fn mount_view(&self) -> bool {
+        self.namespaces && self.mounts
+    }
+
     /// The namespaces pid 1 unshares itself (see `ns::UNSHARE_FLAGS`).
     pub(crate) fn unshare_flags(&self) -> libc::c_int {
         match (self.namespaces, self.netns) {

@@ -58,13 +58,15 @@ pub(crate) struct Channel {
     fd: OwnedFd,
 }
 
-/// Send one byte with `fd` attached (SCM_RIGHTS) on a unix socket.
-pub(crate) fn send_with_fd(sock: BorrowedFd<'_>, byte: u8, fd: BorrowedFd<'_>) -> io::Result<()> {
-    let iov = [IoSlice::new(std::slice::from_ref(&byte))];
-    let fds = [fd.as_raw_fd()];
-    let cmsgs = [ControlMessage::ScmRights(&fds)];
-    match sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsgs, MsgFlags::empty(), None)? {
-        1 => Ok(()),
+/// One `sendmsg` of `body` on a unix socket, with `fds` attached
+/// (SCM_RIGHTS) when there are any. Seqpacket sockets send a message whole
+/// or not at all; anything shorter is an error all the same.
+pub(crate) fn send_with_fds(sock: BorrowedFd<'_>, body: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    let iov = [IoSlice::new(body)];
+    let rights = [ControlMessage::ScmRights(fds)];
+    let cmsgs: &[ControlMessage] = if fds.is_empty() { &[] } else { &rights };
+    match sendmsg::<()>(sock.as_raw_fd(), &iov, cmsgs, MsgFlags::empty(), None)? {
+        n if n == body.len() => Ok(()),
         _ => Err(io::Error::other("short write")),
     }
 }
@@ -107,11 +109,7 @@ impl Channel {
     /// Send one message, with descriptors attached when `fds` is non-empty.
     pub(crate) fn send(&self, msg: &ChildMsg, fds: &[RawFd]) -> io::Result<()> {
         let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
-        let iov = [IoSlice::new(&body)];
-        let rights = [ControlMessage::ScmRights(fds)];
-        let cmsgs: &[ControlMessage] = if fds.is_empty() { &[] } else { &rights };
-        sendmsg::<()>(self.fd.as_raw_fd(), &iov, cmsgs, MsgFlags::empty(), None)?;
-        Ok(())
+        send_with_fds(self.fd.as_fd(), &body, fds)
     }
 
     /// Receive one message; `None` at end-of-file (every child copy closed).
@@ -127,12 +125,7 @@ impl Channel {
 
     /// Supervisor: send one control byte ([`SPEC`] or [`GO`]).
     pub(crate) fn send_byte(&self, byte: u8) -> io::Result<()> {
-        let n = nix::unistd::write(&self.fd, &[byte])?;
-        if n == 1 {
-            Ok(())
-        } else {
-            Err(io::Error::other("short write"))
-        }
+        send_with_fds(self.fd.as_fd(), &[byte], &[])
     }
 
     /// Child: block until the supervisor sends `byte`; EOF means it went away.
@@ -142,7 +135,7 @@ impl Channel {
 
     /// Send `byte` with `fd` attached (SCM_RIGHTS).
     pub(crate) fn send_byte_with_fd(&self, byte: u8, fd: BorrowedFd<'_>) -> io::Result<()> {
-        send_with_fd(self.fd.as_fd(), byte, fd)
+        send_with_fds(self.fd.as_fd(), &[byte], &[fd.as_raw_fd()])
     }
 
     /// Wait for `byte`, and return the descriptor sent with it, if any.

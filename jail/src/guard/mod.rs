@@ -35,7 +35,7 @@ use crate::seccomp::SeccompError;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use oajail_policy::compile::guard::GuardPlan;
 use serde::{Deserialize, Serialize};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// The guard as the jail receives it: the compiled filter and the plan pid 1
 /// decides with.
@@ -137,7 +137,7 @@ impl Handoff {
                 ),
             }
         })?;
-        crate::sync::send_with_fd(self.command.as_fd(), b'L', listener.as_fd())?;
+        crate::sync::send_with_fds(self.command.as_fd(), b"L", &[listener.as_raw_fd()])?;
         drop(listener);
         drop(self.command);
         Ok(())
