@@ -44,6 +44,9 @@ pub fn host_facts(origin: &Origin) -> Result<HostFacts, Fail> {
             .filter(|s| !s.is_empty())
             .map(PathBuf::from),
         mem_total_bytes: mem_total(),
+        xdg_config_home: std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute()),
     })
 }
 

@@ -39,13 +39,8 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     ));
     let timeout = args.timeout.or(plans.compiled.limits.wall_seconds);
     let allow_degraded = args.allow_degraded || policy.oajail.allow_degraded;
-    let placeholders = placeholders(layers, &plans)?;
     let (jail, listeners) = start(early, layers, &spec, allow_degraded)?;
-    let code = supervise(jail, listeners, &plans, &args, timeout, &clock)?;
-    if let Some(p) = placeholders {
-        p.remove();
-    }
-    Ok(code)
+    supervise(jail, listeners, &plans, &args, timeout, &clock)
 }
 
 /// `-d`: timestamped notes on stderr.
@@ -142,20 +137,6 @@ fn supervise(
         );
     }
     Ok(outcome.code)
-}
-
-/// Missing protected paths are created on the host for the run (so they can
-/// be masked) and removed afterwards, also on error (Drop).
-fn placeholders(
-    layers: Layers,
-    plans: &Plans,
-) -> Result<Option<oajail_jail::mount::Placeholders>, Fail> {
-    if !layers.mount_view() {
-        return Ok(None);
-    }
-    oajail_jail::mount::create_placeholders(&plans.compiled.mounts)
-        .map(Some)
-        .map_err(|e| Fail::setup(anyhow!("placeholders: {e}")))
 }
 
 /// Which layers to enforce: all of them, unless the kernel lacks one and the

@@ -1,7 +1,9 @@
-//! srt's mandatory write denies through the real binary: at depth 0 to 6,
-//! existing and missing, in nested repositories; renames of protected paths
-//! and of their ancestors; placeholders removed after the run; the settings
-//! file is never writable. Runs as root and as an unprivileged user.
+//! srt's mandatory write denies through the real binary, held by the guard
+//! alone: at depth 0 to 6, existing and missing, in nested repositories;
+//! renames and removals of protected paths; links named like protected
+//! files and their targets; nothing is ever created on the host to enforce
+//! them; the settings file is never writable. Runs as root and as an
+//! unprivileged user.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
 
 mod fs_support;
@@ -106,10 +108,9 @@ fn git_hooks_and_config_are_protected_in_every_existing_repository() {
         has(&o, &format!("{r}:mcp=DENIED"));
         has(&o, &format!("{r}:vs=DENIED"));
     }
-    assert!(
-        !lab.root.join(depth_dir(4)).join(".git/hooks").exists(),
-        "placeholder left behind"
-    );
+    // The jail may make an empty hooks directory (git does); nothing in it.
+    let hooks = lab.root.join(depth_dir(4)).join(".git/hooks");
+    assert_eq!(std::fs::read_dir(&hooks).unwrap().count(), 0);
 }
 
 #[test]
@@ -128,7 +129,7 @@ fn allow_git_config_opens_config_but_not_hooks() {
 }
 
 #[test]
-fn missing_protected_paths_in_the_cwd_cannot_be_created_and_leave_nothing() {
+fn missing_protected_paths_cannot_be_created_and_nothing_is_made_for_them() {
     let lab = Lab::new("missing");
     let script = "echo mcp=$(w .mcp.json); mkdir .vscode 2>/dev/null && echo vscode=made || echo vscode=DENIED; \
         mkdir -p .claude/commands 2>/dev/null && echo claude=made || echo claude=DENIED; \
@@ -148,10 +149,12 @@ fn missing_protected_paths_in_the_cwd_cannot_be_created_and_leave_nothing() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     left.sort();
+    // `.claude` itself is the command's own (empty) directory; nothing
+    // else was created, before, during or after the run.
+    assert_eq!(left, vec![".claude".to_owned(), "ok.txt".to_owned()]);
     assert_eq!(
-        left,
-        vec!["ok.txt".to_owned()],
-        "placeholders must be removed after the run"
+        std::fs::read_dir(lab.ws.join(".claude")).unwrap().count(),
+        0
     );
 }
 
@@ -167,48 +170,64 @@ fn missing_shell_files_in_a_writable_home_cannot_be_created() {
 }
 
 #[test]
-fn renaming_a_protected_path_or_any_ancestor_fails() {
+fn protected_paths_cannot_be_renamed_or_removed_but_their_ancestors_can_move() {
     let lab = Lab::new("rename");
     lab.file("ws/a/b/c/.git/HEAD", "ref: refs/heads/main\n");
     lab.file("ws/a/b/c/.git/config", "ORIG");
-    lab.dir("ws/a/b/c/.git/hooks");
+    lab.file("ws/a/b/c/.git/hooks/pre-commit", "ORIG");
     lab.file("ws/a/b/c/.vscode/settings.json", "ORIG");
-    let script = "for p in a a/b a/b/c a/b/c/.git a/b/c/.git/hooks a/b/c/.vscode a/b/c/.git/config; do \
+    let script = "for p in a/b/c/.git a/b/c/.git/hooks a/b/c/.vscode a/b/c/.git/config a/b/c/.git/hooks/pre-commit; do \
         mv $p $p.moved 2>/dev/null && echo $p=moved || echo $p=DENIED; done; \
-        rm -rf a/b/c/.git/hooks 2>/dev/null; [ -d a/b/c/.git/hooks ] && echo rm=DENIED || echo rm=removed; \
-        rmdir a/b/c/.vscode 2>/dev/null && echo rmdir=removed || echo rmdir=DENIED";
+        rm -rf a/b/c/.git/hooks 2>/dev/null; [ -e a/b/c/.git/hooks/pre-commit ] && echo rm=DENIED || echo rm=removed; \
+        rmdir a/b/c/.vscode 2>/dev/null && echo rmdir=removed || echo rmdir=DENIED; \
+        mv a z && echo a=moved; mkdir -p a/b/c/.vscode 2>/dev/null && echo replant=made || echo replant=DENIED; \
+        echo moved=$(w z/b/c/.vscode/settings.json)";
     let o = lab.run(writable_ws(), script);
     for p in [
-        "a",
-        "a/b",
-        "a/b/c",
         "a/b/c/.git",
         "a/b/c/.git/hooks",
         "a/b/c/.vscode",
         "a/b/c/.git/config",
+        "a/b/c/.git/hooks/pre-commit",
     ] {
         has(&o, &format!("{p}=DENIED"));
     }
-    has(&o, "rm=DENIED");
-    has(&o, "rmdir=DENIED");
-    assert_eq!(
-        std::fs::read_to_string(lab.root.join("ws/a/b/c/.git/config")).unwrap(),
-        "ORIG"
-    );
+    for line in [
+        "rm=DENIED",
+        "rmdir=DENIED",
+        "a=moved",
+        "replant=DENIED",
+        "moved=DENIED",
+    ] {
+        has(&o, line);
+    }
+    for f in [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".vscode/settings.json",
+    ] {
+        let content = std::fs::read_to_string(lab.root.join("ws/z/b/c").join(f)).unwrap();
+        assert_eq!(content, "ORIG", "{f}");
+    }
 }
 
 #[test]
-fn replacing_a_protected_dir_parent_with_a_symlink_fails() {
+fn replacing_a_protected_dir_parent_with_a_symlink_gains_nothing() {
     let lab = Lab::new("swap");
     lab.file("ws/sub/.vscode/tasks.json", "ORIG");
     lab.dir("ws/decoy/.vscode");
     let script = "rm -rf sub 2>/dev/null; mv sub sub.old 2>/dev/null; ln -sfn decoy sub 2>/dev/null; \
-        echo t=$(w sub/.vscode/tasks.json)";
+        echo t=$(w sub/.vscode/tasks.json); echo old=$(w sub.old/.vscode/tasks.json)";
     let o = lab.run(writable_ws(), script);
     has(&o, "t=DENIED");
+    has(&o, "old=DENIED");
+    let moved = lab.root.join("ws/sub.old/.vscode/tasks.json");
+    assert_eq!(std::fs::read_to_string(moved).unwrap(), "ORIG");
     assert_eq!(
-        std::fs::read_to_string(lab.root.join("ws/sub/.vscode/tasks.json")).unwrap(),
-        "ORIG"
+        std::fs::read_dir(lab.root.join("ws/decoy/.vscode"))
+            .unwrap()
+            .count(),
+        0
     );
 }
 

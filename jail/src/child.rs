@@ -97,7 +97,10 @@ fn setup(
     };
     let server = match (guard, handoff) {
         (Some(g), Some(h)) => {
-            at(Step::Guard, h.receive())?.map(|listener| Server::new(listener, g.plan().clone()))
+            let plan = g.plan().clone();
+            let mut prime: Vec<std::path::PathBuf> = plan.roots.iter().map(Into::into).collect();
+            prime.push(spec.cwd.clone());
+            at(Step::Guard, h.receive())?.map(|listener| Server::new(listener, plan, prime))
         }
         _ => None,
     };

@@ -295,7 +295,6 @@ mod tests {
                     why: "allowWrite".into(),
                 },
             ],
-            placeholders: vec![],
             warnings: vec![],
         }
     }

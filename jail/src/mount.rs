@@ -25,9 +25,6 @@
 //! point fails with EBUSY, and `link()` across mounts fails with EXDEV.
 
 mod dev;
-mod placeholders;
-
-pub use placeholders::{Placeholders, create_placeholders};
 
 use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
 use oajail_policy::compile::mounts::{MountPlan, MountStep, NodeKind, SkeletonEntry};

@@ -329,6 +329,7 @@ pub(crate) mod tests {
             settings_path: None,
             ssh_auth_sock: None,
             mem_total_bytes: None,
+            xdg_config_home: None,
         };
         let plan = oajail_policy::compile::seccomp::compile(policy, &facts).unwrap();
         SeccompProgram::compile(&plan).unwrap()

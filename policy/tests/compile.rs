@@ -6,7 +6,7 @@
 
 use oajail_policy::Policy;
 use oajail_policy::compile::mounts::MountStep;
-use oajail_policy::compile::{CompileError, HostFacts, MemFs, compile_filesystem};
+use oajail_policy::compile::{FsView, HostFacts, MemFs, compile, compile_filesystem};
 use std::path::PathBuf;
 
 fn facts() -> HostFacts {
@@ -19,6 +19,7 @@ fn facts() -> HostFacts {
         settings_path: Some("/home/dev/.srt-settings.json".into()),
         ssh_auth_sock: Some("/tmp/ssh-XXXX/agent.1".into()),
         mem_total_bytes: Some(2 << 30),
+        xdg_config_home: None,
     }
 }
 
@@ -122,6 +123,8 @@ fn snapshots_of_every_example_plan() {
             .unwrap_or_else(|e| panic!("{stem}: {e}"));
         insta::assert_json_snapshot!(format!("{stem}.mounts"), mounts);
         insta::assert_json_snapshot!(format!("{stem}.landlock"), landlock);
+        let compiled = compile(&load(&text), &facts(), &host()).unwrap();
+        insta::assert_json_snapshot!(format!("{stem}.guard"), compiled.guard);
     }
 }
 
@@ -141,11 +144,33 @@ fn plans_are_ordered_shallow_to_deep_after_the_base_steps() {
     }
 }
 
+/// An [`FsView`] that records every directory listed.
+struct Listing<'a> {
+    fs: &'a MemFs,
+    listed: std::cell::RefCell<Vec<std::path::PathBuf>>,
+}
+
+impl FsView for Listing<'_> {
+    fn kind(&self, path: &std::path::Path) -> Option<oajail_policy::compile::FileKind> {
+        self.fs.kind(path)
+    }
+    fn read_dir(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Vec<(String, oajail_policy::compile::FileKind)>> {
+        self.listed.borrow_mut().push(path.to_path_buf());
+        self.fs.read_dir(path)
+    }
+    fn read_link(&self, path: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+        self.fs.read_link(path)
+    }
+}
+
 #[test]
-fn a_writable_tree_over_the_walk_budget_fails_closed_naming_the_root() {
+fn a_large_writable_tree_is_never_listed() {
     let mut fs = MemFs::new().dirs(&["/home/dev/project", "/tmp"]);
-    let names: Vec<String> = (0..260_000)
-        .map(|i| format!("/home/dev/project/d{}/f{i}", i % 500))
+    let names: Vec<String> = (0..300_000)
+        .map(|i| format!("/home/dev/project/d{}/.git/hooks/f{i}", i % 500))
         .collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     fs = fs.files(&refs);
@@ -153,11 +178,15 @@ fn a_writable_tree_over_the_walk_budget_fails_closed_naming_the_root() {
         r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
         "filesystem":{"denyRead":[],"allowWrite":["."],"denyWrite":[]}}"#,
     );
-    match compile_filesystem(&policy, &facts(), &fs) {
-        Err(e @ CompileError::WalkBudget { .. }) => {
-            let text = e.to_string();
-            assert!(text.contains("/home/dev/project"), "{text}");
-        }
-        other => panic!("expected a budget error, got {other:?}"),
-    }
+    let listing = Listing {
+        fs: &fs,
+        listed: Default::default(),
+    };
+    let compiled = compile(&policy, &facts(), &listing).unwrap();
+    let listed = listing.listed.borrow();
+    assert!(
+        !listed.iter().any(|p| p.starts_with("/home/dev/project")),
+        "{listed:?}"
+    );
+    assert_eq!(compiled.guard.roots, vec!["/home/dev/project".to_owned()]);
 }

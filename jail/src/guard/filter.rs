@@ -1,4 +1,4 @@
-//! The guard's BPF program, built by hand from the [`GuardPlan`]'s shape
+//! The guard's BPF program, built by hand from the [`FilterShape`]
 //! (seccompiler has no USER_NOTIF action).
 //!
 //! ```text
@@ -8,9 +8,9 @@
 //!    jge 0x40000000, <kill>, 0       x86_64 only: x32 bit → kill
 //!    jeq openat2, <enosys>, 0        one per ENOSYS call
 //!    jeq mkdirat, <notify>, 0        one per always-notified call
-//!    jeq openat, 0, 2                one triple per O_CREAT-notified call
+//!    jeq openat, 0, 2                one triple per flag-notified call
 //!    ld  [args[2] low word]
-//!    jset O_CREAT, <notify>, <allow>
+//!    jset WRITE_FLAGS, <notify>, <allow>
 //!    ret ALLOW
 //!    ret USER_NOTIF
 //!    ret ERRNO|ENOSYS
@@ -21,7 +21,7 @@
 //! hold for a notified call.
 
 use crate::seccomp::{AUDIT_ARCH, X32_SYSCALL_BIT};
-use oajail_policy::compile::guard::{GuardPlan, O_CREAT};
+use oajail_policy::compile::guard::{FilterShape, WRITE_FLAGS};
 
 /// Where a jump of the program lands.
 #[derive(Clone, Copy)]
@@ -99,8 +99,8 @@ impl Draft {
     }
 }
 
-/// Compile the plan's filter shape for the running architecture.
-pub(crate) fn compile(plan: &GuardPlan) -> Result<Vec<libc::sock_filter>, String> {
+/// Compile the filter shape for the running architecture.
+pub(crate) fn compile(plan: &FilterShape) -> Result<Vec<libc::sock_filter>, String> {
     let legacy = cfg!(target_arch = "x86_64");
     let mut d = Draft(Vec::new());
     d.op(LD_W_ABS, OFFSET_ARCH, To::Next, To::Next);
@@ -119,21 +119,43 @@ pub(crate) fn compile(plan: &GuardPlan) -> Result<Vec<libc::sock_filter>, String
     for name in always {
         d.op(JMP_JEQ_K, number(name)?, To::Notify, To::Next);
     }
-    for c in plan.notify_if_creat.iter().filter(|c| legacy || !c.legacy) {
+    for c in plan.notify_if_write.iter().filter(|c| legacy || !c.legacy) {
         // Another call skips the load and the test. The low word of the
         // little-endian argument is the one the kernel reads as `int flags`.
         d.op(JMP_JEQ_K, number(&c.syscall)?, To::Next, To::SkipTwo);
         let arg = OFFSET_ARGS + 8 * u32::from(c.flags_arg);
         d.op(LD_W_ABS, arg, To::Next, To::Next);
-        d.op(JMP_JSET_K, O_CREAT, To::Notify, To::Allow);
+        d.op(JMP_JSET_K, WRITE_FLAGS, To::Notify, To::Allow);
     }
     d.finish()
 }
+
+/// Numbers of calls newer than the libc crate's tables: the same on every
+/// architecture (the shared table of Linux 5.1 and later).
+const SYS_FCHMODAT2: i64 = 452;
+const SYS_SETXATTRAT: i64 = 463;
+const SYS_REMOVEXATTRAT: i64 = 466;
 
 /// The number of a guarded call on this architecture.
 fn number(name: &str) -> Result<u32, String> {
     let nr = match name {
         "mkdirat" => libc::SYS_mkdirat,
+        "unlinkat" => libc::SYS_unlinkat,
+        "truncate" => libc::SYS_truncate,
+        "fchmodat" => libc::SYS_fchmodat,
+        "fchmodat2" => SYS_FCHMODAT2,
+        "fchownat" => libc::SYS_fchownat,
+        "utimensat" => libc::SYS_utimensat,
+        "setxattr" => libc::SYS_setxattr,
+        "lsetxattr" => libc::SYS_lsetxattr,
+        "removexattr" => libc::SYS_removexattr,
+        "lremovexattr" => libc::SYS_lremovexattr,
+        "setxattrat" => SYS_SETXATTRAT,
+        "removexattrat" => SYS_REMOVEXATTRAT,
+        "fchmod" => libc::SYS_fchmod,
+        "fchown" => libc::SYS_fchown,
+        "fsetxattr" => libc::SYS_fsetxattr,
+        "fremovexattr" => libc::SYS_fremovexattr,
         "mknodat" => libc::SYS_mknodat,
         "linkat" => libc::SYS_linkat,
         "symlinkat" => libc::SYS_symlinkat,
@@ -155,6 +177,22 @@ fn number(name: &str) -> Result<u32, String> {
         "symlink" => libc::SYS_symlink,
         #[cfg(target_arch = "x86_64")]
         "rename" => libc::SYS_rename,
+        #[cfg(target_arch = "x86_64")]
+        "unlink" => libc::SYS_unlink,
+        #[cfg(target_arch = "x86_64")]
+        "rmdir" => libc::SYS_rmdir,
+        #[cfg(target_arch = "x86_64")]
+        "chmod" => libc::SYS_chmod,
+        #[cfg(target_arch = "x86_64")]
+        "chown" => libc::SYS_chown,
+        #[cfg(target_arch = "x86_64")]
+        "lchown" => libc::SYS_lchown,
+        #[cfg(target_arch = "x86_64")]
+        "utime" => libc::SYS_utime,
+        #[cfg(target_arch = "x86_64")]
+        "utimes" => libc::SYS_utimes,
+        #[cfg(target_arch = "x86_64")]
+        "futimesat" => libc::SYS_futimesat,
         other => return Err(format!("guard: unknown system call {other}")),
     };
     Ok(nr as u32)
@@ -171,26 +209,21 @@ mod tests {
     const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
 
     fn program() -> Vec<libc::sock_filter> {
-        let mut policy = oajail_policy::Policy::builtin_default();
-        policy.filesystem.allow_git_config = false;
-        let mounts = oajail_policy::compile::mounts::MountPlan {
-            steps: Vec::new(),
-            placeholders: Vec::new(),
-            warnings: Vec::new(),
+        let fs = oajail_policy::compile::MemFs::new().dirs(&["/h/w", "/tmp"]);
+        let facts = oajail_policy::compile::HostFacts {
+            home: "/h".into(),
+            cwd: "/h/w".into(),
+            uid: 1,
+            gid: 1,
+            exe: "/x".into(),
+            settings_path: None,
+            ssh_auth_sock: None,
+            mem_total_bytes: None,
+            xdg_config_home: None,
         };
-        let landlock = oajail_policy::compile::landlock::LandlockPlan {
-            target_abi: 7,
-            min_abi: 6,
-            fs_rules: Vec::new(),
-            restrict_tcp: true,
-            tcp_connect: Vec::new(),
-            tcp_bind: Vec::new(),
-            scopes: Vec::new(),
-        };
-        compile(&oajail_policy::compile::guard::build(
-            &policy, &mounts, &landlock,
-        ))
-        .unwrap()
+        let policy = oajail_policy::Policy::builtin_default();
+        let compiled = oajail_policy::compile::compile(&policy, &facts, &fs).unwrap();
+        compile(&compiled.guard.filter).unwrap()
     }
 
     /// The program in the type the shared BPF interpreter takes.
@@ -210,9 +243,37 @@ mod tests {
     }
 
     #[test]
-    fn creating_calls_notify_and_the_rest_pass() {
+    fn writing_calls_notify_and_the_rest_pass() {
         let p = program();
         let creat = libc::O_CREAT as u64;
+        for nr in [
+            libc::SYS_unlinkat,
+            libc::SYS_truncate,
+            libc::SYS_fchmodat,
+            libc::SYS_fchownat,
+            libc::SYS_utimensat,
+            libc::SYS_setxattr,
+            libc::SYS_fchmod,
+            libc::SYS_fchown,
+            libc::SYS_fsetxattr,
+            libc::SYS_fremovexattr,
+        ] {
+            assert_eq!(call(&p, nr, [0; 6]), NOTIFY, "{nr}");
+        }
+        for flags in [
+            libc::O_WRONLY,
+            libc::O_RDWR,
+            libc::O_TRUNC,
+            libc::O_WRONLY | libc::O_APPEND,
+        ] {
+            assert_eq!(
+                call(&p, libc::SYS_openat, [0, 0, flags as u64, 0, 0, 0]),
+                NOTIFY
+            );
+        }
+        for nr in [SYS_FCHMODAT2, SYS_SETXATTRAT, SYS_REMOVEXATTRAT] {
+            assert_eq!(call(&p, nr, [0; 6]), ENOSYS, "{nr}");
+        }
         assert_eq!(call(&p, libc::SYS_mkdirat, [0; 6]), NOTIFY);
         assert_eq!(call(&p, libc::SYS_renameat2, [0; 6]), NOTIFY);
         assert_eq!(call(&p, libc::SYS_linkat, [0; 6]), NOTIFY);
@@ -226,12 +287,20 @@ mod tests {
             call(&p, libc::SYS_openat, [0, 0, creat | 1, 0o644, 0, 0]),
             NOTIFY
         );
-        // O_TMPFILE has no O_CREAT bit: an unnamed file is not a creation.
+        // O_TMPFILE needs write access: pid 1 makes the unnamed file.
         assert_eq!(
             call(
                 &p,
                 libc::SYS_openat,
                 [0, 0, libc::O_TMPFILE as u64 | 2, 0, 0, 0]
+            ),
+            NOTIFY
+        );
+        assert_eq!(
+            call(
+                &p,
+                libc::SYS_openat,
+                [0, 0, (libc::O_RDONLY | libc::O_PATH) as u64, 0, 0, 0]
             ),
             ALLOW
         );
@@ -242,8 +311,8 @@ mod tests {
         );
         assert_eq!(call(&p, libc::SYS_openat2, [0; 6]), ENOSYS);
         assert_eq!(call(&p, libc::SYS_read, [0; 6]), ALLOW);
-        assert_eq!(call(&p, libc::SYS_unlinkat, [0; 6]), ALLOW);
         assert_eq!(call(&p, libc::SYS_write, [0, 0, creat, 0, 0, 0]), ALLOW);
+        assert_eq!(call(&p, libc::SYS_ftruncate, [0; 6]), ALLOW);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -258,11 +327,20 @@ mod tests {
             libc::SYS_symlink,
             libc::SYS_rename,
             libc::SYS_mknod,
+            libc::SYS_unlink,
+            libc::SYS_rmdir,
+            libc::SYS_chmod,
+            libc::SYS_chown,
+            libc::SYS_lchown,
+            libc::SYS_utime,
+            libc::SYS_utimes,
+            libc::SYS_futimesat,
         ] {
             assert_eq!(call(&p, nr, [0; 6]), NOTIFY, "{nr}");
         }
         assert_eq!(call(&p, libc::SYS_open, [0, 0, 0, 0, 0, 0]), ALLOW);
         assert_eq!(call(&p, libc::SYS_open, [0, creat, 0, 0, 0, 0]), NOTIFY);
+        assert_eq!(call(&p, libc::SYS_open, [0, 1, 0, 0, 0, 0]), NOTIFY);
         // open's flags are argument 1: O_CREAT in argument 2 is its mode.
         assert_eq!(call(&p, libc::SYS_open, [0, 0, creat, 0, 0, 0]), ALLOW);
         let x32_mkdir = X32_SYSCALL_BIT as i64 | libc::SYS_mkdir;

@@ -24,7 +24,10 @@
 //! - in a run without namespaces pid 1 is still the command's parent, so
 //!   the guard works the same there.
 
+mod decode;
 mod filter;
+mod ops;
+mod probe;
 mod resolve;
 mod serve;
 
@@ -52,7 +55,7 @@ pub struct GuardSpec {
 impl GuardSpec {
     /// Compile the plan's filter for the running architecture.
     pub fn compile(plan: &GuardPlan) -> Result<Self, SeccompError> {
-        let program = filter::compile(plan)
+        let program = filter::compile(&plan.filter)
             .map_err(SeccompError::Backend)?
             .into_iter()
             .map(|i| (i.code, i.jt, i.jf, i.k))

@@ -1,77 +1,201 @@
-//! Reading a blocked caller's path arguments and opening their parent
-//! directories the way the kernel would have for the caller.
+//! Reading a blocked caller's arguments and resolving its paths the way the
+//! kernel would have for the caller.
 //!
-//! Every /proc file of the caller is opened by its tid and then checked with
-//! `SECCOMP_IOCTL_NOTIF_ID_VALID`: if the tid was reused by another process
-//! meanwhile, the notification is no longer valid and nothing opened is used.
+//! The caller's `/proc/<tid>/mem` and `/status` stay open between calls
+//! ([`Callers`]): opening them is most of what a notification would cost.
+//! An entry is used only while a pidfd of the thread says it has not
+//! exited, so a recycled thread id never reads another task's memory.
+//!
+//! Paths are resolved in pid 1's own root, which is the caller's: the
+//! command cannot `chroot` or make a mount namespace (no capability, and
+//! seccomp refuses `unshare` and the mount API). A relative path starts at
+//! the caller's cwd or descriptor through its `/proc` magic link.
+//! Nothing here needs to check that the notification is still valid: pid 1
+//! decides on the object it will act on itself, so a caller that died (and
+//! whose thread id was reused) can only make pid 1 do something the policy
+//! allows anyway.
 
-use crate::sys::notify::{Notification, still_valid};
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use super::probe::stat_of;
+use crate::sys::notify::Notification;
+use oajail_policy::compile::FileKind;
+use oajail_policy::compile::guard::Stat;
+use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
+use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 /// `AT_FDCWD` as the kernel sees the 32-bit dirfd argument.
-const AT_FDCWD: i32 = -100;
+pub(crate) const AT_FDCWD: i32 = -100;
 /// Longest path the kernel accepts, terminating NUL included.
 const PATH_MAX: usize = 4096;
 const PAGE: u64 = 4096;
+/// How many callers' files stay open.
+const CACHE: usize = 128;
+/// `PIDFD_THREAD` (Linux 6.9): a pidfd for a thread that is not a leader.
+const PIDFD_THREAD: u32 = 0o200;
 
-/// The caller of one notification, with its memory open.
-pub(crate) struct Caller<'a> {
-    listener: BorrowedFd<'a>,
-    pub(crate) n: Notification,
-    /// The caller's id in the mounted /proc (its tid, unless /proc belongs
-    /// to another pid namespace than pid 1's).
-    pub(crate) proc: u32,
+/// The open /proc files of one thread.
+struct Open {
     mem: File,
+    status: File,
+    /// Readable once the thread has exited. Without it (a non-leader thread
+    /// on a kernel before 6.9) the entry is not kept.
+    alive: OwnedFd,
 }
 
-/// A resolved parent directory and the final name to create in it.
-pub(crate) struct Parent {
-    /// The directory, opened `O_PATH`.
+/// Callers seen so far.
+pub(crate) struct Callers {
+    open: HashMap<u32, Open>,
+    /// /proc numbers processes differently from the notifications (the
+    /// mount layer is off in a test build: /proc is the host's).
+    translate: bool,
+}
+
+impl Callers {
+    pub(crate) fn new() -> Self {
+        Callers {
+            open: HashMap::new(),
+            translate: !proc_matches_our_pid_namespace(),
+        }
+    }
+
+    /// The caller of `n`, with its memory open.
+    pub(crate) fn get(&mut self, n: Notification) -> Result<Caller<'_>, Errno> {
+        let proc = if self.translate {
+            proc_id(n.tid)?
+        } else {
+            n.tid
+        };
+        let fresh = match self.open.get(&n.tid) {
+            Some(o) => exited(o.alive.as_fd()),
+            None => true,
+        };
+        if fresh {
+            self.open.remove(&n.tid);
+            let opened = open_proc(n.tid, proc)?;
+            if self.open.len() >= CACHE {
+                self.open.clear();
+            }
+            self.open.insert(n.tid, opened);
+        }
+        let o = self.open.get(&n.tid).ok_or(Errno::SRCH)?;
+        Ok(Caller {
+            n,
+            proc,
+            mem: &o.mem,
+            status: &o.status,
+        })
+    }
+}
+
+fn open_proc(tid: u32, proc: u32) -> Result<Open, Errno> {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::PERM);
+    let pid = Pid::from_raw(tid as i32).ok_or(Errno::SRCH)?;
+    let alive = pidfd_open(pid, PidfdFlags::from_bits_retain(PIDFD_THREAD))
+        .or_else(|_| pidfd_open(pid, PidfdFlags::empty()))?;
+    Ok(Open {
+        mem: File::open(format!("/proc/{proc}/mem")).map_err(io)?,
+        status: File::open(format!("/proc/{proc}/status")).map_err(io)?,
+        alive,
+    })
+}
+
+/// Whether the thread behind a pidfd has exited (its pidfd is readable).
+fn exited(pidfd: BorrowedFd<'_>) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(pidfd, PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).map_or(true, |n| n > 0)
+}
+
+/// The caller of one notification.
+pub(crate) struct Caller<'a> {
+    pub(crate) n: Notification,
+    /// The caller's id in the mounted /proc.
+    pub(crate) proc: u32,
+    mem: &'a File,
+    status: &'a File,
+}
+
+/// A path resolved to its parent directory and final name.
+pub(crate) struct At {
+    /// The parent directory, opened `O_PATH`.
     pub(crate) fd: OwnedFd,
-    /// Its real path, read back from the open descriptor.
+    /// Its real path, read back from the descriptor.
     pub(crate) real: PathBuf,
     /// The final component as given (trailing slashes kept, so the call
     /// pid 1 makes fails or succeeds exactly as the caller's would).
     pub(crate) last: Vec<u8>,
-    /// The final component without trailing slashes, for the decision.
+    /// The final component without trailing slashes.
     pub(crate) name: String,
+    /// `lstat` of the final component, `None` when missing.
+    pub(crate) stat: Option<Stat>,
+    /// The path as the caller spelled it (from the real path of the
+    /// directory it started at), when that spelling goes through a link
+    /// and names something that may be protected: `.vscode/tasks.json`
+    /// through a `.vscode` link is protected under that name too.
+    pub(crate) lexical: Option<PathBuf>,
 }
 
-impl<'a> Caller<'a> {
-    /// Open the caller's memory; fails when it cannot be read (a
-    /// non-dumpable caller) or the notification went stale.
-    pub(crate) fn open(
-        listener: BorrowedFd<'a>,
-        n: Notification,
-        translate: bool,
-    ) -> Result<Self, Errno> {
-        let proc = if translate { proc_id(n.tid)? } else { n.tid };
-        let mem = File::open(format!("/proc/{proc}/mem"))
-            .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::PERM))?;
-        let caller = Caller {
-            listener,
-            n,
-            proc,
-            mem,
-        };
-        caller.valid()?;
-        Ok(caller)
+impl At {
+    /// The real path of the final component.
+    pub(crate) fn path(&self) -> PathBuf {
+        self.real.join(&self.name)
     }
 
-    fn valid(&self) -> Result<(), Errno> {
-        if still_valid(self.listener, self.n.id) {
-            Ok(())
-        } else {
-            Err(Errno::NOENT)
-        }
+    /// Open the final component `O_PATH`, following it when it is a link.
+    pub(crate) fn follow(&self) -> Result<Object, Errno> {
+        let flags = OFlags::PATH | OFlags::CLOEXEC;
+        Object::from_fd(rustix::fs::openat(
+            &self.fd,
+            self.last.as_slice(),
+            flags,
+            Mode::empty(),
+        )?)
     }
 
+    /// Open the final component itself `O_PATH` (a link is not followed).
+    pub(crate) fn itself(&self) -> Result<Object, Errno> {
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        Object::from_fd(rustix::fs::openat(
+            &self.fd,
+            self.last.as_slice(),
+            flags,
+            Mode::empty(),
+        )?)
+    }
+}
+
+/// An existing object, opened `O_PATH`.
+pub(crate) struct Object {
+    pub(crate) fd: OwnedFd,
+    /// Its real path; `None` for objects without one (pipes, sockets,
+    /// anonymous or deleted files), which name nothing the guard protects.
+    pub(crate) real: Option<PathBuf>,
+    pub(crate) stat: Stat,
+}
+
+impl Object {
+    fn from_fd(fd: OwnedFd) -> Result<Object, Errno> {
+        let stat = stat_of(&rustix::fs::fstat(&fd)?);
+        let real = real_path(fd.as_fd()).ok().filter(|p| {
+            let b = p.as_os_str().as_bytes();
+            !b.ends_with(b" (deleted)")
+        });
+        Ok(Object { fd, real, stat })
+    }
+
+    /// A path that reaches the object from pid 1 (`/proc/self/fd/N`).
+    pub(crate) fn magic(&self) -> String {
+        format!("/proc/self/fd/{}", self.fd.as_raw_fd())
+    }
+}
+
+impl Caller<'_> {
     /// A NUL-terminated string at `addr` in the caller's memory.
     pub(crate) fn string(&self, addr: u64) -> Result<Vec<u8>, Errno> {
         if addr == 0 {
@@ -82,8 +206,11 @@ impl<'a> Caller<'a> {
         while out.len() < PATH_MAX {
             // Read at most to the end of the page: the next may be unmapped.
             let chunk = (PAGE - at % PAGE).min((PATH_MAX - out.len()) as u64) as usize;
-            let mut buf = vec![0u8; chunk];
-            let got = self.mem.read_at(&mut buf, at).map_err(|_| Errno::FAULT)?;
+            let mut buf = [0u8; PAGE as usize];
+            let got = self
+                .mem
+                .read_at(&mut buf[..chunk], at)
+                .map_err(|_| Errno::FAULT)?;
             if got == 0 {
                 return Err(Errno::FAULT);
             }
@@ -97,15 +224,27 @@ impl<'a> Caller<'a> {
         Err(Errno::NAMETOOLONG)
     }
 
+    /// `len` bytes at `addr` in the caller's memory.
+    pub(crate) fn bytes(&self, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        let mut buf = vec![0u8; len];
+        if len == 0 {
+            return Ok(buf);
+        }
+        if addr == 0 {
+            return Err(Errno::FAULT);
+        }
+        match self.mem.read_at(&mut buf, addr) {
+            Ok(n) if n == len => Ok(buf),
+            _ => Err(Errno::FAULT),
+        }
+    }
+
     /// The caller's umask and thread-group id (from /proc/<tid>/status).
     pub(crate) fn status(&self) -> Result<(u32, u32), Errno> {
-        // One read into a fixed buffer (the fields wanted are in the first
-        // lines): std's read_to_string costs a statx and several reads.
+        // One read into a fixed buffer: the fields wanted are in the first
+        // lines.
         let mut buf = [0u8; 1024];
-        let n = File::open(format!("/proc/{}/status", self.proc))
-            .and_then(|mut f| std::io::Read::read(&mut f, &mut buf))
-            .map_err(|_| Errno::ACCESS)?;
-        self.valid()?;
+        let n = self.status.read_at(&mut buf, 0).map_err(|_| Errno::SRCH)?;
         let text = String::from_utf8_lossy(&buf[..n]);
         let field = |key: &str, radix: u32| {
             text.lines()
@@ -119,8 +258,8 @@ impl<'a> Caller<'a> {
     }
 
     /// The caller's descriptor `fd` (or its cwd for `AT_FDCWD`) as a path
-    /// pid 1 can open or link from.
-    pub(crate) fn fd_path(&self, dirfd: i32) -> String {
+    /// pid 1 can open.
+    fn fd_path(&self, dirfd: i32) -> String {
         if dirfd == AT_FDCWD {
             format!("/proc/{}/cwd", self.proc)
         } else {
@@ -128,58 +267,138 @@ impl<'a> Caller<'a> {
         }
     }
 
-    /// Read the path argument at `addr` (relative to `dirfd`) and open its
-    /// parent directory.
-    pub(crate) fn parent(&self, dirfd: u64, addr: u64) -> Result<Parent, Errno> {
-        let path = self.string(addr)?;
-        self.parent_of(dirfd as i32, &path)
+    /// The object behind the caller's descriptor `fd`.
+    pub(crate) fn fd_object(&self, fd: i32) -> Result<Object, Errno> {
+        let flags = OFlags::PATH | OFlags::CLOEXEC;
+        let opened = rustix::fs::open(self.fd_path(fd), flags, Mode::empty())
+            .map_err(|e| if e == Errno::NOENT { Errno::BADF } else { e })?;
+        let object = Object::from_fd(opened)?;
+        self.not_another_process(object.real.as_deref())?;
+        Ok(object)
     }
 
-    /// Open the parent of `path` (relative to `dirfd`), following symlinks
-    /// in the directory part as the kernel would for the caller.
-    pub(crate) fn parent_of(&self, dirfd: i32, path: &[u8]) -> Result<Parent, Errno> {
+    /// Read the path at `addr` (relative to `dirfd`) and resolve its parent.
+    pub(crate) fn at(&self, dirfd: u64, addr: u64) -> Result<At, Errno> {
+        let path = self.string(addr)?;
+        self.at_path(dirfd as i32, &path)
+    }
+
+    /// Resolve the parent of `path` (relative to `dirfd`), following
+    /// symlinks in the directory part as the kernel would for the caller,
+    /// and `lstat` the final component.
+    pub(crate) fn at_path(&self, dirfd: i32, path: &[u8]) -> Result<At, Errno> {
         if path.is_empty() {
             return Err(Errno::NOENT);
         }
         let path = self.rewrite(path);
         let (dir, last) = split(&path);
-        let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = if path.starts_with(b"/") {
-            self.open_absolute(dir, dir_flags)?
-        } else {
-            let base = rustix::fs::open(self.fd_path(dirfd), dir_flags, Mode::empty())
-                // No such descriptor in the caller: what the kernel says.
-                .map_err(|e| {
-                    if e == Errno::NOENT && dirfd != AT_FDCWD {
-                        Errno::BADF
-                    } else {
-                        e
-                    }
-                })?;
-            self.valid()?;
-            match dir {
-                Some(dir) => rustix::fs::openat(&base, dir, dir_flags, Mode::empty())?,
-                None => base,
-            }
+        let mut full: Vec<u8> = match dir {
+            Some(d) if d.starts_with(b"/") => d.to_vec(),
+            Some(d) => [self.fd_path(dirfd).as_bytes(), b"/", d].concat(),
+            None if path.starts_with(b"/") => b"/".to_vec(),
+            None => self.fd_path(dirfd).into_bytes(),
         };
+        full.push(0);
+        let full = std::ffi::CStr::from_bytes_with_nul(&full).map_err(|_| Errno::INVAL)?;
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(full, flags, Mode::empty()).map_err(|e| {
+            // No such descriptor in the caller: what the kernel says.
+            let bad_fd = dirfd != AT_FDCWD && !path.starts_with(b"/");
+            if e == Errno::NOENT && bad_fd && !self.has_fd(dirfd) {
+                Errno::BADF
+            } else {
+                e
+            }
+        })?;
         let real = real_path(fd.as_fd())?;
+        self.not_another_process(Some(&real))?;
         let name = String::from_utf8_lossy(trim_slashes(last)).into_owned();
-        Ok(Parent {
+        let stat = match rustix::fs::statat(&fd, trim_slashes(last), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Some(stat_of(&st)),
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(e),
+        };
+        let lexical = match dir {
+            Some(d) if mentions_protected(d) => self.spelled(dirfd, &path, d, &real)?,
+            _ => None,
+        };
+        Ok(At {
             fd,
             real,
             last: last.to_vec(),
             name,
+            stat,
+            lexical,
         })
     }
 
-    /// An absolute directory part, resolved in the caller's root (through
-    /// its /proc root link, so a caller in a nested mount namespace or
-    /// chroot gets its own view, not pid 1's).
-    fn open_absolute(&self, dir: Option<&[u8]>, flags: OFlags) -> Result<OwnedFd, Errno> {
-        let dir = dir.unwrap_or(b"/");
-        let root = rustix::fs::open(format!("/proc/{}/root", self.proc), flags, Mode::empty())?;
-        self.valid()?;
-        rustix::fs::openat2(&root, dir, flags, Mode::empty(), ResolveFlags::IN_ROOT)
+    /// The directory part `dir` of `path` spelled from the real path of its
+    /// base, when that differs from the directory's real path `real`.
+    fn spelled(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        dir: &[u8],
+        real: &std::path::Path,
+    ) -> Result<Option<PathBuf>, Errno> {
+        let base = if path.starts_with(b"/") {
+            PathBuf::from("/")
+        } else {
+            let link = rustix::fs::readlink(self.fd_path(dirfd), Vec::new())?;
+            PathBuf::from(std::ffi::OsStr::from_bytes(link.as_bytes()))
+        };
+        let mut out = PathBuf::from("/");
+        for c in base.join(std::ffi::OsStr::from_bytes(dir)).components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::Normal(n) => out.push(n),
+                _ => {}
+            }
+        }
+        let (_, last) = split(path);
+        let name = std::ffi::OsStr::from_bytes(trim_slashes(last));
+        Ok((out != real).then(|| out.join(name)))
+    }
+
+    /// Resolve the object a call acts on: the path's final component,
+    /// followed when `follow` and it is a link.
+    pub(crate) fn object(&self, at: &At, follow: bool) -> Result<Object, Errno> {
+        let linked = at.stat.is_some_and(|s| s.kind == FileKind::Symlink);
+        let object = if follow && linked {
+            at.follow()?
+        } else {
+            at.itself()?
+        };
+        self.not_another_process(object.real.as_deref())?;
+        Ok(object)
+    }
+
+    fn has_fd(&self, fd: i32) -> bool {
+        rustix::fs::lstat(format!("/proc/{}/fd/{fd}", self.proc)).is_ok()
+    }
+
+    /// pid 1 acts with its own /proc entries at hand: a path into another
+    /// process's `/proc/<pid>` (pid 1's own above all: its descriptors, its
+    /// memory) is refused, so pid 1 never does for the command what the
+    /// command could not do itself.
+    fn not_another_process(&self, real: Option<&std::path::Path>) -> Result<(), Errno> {
+        let Some(rest) = real.and_then(|r| r.strip_prefix("/proc").ok()) else {
+            return Ok(());
+        };
+        let Some(first) = rest.iter().next().and_then(|c| c.to_str()) else {
+            return Ok(());
+        };
+        let Ok(id) = first.parse::<u32>() else {
+            return Ok(());
+        };
+        let (_, tgid) = self.status()?;
+        if id == self.proc || id == tgid || (self.proc == self.n.tid && id == self.n.tid) {
+            Ok(())
+        } else {
+            Err(Errno::ACCESS)
+        }
     }
 
     /// `/proc/self`, `/dev/fd`, `/dev/std*` name the caller, not pid 1: rewrite
@@ -209,19 +428,15 @@ impl<'a> Caller<'a> {
 
 /// Whether the mounted /proc shows pid 1's own pid namespace (it does not
 /// when the mount layer is off in a test build: /proc is then the host's).
-pub(crate) fn proc_matches_our_pid_namespace() -> bool {
+fn proc_matches_our_pid_namespace() -> bool {
     let me = nix::unistd::getpid().as_raw().to_string();
     rustix::fs::readlink("/proc/self", Vec::new()).is_ok_and(|l| l.as_bytes() == me.as_bytes())
 }
-
-/// `PIDFD_THREAD` (Linux 6.9): a pidfd for a thread that is not a leader.
-const PIDFD_THREAD: u32 = 0o200;
 
 /// The caller's id in the mounted /proc, through a pidfd: its fdinfo shows
 /// the pid as /proc's pid namespace numbers it.
 fn proc_id(tid: u32) -> Result<u32, Errno> {
     use rustix::process::{Pid, PidfdFlags, pidfd_open};
-    use std::os::fd::AsRawFd;
     let pid = Pid::from_raw(tid as i32).ok_or(Errno::SRCH)?;
     let fd = pidfd_open(pid, PidfdFlags::from_bits_retain(PIDFD_THREAD))?;
     let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
@@ -232,16 +447,23 @@ fn proc_id(tid: u32) -> Result<u32, Errno> {
         .ok_or(Errno::ACCESS)
 }
 
-/// The real path of an open directory (`readlink /proc/self/fd/N`).
+/// The real path of an open descriptor (`readlink /proc/self/fd/N`); an
+/// error for objects outside pid 1's root or without a path.
 fn real_path(fd: BorrowedFd<'_>) -> Result<PathBuf, Errno> {
-    use std::os::fd::AsRawFd;
     let link = rustix::fs::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()), Vec::new())?;
     let bytes = link.into_bytes();
     if !bytes.starts_with(b"/") {
-        // Not reachable from our root (another mount namespace): refuse.
         return Err(Errno::ACCESS);
     }
     Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
+}
+
+/// Whether some component of a directory part may take part in a
+/// protected path (only then is its spelling worth a look).
+fn mentions_protected(dir: &[u8]) -> bool {
+    dir.split(|b| *b == b'/')
+        .filter_map(|c| std::str::from_utf8(c).ok())
+        .any(oajail_policy::compile::guard::names::may_matter)
 }
 
 fn trim_slashes(p: &[u8]) -> &[u8] {

@@ -97,20 +97,6 @@ pub(crate) fn receive(listener: BorrowedFd<'_>) -> io::Result<Notification> {
     })
 }
 
-/// Whether the task behind notification `id` is still waiting for it (so a
-/// /proc file opened for its tid belongs to it and not to a reused pid).
-pub(crate) fn still_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
-    // SAFETY: the ioctl reads one u64 through the pointer, valid for the call.
-    let ret = unsafe {
-        libc::ioctl(
-            listener.as_raw_fd(),
-            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
-            &id as *const u64,
-        )
-    };
-    ret == 0
-}
-
 /// Answer notification `id`: `Ok(val)` is the call's return value,
 /// `Err(errno)` its error. The task may be gone (ENOENT): that is not an error.
 pub(crate) fn answer(

@@ -15,6 +15,7 @@ fn facts() -> HostFacts {
         settings_path: Some("/home/u/.srt-settings.json".into()),
         ssh_auth_sock: None,
         mem_total_bytes: Some(8 << 30),
+        xdg_config_home: None,
     }
 }
 
@@ -105,48 +106,54 @@ fn deny_write_beats_allow_write_even_from_an_ancestor() {
 }
 
 #[test]
-fn mandatory_denies_hold_at_depth_and_missing_ones_get_placeholders() {
-    let p = policy(&[], &[], &["."], &[]);
-    let m = plan(&p, &fake());
-    assert!(matches!(
-        step(&m, "/home/u/ws/src/a/b/.bashrc"),
-        Some(MountStep::Bind {
-            writable: false,
-            ..
-        })
-    ));
-    for pin in [
-        "/home/u/ws/src",
-        "/home/u/ws/src/a",
-        "/home/u/ws/src/a/b",
-        "/home/u/ws/.git",
-    ] {
-        assert!(
-            matches!(step(&m, pin), Some(MountStep::Bind { writable: true, .. })),
-            "{pin}: {m:#?}"
-        );
-    }
-    assert!(matches!(
-        step(&m, "/home/u/ws/.git/hooks"),
-        Some(MountStep::Bind {
-            writable: false,
-            ..
-        })
-    ));
-    assert!(matches!(
-        step(&m, "/home/u/ws/.git/config"),
-        Some(MountStep::MaskFile { .. })
-    ));
+fn mandatory_denies_are_the_guards_alone() {
+    // No scan, no placeholder, no mask: the workspace is one writable bind
+    // and the guard decides every write below it.
+    let p = policy(&[], &[], &["."], &["./locked.txt", "./missing/out"]);
+    let compiled = compile(&p, &facts(), &fake()).unwrap();
+    let m = &compiled.mounts;
+    let under_ws: Vec<&str> = m
+        .steps
+        .iter()
+        .map(MountStep::path)
+        .filter(|p| p.starts_with("/home/u/ws"))
+        .collect();
+    assert_eq!(under_ws, vec!["/home/u/ws"], "{m:#?}");
+    let g = &compiled.guard;
+    assert_eq!(g.roots, vec!["/home/u/ws".to_owned()]);
+    assert!(g.deny_write.contains(&"/home/u/ws/missing/out".to_owned()));
+    assert_eq!(g.home, "/home/u");
+    assert_eq!(g.private, vec!["/dev".to_owned(), "/tmp".to_owned()]);
+}
+
+#[test]
+fn cwd_tmp_is_refused_and_allow_write_tmp_shares_the_host_tmp() {
+    let mut f = facts();
+    f.cwd = "/tmp".into();
+    let fs = fake().dirs(&["/tmp/.X11-unix", "/tmp/ssh-abc", "/tmp/work"]);
+    let err = compile(&policy(&[], &[], &[], &[]), &f, &fs).unwrap_err();
+    assert!(err.to_string().contains("private"), "{err}");
+    let shared = policy(&[], &[], &["/tmp"], &[]);
+    let compiled = compile(&shared, &f, &fs).unwrap();
+    let m = &compiled.mounts;
     assert!(
-        m.placeholders
-            .iter()
-            .any(|p| p.path == "/home/u/ws/.vscode")
+        matches!(
+            step(m, "/tmp"),
+            Some(MountStep::Bind { writable: true, .. })
+        ),
+        "{m:#?}"
     );
-    assert!(
-        m.placeholders
-            .iter()
-            .any(|p| p.path == "/home/u/ws/.claude")
-    );
+    assert!(matches!(
+        step(m, "/tmp/.X11-unix"),
+        Some(MountStep::MaskDir { .. })
+    ));
+    assert!(matches!(
+        step(m, "/tmp/ssh-abc"),
+        Some(MountStep::MaskDir { .. })
+    ));
+    assert!(step(m, "/tmp/work").is_none());
+    assert_eq!(compiled.guard.private, vec!["/dev".to_owned()]);
+    assert!(compiled.guard.roots.contains(&"/tmp".to_owned()));
 }
 
 #[test]
@@ -192,6 +199,16 @@ fn landlock_grants_read_on_the_complement_of_a_denied_dir() {
     assert!(Path::new("/").is_absolute());
 }
 
+/// The guard's verdict on `op` at `path` for a policy compiled on `fs`.
+fn guard_allows(p: &Policy, fs: &MemFs, path: &str, op: guard::Op<'_>) -> bool {
+    let compiled = compile(p, &facts(), fs).unwrap();
+    let mut g = guard::Guard::new(compiled.guard);
+    let path = Path::new(path);
+    let existing = guard::GuardFs::lstat(fs, path);
+    let req = guard::Request { path, op, existing };
+    g.decide(fs, &req) == guard::Verdict::Allow
+}
+
 #[test]
 fn submodule_git_dirs_inside_dot_git_are_protected() {
     let p = policy(&[], &[], &["."], &[]);
@@ -199,48 +216,41 @@ fn submodule_git_dirs_inside_dot_git_are_protected() {
         "/home/u/ws/.git/modules/lib/HEAD",
         "/home/u/ws/.git/modules/lib/config",
     ]);
-    let m = plan(&p, &fs);
-    assert!(
-        matches!(
-            step(&m, "/home/u/ws/.git/modules/lib/config"),
-            Some(MountStep::Bind {
-                writable: false,
-                ..
-            })
-        ),
-        "{m:#?}"
-    );
-    assert!(
-        matches!(
-            step(&m, "/home/u/ws/.git/modules/lib/hooks"),
-            Some(MountStep::MaskDir { .. })
-        ),
-        "{m:#?}"
-    );
+    let write = guard::Op::Write;
+    let hook = guard::Op::Create(FileKind::File);
+    assert!(!guard_allows(
+        &p,
+        &fs,
+        "/home/u/ws/.git/modules/lib/config",
+        write
+    ));
+    assert!(!guard_allows(
+        &p,
+        &fs,
+        "/home/u/ws/.git/modules/lib/hooks/post-checkout",
+        hook
+    ));
+    assert!(guard_allows(
+        &p,
+        &fs,
+        "/home/u/ws/.git/modules/lib/index",
+        write
+    ));
 }
 
 #[test]
 fn allowing_a_protected_name_itself_does_not_lift_the_mandatory_deny() {
     let p = policy(&[], &[], &["~/.bashrc", "./.git"], &[]);
-    let m = plan(&p, &fake());
-    assert!(step(&m, "/home/u/.bashrc").is_none(), "{m:#?}");
-    assert!(
-        matches!(
-            step(&m, "/home/u/ws/.git"),
-            Some(MountStep::Bind { writable: true, .. })
-        ),
-        "{m:#?}"
-    );
-    assert!(
-        matches!(
-            step(&m, "/home/u/ws/.git/hooks"),
-            Some(MountStep::Bind {
-                writable: false,
-                ..
-            })
-        ),
-        "{m:#?}"
-    );
+    let fs = fake();
+    assert!(!guard_allows(&p, &fs, "/home/u/.bashrc", guard::Op::Write));
+    let hook = guard::Op::Create(FileKind::File);
+    assert!(!guard_allows(
+        &p,
+        &fs,
+        "/home/u/ws/.git/hooks/post-merge",
+        hook
+    ));
+    assert!(guard_allows(&p, &fs, "/home/u/ws/.git/index", hook));
 }
 
 #[test]

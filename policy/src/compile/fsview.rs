@@ -173,6 +173,38 @@ impl MemFs {
     }
 }
 
+/// The guard probes the same fake tree (inode numbers are made up from the
+/// path; file contents are empty).
+impl super::guard::GuardFs for MemFs {
+    fn lstat(&self, path: &Path) -> Option<super::guard::Stat> {
+        let kind = self.kind(path)?;
+        let ino = path
+            .to_string_lossy()
+            .bytes()
+            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        let nlink = self.links.get(path).copied().unwrap_or(1);
+        Some(super::guard::Stat {
+            kind,
+            dev: 1,
+            ino,
+            nlink,
+        })
+    }
+
+    fn read_file(&self, _path: &Path, _limit: usize) -> Option<Vec<u8>> {
+        None
+    }
+
+    fn read_dir(&self, path: &Path) -> Option<Vec<String>> {
+        let entries = FsView::read_dir(self, path).ok()?;
+        Some(entries.into_iter().map(|(n, _)| n).collect())
+    }
+
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        canonicalize(self, path).ok()
+    }
+}
+
 impl FsView for MemFs {
     fn kind(&self, path: &Path) -> Option<FileKind> {
         self.nodes.get(path).map(|node| match node {

@@ -12,8 +12,9 @@
 //! - [`landlock::LandlockPlan`] (filesystem layer): the Landlock ruleset
 //!   applied by `oajail_jail::landlock::restrict` just before seccomp;
 //! - [`seccomp::SeccompPlan`] and [`limits::ResourcePlan`] (runtime layer);
-//! - [`guard::GuardPlan`] (filesystem layer): the create-guard pid 1 runs
-//!   for names created during the run (`oajail_jail`'s `guard` module).
+//! - [`guard::GuardPlan`] (filesystem layer): the guard pid 1 runs for every
+//!   write-like call of the command, which holds the mandatory write denies
+//!   (`oajail_jail`'s `guard` module).
 //!
 //! Invariants:
 //! - every path in a plan is absolute, canonical (no symlink component at
@@ -27,7 +28,6 @@ mod fsview;
 pub mod guard;
 pub mod landlock;
 pub mod limits;
-mod mandatory;
 pub mod mounts;
 mod rules;
 pub mod seccomp;
@@ -58,6 +58,10 @@ pub struct HostFacts {
     pub ssh_auth_sock: Option<PathBuf>,
     /// Total RAM in bytes, if known; bounds the default size of `/tmp`.
     pub mem_total_bytes: Option<u64>,
+    /// `$XDG_CONFIG_HOME` of the caller, if set (absolute): the guard
+    /// protects the configuration files there as it does under `~/.config`.
+    #[serde(default)]
+    pub xdg_config_home: Option<PathBuf>,
 }
 
 /// Every plan compiled from one policy.
@@ -74,7 +78,7 @@ pub struct CompiledPolicy {
     pub seccomp: seccomp::SeccompPlan,
     /// rlimits and wall-clock limit.
     pub limits: limits::ResourcePlan,
-    /// The create-guard for names created during the run.
+    /// The guard: every write-like call decided by pid 1.
     pub guard: guard::GuardPlan,
 }
 
@@ -125,8 +129,16 @@ pub fn compile(
     facts: &HostFacts,
     fs: &dyn FsView,
 ) -> Result<CompiledPolicy, CompileError> {
-    let (mounts, landlock) = compile_filesystem(policy, facts, fs)?;
-    let guard = guard::build(policy, &mounts, &landlock);
+    let cached = fsview::Cached::new(fs);
+    let fs: &dyn FsView = &cached;
+    let rules = rules::Rules::build(policy, facts, fs)?;
+    let mounts = mounts::build(&rules, policy, facts, fs)?;
+    let landlock = landlock::build(&rules, policy, fs)?;
+    let config_home = facts
+        .xdg_config_home
+        .as_ref()
+        .and_then(|p| fsview::canonicalize(fs, p).ok());
+    let guard = guard::build(policy, &rules, &rules.home, config_home.as_deref());
     Ok(CompiledPolicy {
         policy_sha256: policy.sha256(),
         mounts,

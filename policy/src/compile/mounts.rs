@@ -33,14 +33,11 @@ pub const DEFAULT_TMP_BYTES: u64 = 1 << 30;
 pub struct MountPlan {
     /// Steps, applied in order.
     pub steps: Vec<MountStep>,
-    /// Missing protected paths the supervisor creates on the host before the
-    /// jail starts and removes (when still empty) after it ends.
-    pub placeholders: Vec<Placeholder>,
     /// Notes about entries that were dropped or narrowed.
     pub warnings: Vec<String>,
 }
 
-/// What kind of node a mount point or placeholder is.
+/// What kind of node a mount point is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum NodeKind {
@@ -50,16 +47,6 @@ pub enum NodeKind {
     File,
     /// A symbolic link (masked without following it).
     Symlink,
-}
-
-/// A missing protected path to create on the host for the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Placeholder {
-    /// Absolute host path.
-    pub path: String,
-    /// Empty directory or empty file.
-    pub kind: NodeKind,
 }
 
 /// A mount point created inside a mask or tmpfs for a deeper step.
@@ -98,14 +85,14 @@ pub enum MountStep {
         path: String,
         /// Mount points for deeper steps.
         skeleton: Vec<SkeletonEntry>,
-        /// Why: `denyRead`, `hostSockets`, `placeholder`.
+        /// Why: `denyRead`, `hostSockets`.
         why: String,
     },
     /// Empty, mode 000, read-only file over a file (or a symlink).
     MaskFile {
         /// The file.
         path: String,
-        /// Why: `denyRead`, `hostSockets`, `placeholder`.
+        /// Why: `denyRead`, `hostSockets`.
         why: String,
     },
     /// Private writable tmpfs (mode 1777, nosuid, nodev).
@@ -159,7 +146,7 @@ pub(crate) fn build(
             ));
             continue;
         }
-        if point == Path::new(TMP) {
+        if point == Path::new(TMP) && rules.private.contains(&point) {
             steps.push(MountStep::Tmpfs {
                 path: TMP.to_owned(),
                 size_bytes: tmp_size(policy, facts),
@@ -174,22 +161,15 @@ pub(crate) fn build(
     all.extend(steps);
     Ok(MountPlan {
         steps: all,
-        placeholders: rules
-            .placeholders
-            .iter()
-            .map(|(p, k)| Placeholder {
-                path: p.display().to_string(),
-                kind: node_kind(*k),
-            })
-            .collect(),
         warnings,
     })
 }
 
-/// Ancestors between each protected path and its writable root.
+/// Ancestors between each existing protected path and its writable root
+/// (a missing one has nothing to move; the guard holds it).
 fn pins(rules: &Rules) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
-    for protected in &rules.deny_write {
+    for protected in rules.deny_write.iter().filter(|p| rules.kind(p).is_some()) {
         let Some(parent) = protected.parent() else {
             continue;
         };
@@ -227,7 +207,6 @@ fn step_for(rules: &Rules, fs: &dyn FsView, point: &Path, pin: bool) -> Option<M
     let parent = point.parent().unwrap_or(Path::new("/"));
     let (vis, pvis) = (rules.visible(point), rules.visible(parent));
     let (w, pw) = (rules.writable(point), rules.writable(parent));
-    let placeholder = rules.placeholders.contains_key(point);
     if !vis {
         let why = if rules.masks.contains(point) {
             "hostSockets"
@@ -235,9 +214,6 @@ fn step_for(rules: &Rules, fs: &dyn FsView, point: &Path, pin: bool) -> Option<M
             "denyRead"
         };
         return pvis.then(|| mask(path, kind, why));
-    }
-    if placeholder {
-        return Some(mask(path, kind, "placeholder"));
     }
     let why = if !pvis {
         "reallow"

@@ -32,6 +32,20 @@ pub(crate) const TMP: &str = "/tmp";
 pub(crate) const HOST_SOCKET_DIRS: &[&str] =
     &["/run", "/var/run", "/var/run/docker.sock", "/var/run/dbus"];
 
+/// Entries of a shared host `/tmp` that are hidden from the jail: agent and
+/// multiplexer sockets, X11/ICE sockets, Kerberos credential caches.
+const TMP_SECRETS: &[&str] = &[
+    ".X11-unix",
+    ".ICE-unix",
+    ".XIM-unix",
+    ".font-unix",
+    "ssh-",
+    "tmux-",
+    "krb5cc",
+    "gpg-",
+    "systemd-private-",
+];
+
 /// The most entries inside denied directories checked for hard links.
 const HARDLINK_BUDGET: usize = 2_000;
 
@@ -49,20 +63,21 @@ pub(crate) struct Rules {
     pub allow_read: BTreeSet<PathBuf>,
     /// `allowWrite` entries that exist and have no symlink component.
     pub allow_write: BTreeSet<PathBuf>,
-    /// Write-protected paths: `denyWrite`, mandatory denies, settings, binary.
+    /// Write-protected paths: `denyWrite` (existing or not), the settings
+    /// file, the oajail binary. The mandatory denies are the guard's.
     pub deny_write: BTreeSet<PathBuf>,
     /// Private tmpfs mounts (`/tmp`): host content below is hidden.
     pub private: BTreeSet<PathBuf>,
-    /// Paths the walk found kinds for, including missing protected leaves.
+    /// Kinds of the rule paths that exist.
     pub kinds: BTreeMap<PathBuf, FileKind>,
-    /// Missing protected paths the supervisor must create before the run.
-    pub placeholders: BTreeMap<PathBuf, FileKind>,
     /// Answers of [`Rules::visible`], keyed by the path's bytes: hashing
     /// those is much cheaper than `Path`'s component-wise hash, and two
     /// spellings of one path at worst compute the same answer twice.
     visible_memo: std::cell::RefCell<std::collections::HashMap<std::ffi::OsString, bool>>,
     /// Human-readable notes about entries that were dropped or narrowed.
     pub warnings: Vec<String>,
+    /// The home directory, canonical.
+    pub home: PathBuf,
 }
 
 impl Rules {
@@ -77,6 +92,7 @@ impl Rules {
         let fsp = &policy.filesystem;
         let mut rules = Rules {
             private: [PathBuf::from(TMP)].into(),
+            home: home.clone(),
             ..Rules::default()
         };
         // Each list is collected and then built in bulk (sorted once),
@@ -96,12 +112,12 @@ impl Rules {
             found.extend(rules.expand_allow(fs, "allowWrite", entry, &home, &cwd)?);
         }
         rules.allow_write = found.drain(..).collect();
+        rules.host_tmp(fs, &cwd)?;
         for entry in &fsp.deny_write {
             found.extend(rules.expand(fs, "denyWrite", entry, &home, &cwd)?);
         }
         rules.deny_write = found.drain(..).collect();
         rules.add_implicit(fs, facts, &cwd)?;
-        super::mandatory::add(&mut rules, fs, &[&cwd, &home], fsp.allow_git_config)?;
         Ok(rules)
     }
 
@@ -168,6 +184,45 @@ impl Rules {
             }
         }
         Ok(out)
+    }
+
+    /// `/tmp` is private to the jail unless `allowWrite` names the host's
+    /// `/tmp` itself (srt's README example): then it is shared, with the
+    /// host's socket and credential-cache entries in it hidden. A working
+    /// directory that the private `/tmp` would hide is bound in (see
+    /// `add_implicit`); `/tmp` itself as the working directory is refused,
+    /// since the command would find an empty directory there.
+    fn host_tmp(&mut self, fs: &dyn FsView, cwd: &Path) -> Result<(), CompileError> {
+        let tmp = Path::new(TMP);
+        if self.allow_write.contains(tmp) {
+            self.private.remove(tmp);
+            self.warnings.push(
+                "filesystem.allowWrite: /tmp: the host's /tmp is shared with the jail (no private /tmp); its sockets and credential caches are hidden"
+                    .into(),
+            );
+            for (name, _) in fs.read_dir(tmp).unwrap_or_default() {
+                if TMP_SECRETS.iter().any(|p| name.starts_with(p)) {
+                    let path = tmp.join(&name);
+                    self.note_kind(fs, &path);
+                    self.masks.insert(path);
+                }
+            }
+            return Ok(());
+        }
+        if self.allow_read.remove(tmp) {
+            self.warnings.push(
+                "filesystem.allowRead: /tmp: the jail's /tmp stays private (the host's is not shown); name subdirectories instead"
+                    .into(),
+            );
+        }
+        if cwd == tmp {
+            return Err(CompileError::Path {
+                field: "cwd".into(),
+                path: TMP.into(),
+                reason: "the jail's /tmp is private, so the command would start in an empty directory; run from a subdirectory (the host's /tmp/<dir> is bound in) or add \"/tmp\" to filesystem.allowWrite to share the host's /tmp".into(),
+            });
+        }
+        Ok(())
     }
 
     /// srt: `denyRead: ["/"]` means every top-level directory except the

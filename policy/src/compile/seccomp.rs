@@ -297,6 +297,7 @@ mod tests {
             settings_path: None,
             ssh_auth_sock: None,
             mem_total_bytes: None,
+            xdg_config_home: None,
         }
     }
 

@@ -128,6 +128,10 @@ pub fn build_workspace(ws: &Path) -> std::io::Result<()> {
         "[core]\n\trepositoryformatversion = 0\n",
     )?;
     plant(&ws.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n")?;
+    plant(
+        &ws.join(".git/hooks/post-merge"),
+        "#!/bin/sh\n# the user's own hook\n",
+    )?;
     plant(&ws.join("vendor/lib/.git/HEAD"), "ref: refs/heads/main\n")?;
     plant(&ws.join("vendor/lib/.git/config"), "[core]\n")?;
     plant(&ws.join(".vscode/settings.json"), "{}\n")?;

@@ -180,7 +180,7 @@ fn blocks_symlink_parent_swap() {
 #[test]
 fn blocks_unlink_and_recreate_hook() {
     expect_blocked("B3-unlink-recreate-hook", HOME_READABLE, |l| {
-        argv!["unlink-recreate", l.ws(".git/hooks/pre-commit.sample")]
+        argv!["unlink-recreate", l.ws(".git/hooks/post-merge")]
     });
 }
 
@@ -238,23 +238,25 @@ fn blocks_daemon_outliving_the_jail() {
     assert_contained(&mut lab, "B7-daemonize", &run);
 }
 
-/// B5: something left `ws/sub/.git -> ~/projects/other` (a directory
-/// outside every writable root). In the next run the mandatory `.git/hooks`
-/// deny wants a placeholder under it: oajail must not create (or later
-/// remove) anything through the link, and the hook write must fail.
+/// B5: a checkout left `ws/sub/.git` as a link to `ws/elsewhere`, a git
+/// directory (HEAD, objects) the command may write. Its hooks are a git
+/// directory's hooks wherever it lives: the write through the link, and
+/// the write to the real path, are refused.
 #[test]
-fn blocks_placeholder_through_planted_symlink() {
-    let id = "B5-placeholder-symlink";
+fn blocks_hook_through_git_link() {
+    let id = "B5-git-link-hooks";
     let mut lab = Lab::new(id);
+    let elsewhere = lab.ws("elsewhere");
+    for d in ["objects", "refs", "hooks"] {
+        std::fs::create_dir_all(format!("{elsewhere}/{d}")).expect("mkdir ws/elsewhere");
+    }
+    std::fs::write(format!("{elsewhere}/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
     std::fs::create_dir_all(lab.ws("sub")).expect("mkdir ws/sub");
-    let git = lab.ws("sub/.git");
-    // The jail itself may no longer plant a `.git` symlink (B2-git-symlink):
-    // plant it from the host, as a checkout or an older run could have.
-    std::os::unix::fs::symlink(lab.home("projects/other"), &git).expect("plant ws/sub/.git");
+    std::os::unix::fs::symlink("../elsewhere", lab.ws("sub/.git")).expect("plant ws/sub/.git");
     let hook = lab.ws("sub/.git/hooks/pre-commit");
     let run = lab.jailed(
         HOME_READABLE,
-        &["write-file", "mkdirs", &hook],
+        &["write-file", "create", &hook],
         &RunOptions::default(),
     );
     oajail_security::judge::assert_blocked_or_refused(&mut lab, id, &run);

@@ -69,7 +69,7 @@ fn ablation_bashrc_append() {
 
 #[test]
 fn ablation_git_hook() {
-    ablate("B2-git-hook", HOME_READABLE, &["mounts"], |l| {
+    ablate("B2-git-hook", HOME_READABLE, &["guard"], |l| {
         argv!["write-file", "create", l.ws(".git/hooks/pre-commit")]
     });
 }
@@ -208,7 +208,7 @@ fn ablation_secret_env() {
 
 #[test]
 fn ablation_mcp_json() {
-    ablate("B2-mcp-json", HOME_READABLE, &["mounts"], |l| {
+    ablate("B2-mcp-json", HOME_READABLE, &["guard"], |l| {
         argv!["write-file", "create", l.ws(".mcp.json")]
     });
 }
