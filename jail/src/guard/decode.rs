@@ -105,6 +105,10 @@ pub(crate) enum Call {
         obj: Obj,
         name: u64,
     },
+    /// `umask`: watched, then let through.
+    Umask {
+        mask: u64,
+    },
 }
 
 /// Decode a call from its number and arguments (`None`: not guarded).
@@ -160,6 +164,7 @@ pub(crate) fn decode(nr: i64, a: [u64; 6]) -> Option<Call> {
             path: a[0],
             len: a[1],
         },
+        libc::SYS_umask => Call::Umask { mask: a[0] },
         _ => return metadata(nr, a),
     })
 }
@@ -204,7 +209,6 @@ fn metadata(nr: i64, a: [u64; 6]) -> Option<Call> {
         },
         libc::SYS_setxattr => set_xattr(follow(a[0]), a),
         libc::SYS_lsetxattr => set_xattr(nofollow(a[0]), a),
-        libc::SYS_fsetxattr => set_xattr(Obj::Fd(a[0]), a),
         libc::SYS_removexattr => Call::RemoveXattr {
             obj: follow(a[0]),
             name: a[1],

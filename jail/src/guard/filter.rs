@@ -11,6 +11,11 @@
 //!    jeq openat, 0, 2                one triple per flag-notified call
 //!    ld  [args[2] low word]
 //!    jset WRITE_FLAGS, <notify>, <allow>
+//!    jeq utimensat, 0, 4             one per call notified when it names a path
+//!    ld  [args[1] low word]
+//!    jeq 0, 0, <notify>
+//!    ld  [args[1] high word]
+//!    jeq 0, <allow>, <notify>
 //!    ret ALLOW
 //!    ret USER_NOTIF
 //!    ret ERRNO|ENOSYS
@@ -21,14 +26,14 @@
 //! hold for a notified call.
 
 use crate::seccomp::{AUDIT_ARCH, X32_SYSCALL_BIT};
-use oajail_policy::compile::guard::{FilterShape, WRITE_FLAGS};
+use oajail_policy::compile::guard::{FilterShape, RISKY_MODE, WRITE_FLAGS};
 
 /// Where a jump of the program lands.
 #[derive(Clone, Copy)]
 enum To {
     Next,
-    /// Over the next two instructions.
-    SkipTwo,
+    /// Over this many following instructions.
+    Skip(usize),
     Allow,
     Notify,
     Enosys,
@@ -60,7 +65,7 @@ impl Draft {
         let at = |i: usize, to: To| -> Result<u8, String> {
             let target = match to {
                 To::Next => i + 1,
-                To::SkipTwo => i + 3,
+                To::Skip(n) => i + 1 + n,
                 To::Allow => end,
                 To::Notify => end + 1,
                 To::Enosys => end + 2,
@@ -116,16 +121,31 @@ pub(crate) fn compile(plan: &FilterShape) -> Result<Vec<libc::sock_filter>, Stri
         .notify
         .iter()
         .chain(plan.legacy.iter().filter(|_| legacy));
-    for name in always {
+    for name in always.chain(&plan.watch) {
         d.op(JMP_JEQ_K, number(name)?, To::Notify, To::Next);
     }
     for c in plan.notify_if_write.iter().filter(|c| legacy || !c.legacy) {
         // Another call skips the load and the test. The low word of the
         // little-endian argument is the one the kernel reads as `int flags`.
-        d.op(JMP_JEQ_K, number(&c.syscall)?, To::Next, To::SkipTwo);
+        d.op(JMP_JEQ_K, number(&c.syscall)?, To::Next, To::Skip(2));
         let arg = OFFSET_ARGS + 8 * u32::from(c.flags_arg);
         d.op(LD_W_ABS, arg, To::Next, To::Next);
         d.op(JMP_JSET_K, WRITE_FLAGS, To::Notify, To::Allow);
+    }
+    for c in &plan.notify_if_mode {
+        d.op(JMP_JEQ_K, number(&c.syscall)?, To::Next, To::Skip(2));
+        let arg = OFFSET_ARGS + 8 * u32::from(c.mode_arg);
+        d.op(LD_W_ABS, arg, To::Next, To::Next);
+        d.op(JMP_JSET_K, RISKY_MODE, To::Notify, To::Allow);
+    }
+    for c in plan.notify_if_path.iter().filter(|c| legacy || !c.legacy) {
+        // A pointer is NULL when both of its words are zero.
+        d.op(JMP_JEQ_K, number(&c.syscall)?, To::Next, To::Skip(4));
+        let arg = OFFSET_ARGS + 8 * u32::from(c.path_arg);
+        d.op(LD_W_ABS, arg, To::Next, To::Next);
+        d.op(JMP_JEQ_K, 0, To::Next, To::Notify);
+        d.op(LD_W_ABS, arg + 4, To::Next, To::Next);
+        d.op(JMP_JEQ_K, 0, To::Allow, To::Notify);
     }
     d.finish()
 }
@@ -140,6 +160,7 @@ const SYS_REMOVEXATTRAT: i64 = 466;
 fn number(name: &str) -> Result<u32, String> {
     let nr = match name {
         "mkdirat" => libc::SYS_mkdirat,
+        "umask" => libc::SYS_umask,
         "unlinkat" => libc::SYS_unlinkat,
         "truncate" => libc::SYS_truncate,
         "fchmodat" => libc::SYS_fchmodat,
@@ -251,15 +272,32 @@ mod tests {
             libc::SYS_truncate,
             libc::SYS_fchmodat,
             libc::SYS_fchownat,
-            libc::SYS_utimensat,
             libc::SYS_setxattr,
-            libc::SYS_fchmod,
+            libc::SYS_lremovexattr,
+        ] {
+            assert_eq!(call(&p, nr, [0; 6]), NOTIFY, "{nr}");
+        }
+        for nr in [
             libc::SYS_fchown,
             libc::SYS_fsetxattr,
             libc::SYS_fremovexattr,
         ] {
-            assert_eq!(call(&p, nr, [0; 6]), NOTIFY, "{nr}");
+            assert_eq!(call(&p, nr, [0; 6]), ALLOW, "{nr}");
         }
+        // utimensat with a path is notified; without one (futimens) it passes.
+        assert_eq!(
+            call(&p, libc::SYS_utimensat, [3, 0x7fff_0000_1000, 0, 0, 0, 0]),
+            NOTIFY
+        );
+        assert_eq!(
+            call(&p, libc::SYS_utimensat, [3, 0x1000, 0, 0, 0, 0]),
+            NOTIFY
+        );
+        assert_eq!(
+            call(&p, libc::SYS_utimensat, [3, 0x7fff_0000_0000, 0, 0, 0, 0]),
+            NOTIFY
+        );
+        assert_eq!(call(&p, libc::SYS_utimensat, [3, 0, 0, 0, 0, 0]), ALLOW);
         for flags in [
             libc::O_WRONLY,
             libc::O_RDWR,
@@ -334,10 +372,14 @@ mod tests {
             libc::SYS_lchown,
             libc::SYS_utime,
             libc::SYS_utimes,
-            libc::SYS_futimesat,
         ] {
             assert_eq!(call(&p, nr, [0; 6]), NOTIFY, "{nr}");
         }
+        assert_eq!(
+            call(&p, libc::SYS_futimesat, [3, 0x1000, 0, 0, 0, 0]),
+            NOTIFY
+        );
+        assert_eq!(call(&p, libc::SYS_futimesat, [3, 0, 0, 0, 0, 0]), ALLOW);
         assert_eq!(call(&p, libc::SYS_open, [0, 0, 0, 0, 0, 0]), ALLOW);
         assert_eq!(call(&p, libc::SYS_open, [0, creat, 0, 0, 0, 0]), NOTIFY);
         assert_eq!(call(&p, libc::SYS_open, [0, 1, 0, 0, 0, 0]), NOTIFY);

@@ -6,7 +6,7 @@
 //! on. A file opened for the caller is injected into it (`Answer::Fd`).
 
 use super::decode::{Call, Obj, Times};
-use super::resolve::{AT_FDCWD, At, Caller, Object};
+use super::resolve::{AT_FDCWD, At, Caller, Object, self_fds};
 use super::serve::{Answer, Decider};
 use oajail_policy::compile::FileKind;
 use oajail_policy::compile::guard::{Op, Request, Stat};
@@ -23,7 +23,18 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
             path,
             flags,
             mode,
-        } => open(d, c, c.at(dir, path)?, flags, mode),
+        } => {
+            // A new file that must not exist yet needs no look first: the
+            // creation fails by itself if it does (O_EXCL).
+            let o = OFlags::from_bits_retain(flags as u32);
+            let fresh = o.contains(OFlags::CREATE | OFlags::EXCL) && !o.contains(OFlags::TMPFILE);
+            let at = if fresh {
+                c.at_new(dir, path)?
+            } else {
+                c.at(dir, path)?
+            };
+            open(d, c, at, flags, mode)
+        }
         Call::Mkdir { dir, path, mode } => {
             let at = c.at(dir, path)?;
             make(d, c, &at, FileKind::Dir, || {
@@ -45,9 +56,9 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
         }
         Call::Link { old, new, flags } => link(d, c, old, new, flags),
         Call::Rename { old, new, flags } => {
-            rename(d, c.at(old.0, old.1)?, c.at(new.0, new.1)?, flags)
+            rename(d, c, c.at(old.0, old.1)?, c.at(new.0, new.1)?, flags)
         }
-        Call::Unlink { dir, path, flags } => unlink(d, c.at(dir, path)?, flags),
+        Call::Unlink { dir, path, flags } => unlink(d, c, c.at(dir, path)?, flags),
         Call::Truncate { path, len } => truncate(d, c, c.at(AT_FDCWD as u64, path)?, len),
         Call::Chmod { obj, mode } => meta(d, c, obj, |t| t.chmod(perm(mode))),
         Call::Chown { obj, uid, gid } => meta(d, c, obj, |t| t.chown(uid, gid)),
@@ -71,6 +82,8 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
             let name = c.string(name)?;
             meta(d, c, obj, |t| t.removexattr(&name))
         }
+        // Handled by the server before a caller is made.
+        Call::Umask { .. } => Err(Errno::NOSYS),
     }
 }
 
@@ -98,8 +111,7 @@ fn make(
 }
 
 fn set_umask(d: &mut Decider, c: &Caller<'_>) -> Result<(), Errno> {
-    let (umask, _) = c.status()?;
-    d.umask(umask);
+    d.umask(c.umask);
     Ok(())
 }
 
@@ -196,7 +208,7 @@ fn reopen(object: &Object, flags: OFlags) -> Result<OwnedFd, Errno> {
     if special {
         f |= OFlags::NONBLOCK;
     }
-    let fd = rustix::fs::open(object.magic(), f, Mode::empty())?;
+    let fd = rustix::fs::openat(self_fds()?, object.magic_name(), f, Mode::empty())?;
     restore_blocking(fd, flags, special)
 }
 
@@ -240,9 +252,9 @@ fn link(
         };
         d.check_at("linking", &dst, op)?;
         let req = request(&dst_path, op, dst.stat);
-        let src = format!("/proc/{}/fd/{}", c.proc, old.0 as i32);
+        let src = format!("fd/{}", old.0 as i32);
         rustix::fs::linkat(
-            rustix::fs::CWD,
+            c.proc_dir(),
             src.as_str(),
             &dst.fd,
             dst.last.as_slice(),
@@ -278,7 +290,7 @@ fn link(
     Ok(Answer::Value(0))
 }
 
-fn rename(d: &mut Decider, src: At, dst: At, flags: u64) -> Result<Answer, Errno> {
+fn rename(d: &mut Decider, c: &Caller<'_>, src: At, dst: At, flags: u64) -> Result<Answer, Errno> {
     let flags = RenameFlags::from_bits_retain(flags as u32);
     let stat = src.stat.ok_or(Errno::NOENT)?;
     let (sp, dp) = (src.path(), dst.path());
@@ -316,10 +328,12 @@ fn rename(d: &mut Decider, src: At, dst: At, flags: u64) -> Result<Answer, Errno
             d.check_at("renaming", at, op)?;
         }
     }
+    // Whatever happens next, a spelled path may now resolve elsewhere.
+    c.forget_dirs();
     rustix::fs::renameat_with(
-        &src.fd,
+        &*src.fd,
         src.last.as_slice(),
-        &dst.fd,
+        &*dst.fd,
         dst.last.as_slice(),
         flags,
     )?;
@@ -329,11 +343,16 @@ fn rename(d: &mut Decider, src: At, dst: At, flags: u64) -> Result<Answer, Errno
     Ok(Answer::Value(0))
 }
 
-fn unlink(d: &mut Decider, at: At, flags: u64) -> Result<Answer, Errno> {
+fn unlink(d: &mut Decider, c: &Caller<'_>, at: At, flags: u64) -> Result<Answer, Errno> {
     let flags = AtFlags::from_bits_retain(flags as u32);
     let path = at.path();
-    let req = request(&path, Op::Remove, Some(at.stat.ok_or(Errno::NOENT)?));
+    let stat = at.stat.ok_or(Errno::NOENT)?;
+    let req = request(&path, Op::Remove, Some(stat));
     d.check_at("removing", &at, Op::Remove)?;
+    if stat.kind != FileKind::File {
+        // A directory or link gone: a spelled path may now resolve elsewhere.
+        c.forget_dirs();
+    }
     rustix::fs::unlinkat(&at.fd, at.last.as_slice(), flags)?;
     d.done(&req);
     Ok(Answer::Value(0))

@@ -21,12 +21,15 @@ use oajail_policy::compile::FileKind;
 use oajail_policy::compile::guard::Stat;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 /// `AT_FDCWD` as the kernel sees the 32-bit dirfd argument.
 pub(crate) const AT_FDCWD: i32 = -100;
@@ -37,19 +40,55 @@ const PAGE: u64 = 4096;
 const CACHE: usize = 128;
 /// `PIDFD_THREAD` (Linux 6.9): a pidfd for a thread that is not a leader.
 const PIDFD_THREAD: u32 = 0o200;
+/// How long a thread's open files are used before its pidfd is asked
+/// again whether it is still the same thread. A thread id is handed out
+/// again only after the kernel went through every other one (at least
+/// 32,768 new tasks), which takes far longer.
+const RECHECK: Duration = Duration::from_millis(50);
+/// How many resolved directories are kept, and for how long (a directory
+/// renamed outside the jail is seen again after that; the jail's own
+/// renames go through pid 1 and empty the cache at once).
+const DIRS: usize = 512;
+const DIRS_LIFETIME: Duration = Duration::from_secs(1);
 
 /// The open /proc files of one thread.
 struct Open {
+    /// `/proc/<tid>`: the thread's files are opened relative to it, which
+    /// spares a walk from `/proc` each time.
+    dir: OwnedFd,
     mem: File,
-    status: File,
-    /// Readable once the thread has exited. Without it (a non-leader thread
-    /// on a kernel before 6.9) the entry is not kept.
+    /// Its thread group (process).
+    tgid: u32,
+    /// Readable once the thread has exited.
     alive: OwnedFd,
+    checked: Instant,
+}
+
+/// Directories resolved before, by the absolute path they were named by
+/// (symlinks not yet followed): its real path and an `O_PATH` descriptor.
+#[derive(Default)]
+pub(crate) struct Dirs {
+    map: HashMap<Vec<u8>, (Rc<OwnedFd>, PathBuf)>,
+    since: Option<Instant>,
+}
+
+impl Dirs {
+    /// Forget everything: a rename or removal may have changed what a
+    /// spelled path resolves to.
+    pub(crate) fn forget(&mut self) {
+        self.map.clear();
+        self.since = None;
+    }
 }
 
 /// Callers seen so far.
 pub(crate) struct Callers {
     open: HashMap<u32, Open>,
+    /// Each process's umask: read from `/proc/<tid>/status` when a thread
+    /// is first seen (that file costs tens of microseconds to read), then
+    /// followed through the `umask` calls the filter reports.
+    umasks: HashMap<u32, u32>,
+    dirs: RefCell<Dirs>,
     /// /proc numbers processes differently from the notifications (the
     /// mount layer is off in a test build: /proc is the host's).
     translate: bool,
@@ -59,6 +98,8 @@ impl Callers {
     pub(crate) fn new() -> Self {
         Callers {
             open: HashMap::new(),
+            umasks: HashMap::new(),
+            dirs: RefCell::default(),
             translate: !proc_matches_our_pid_namespace(),
         }
     }
@@ -70,39 +111,102 @@ impl Callers {
         } else {
             n.tid
         };
-        let fresh = match self.open.get(&n.tid) {
-            Some(o) => exited(o.alive.as_fd()),
+        let fresh = match self.open.get_mut(&n.tid) {
+            Some(o) if o.checked.elapsed() < RECHECK => false,
+            Some(o) => {
+                o.checked = Instant::now();
+                exited(o.alive.as_fd())
+            }
             None => true,
         };
+        {
+            let mut dirs = self.dirs.borrow_mut();
+            if dirs.since.is_some_and(|t| t.elapsed() > DIRS_LIFETIME) || dirs.map.len() > DIRS {
+                dirs.forget();
+            }
+        }
         if fresh {
             self.open.remove(&n.tid);
-            let opened = open_proc(n.tid, proc)?;
+            let (opened, umask) = open_proc(n.tid, proc)?;
             if self.open.len() >= CACHE {
                 self.open.clear();
+                self.umasks.clear();
             }
+            self.umasks.insert(opened.tgid, umask);
             self.open.insert(n.tid, opened);
         }
-        let o = self.open.get(&n.tid).ok_or(Errno::SRCH)?;
+        let o = self.open.get_mut(&n.tid).ok_or(Errno::SRCH)?;
+        let umask = self.umasks.get(&o.tgid).copied().unwrap_or(0o022);
         Ok(Caller {
             n,
             proc,
-            mem: &o.mem,
-            status: &o.status,
+            tgid: o.tgid,
+            umask,
+            dir: o.dir.as_fd(),
+            mem: RefCell::new(&mut o.mem),
+            dirs: &self.dirs,
         })
+    }
+
+    /// The caller's process changes its umask (the call is then let through).
+    pub(crate) fn set_umask(&mut self, n: Notification, mask: u64) -> Result<(), Errno> {
+        let tgid = self.get(n)?.tgid;
+        self.umasks.insert(tgid, mask as u32 & 0o777);
+        Ok(())
     }
 }
 
-fn open_proc(tid: u32, proc: u32) -> Result<Open, Errno> {
+/// Open a newly seen thread's memory and read its process and umask.
+fn open_proc(tid: u32, proc: u32) -> Result<(Open, u32), Errno> {
     use rustix::process::{Pid, PidfdFlags, pidfd_open};
     let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::PERM);
     let pid = Pid::from_raw(tid as i32).ok_or(Errno::SRCH)?;
     let alive = pidfd_open(pid, PidfdFlags::from_bits_retain(PIDFD_THREAD))
         .or_else(|_| pidfd_open(pid, PidfdFlags::empty()))?;
-    Ok(Open {
-        mem: File::open(format!("/proc/{proc}/mem")).map_err(io)?,
-        status: File::open(format!("/proc/{proc}/status")).map_err(io)?,
+    let dir = rustix::fs::open(
+        format!("/proc/{proc}"),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let (umask, tgid) = status(dir.as_fd())?;
+    let open = Open {
+        mem: open_in(dir.as_fd(), "mem").map_err(io)?,
+        dir,
+        tgid,
         alive,
-    })
+        checked: Instant::now(),
+    };
+    Ok((open, umask))
+}
+
+/// Open a file of a `/proc/<tid>` directory for reading.
+fn open_in(dir: BorrowedFd<'_>, name: &str) -> std::io::Result<File> {
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+    Ok(File::from(rustix::fs::openat(
+        dir,
+        name,
+        flags,
+        Mode::empty(),
+    )?))
+}
+
+/// A thread's umask and thread-group id, from /proc/<tid>/status.
+fn status(dir: BorrowedFd<'_>) -> Result<(u32, u32), Errno> {
+    // One read into a fixed buffer: the fields wanted are in the first lines.
+    let mut buf = [0u8; 1024];
+    let n = open_in(dir, "status")
+        .and_then(|f| f.read_at(&mut buf, 0))
+        .map_err(|_| Errno::SRCH)?;
+    let text = String::from_utf8_lossy(&buf[..n]);
+    let field = |key: &str, radix: u32| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| u32::from_str_radix(v.trim(), radix).ok())
+    };
+    match (field("Umask:", 8), field("Tgid:", 10)) {
+        (Some(umask), Some(tgid)) => Ok((umask, tgid)),
+        _ => Err(Errno::ACCESS),
+    }
 }
 
 /// Whether the thread behind a pidfd has exited (its pidfd is readable).
@@ -117,14 +221,22 @@ pub(crate) struct Caller<'a> {
     pub(crate) n: Notification,
     /// The caller's id in the mounted /proc.
     pub(crate) proc: u32,
-    mem: &'a File,
-    status: &'a File,
+    /// Its process.
+    tgid: u32,
+    /// Its process's umask.
+    pub(crate) umask: u32,
+    /// Its `/proc/<tid>` directory.
+    dir: BorrowedFd<'a>,
+    /// Reopened when a read fails: after an `execve` the open file still
+    /// refers to the address space the thread had before.
+    mem: RefCell<&'a mut File>,
+    dirs: &'a RefCell<Dirs>,
 }
 
 /// A path resolved to its parent directory and final name.
 pub(crate) struct At {
     /// The parent directory, opened `O_PATH`.
-    pub(crate) fd: OwnedFd,
+    pub(crate) fd: Rc<OwnedFd>,
     /// Its real path, read back from the descriptor.
     pub(crate) real: PathBuf,
     /// The final component as given (trailing slashes kept, so the call
@@ -193,9 +305,30 @@ impl Object {
     pub(crate) fn magic(&self) -> String {
         format!("/proc/self/fd/{}", self.fd.as_raw_fd())
     }
+
+    /// The same, as a name in [`self_fds`] (one lookup instead of four).
+    pub(crate) fn magic_name(&self) -> String {
+        self.fd.as_raw_fd().to_string()
+    }
 }
 
 impl Caller<'_> {
+    /// Read at `addr`, reopening the caller's memory once if the open file
+    /// no longer reaches it (the thread executed a new program).
+    fn read_mem(&self, buf: &mut [u8], addr: u64) -> Result<usize, Errno> {
+        let mut mem = self.mem.borrow_mut();
+        match mem.read_at(buf, addr) {
+            Ok(n) if n > 0 => return Ok(n),
+            _ => {}
+        }
+        let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::PERM);
+        **mem = open_in(self.dir, "mem").map_err(io)?;
+        match mem.read_at(buf, addr) {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(Errno::FAULT),
+        }
+    }
+
     /// A NUL-terminated string at `addr` in the caller's memory.
     pub(crate) fn string(&self, addr: u64) -> Result<Vec<u8>, Errno> {
         if addr == 0 {
@@ -207,13 +340,7 @@ impl Caller<'_> {
             // Read at most to the end of the page: the next may be unmapped.
             let chunk = (PAGE - at % PAGE).min((PATH_MAX - out.len()) as u64) as usize;
             let mut buf = [0u8; PAGE as usize];
-            let got = self
-                .mem
-                .read_at(&mut buf[..chunk], at)
-                .map_err(|_| Errno::FAULT)?;
-            if got == 0 {
-                return Err(Errno::FAULT);
-            }
+            let got = self.read_mem(&mut buf[..chunk], at)?;
             if let Some(end) = buf[..got].iter().position(|b| *b == 0) {
                 out.extend_from_slice(&buf[..end]);
                 return Ok(out);
@@ -233,27 +360,9 @@ impl Caller<'_> {
         if addr == 0 {
             return Err(Errno::FAULT);
         }
-        match self.mem.read_at(&mut buf, addr) {
+        match self.read_mem(&mut buf, addr) {
             Ok(n) if n == len => Ok(buf),
             _ => Err(Errno::FAULT),
-        }
-    }
-
-    /// The caller's umask and thread-group id (from /proc/<tid>/status).
-    pub(crate) fn status(&self) -> Result<(u32, u32), Errno> {
-        // One read into a fixed buffer: the fields wanted are in the first
-        // lines.
-        let mut buf = [0u8; 1024];
-        let n = self.status.read_at(&mut buf, 0).map_err(|_| Errno::SRCH)?;
-        let text = String::from_utf8_lossy(&buf[..n]);
-        let field = |key: &str, radix: u32| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| u32::from_str_radix(v.trim(), radix).ok())
-        };
-        match (field("Umask:", 8), field("Tgid:", 10)) {
-            (Some(umask), Some(tgid)) => Ok((umask, tgid)),
-            _ => Err(Errno::ACCESS),
         }
     }
 
@@ -261,16 +370,21 @@ impl Caller<'_> {
     /// pid 1 can open.
     fn fd_path(&self, dirfd: i32) -> String {
         if dirfd == AT_FDCWD {
-            format!("/proc/{}/cwd", self.proc)
+            "cwd".to_owned()
         } else {
-            format!("/proc/{}/fd/{dirfd}", self.proc)
+            format!("fd/{dirfd}")
         }
+    }
+
+    /// The caller's `/proc/<tid>` directory.
+    pub(crate) fn proc_dir(&self) -> BorrowedFd<'_> {
+        self.dir
     }
 
     /// The object behind the caller's descriptor `fd`.
     pub(crate) fn fd_object(&self, fd: i32) -> Result<Object, Errno> {
         let flags = OFlags::PATH | OFlags::CLOEXEC;
-        let opened = rustix::fs::open(self.fd_path(fd), flags, Mode::empty())
+        let opened = rustix::fs::openat(self.dir, self.fd_path(fd), flags, Mode::empty())
             .map_err(|e| if e == Errno::NOENT { Errno::BADF } else { e })?;
         let object = Object::from_fd(opened)?;
         self.not_another_process(object.real.as_deref())?;
@@ -283,45 +397,40 @@ impl Caller<'_> {
         self.at_path(dirfd as i32, &path)
     }
 
+    /// [`Caller::at`] without the `lstat` of the final component, for a
+    /// call that fails by itself when it exists (`O_CREAT | O_EXCL`).
+    pub(crate) fn at_new(&self, dirfd: u64, addr: u64) -> Result<At, Errno> {
+        let path = self.string(addr)?;
+        self.resolve(dirfd as i32, &path, false)
+    }
+
     /// Resolve the parent of `path` (relative to `dirfd`), following
     /// symlinks in the directory part as the kernel would for the caller,
     /// and `lstat` the final component.
     pub(crate) fn at_path(&self, dirfd: i32, path: &[u8]) -> Result<At, Errno> {
+        self.resolve(dirfd, path, true)
+    }
+
+    fn resolve(&self, dirfd: i32, path: &[u8], stat: bool) -> Result<At, Errno> {
         if path.is_empty() {
             return Err(Errno::NOENT);
         }
         let path = self.rewrite(path);
         let (dir, last) = split(&path);
-        let mut full: Vec<u8> = match dir {
-            Some(d) if d.starts_with(b"/") => d.to_vec(),
-            Some(d) => [self.fd_path(dirfd).as_bytes(), b"/", d].concat(),
-            None if path.starts_with(b"/") => b"/".to_vec(),
-            None => self.fd_path(dirfd).into_bytes(),
-        };
-        full.push(0);
-        let full = std::ffi::CStr::from_bytes_with_nul(&full).map_err(|_| Errno::INVAL)?;
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = rustix::fs::open(full, flags, Mode::empty()).map_err(|e| {
-            // No such descriptor in the caller: what the kernel says.
-            let bad_fd = dirfd != AT_FDCWD && !path.starts_with(b"/");
-            if e == Errno::NOENT && bad_fd && !self.has_fd(dirfd) {
-                Errno::BADF
-            } else {
-                e
-            }
-        })?;
-        let real = real_path(fd.as_fd())?;
+        let (fd, real, spelled) = self.parent(dirfd, &path, dir)?;
         self.not_another_process(Some(&real))?;
         let name = String::from_utf8_lossy(trim_slashes(last)).into_owned();
-        let stat = match rustix::fs::statat(&fd, trim_slashes(last), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Some(stat_of(&st)),
-            Err(Errno::NOENT) => None,
-            Err(e) => return Err(e),
+        let stat = match stat {
+            false => None,
+            true => match rustix::fs::statat(&*fd, trim_slashes(last), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => Some(stat_of(&st)),
+                Err(Errno::NOENT) => None,
+                Err(e) => return Err(e),
+            },
         };
-        let lexical = match dir {
-            Some(d) if mentions_protected(d) => self.spelled(dirfd, &path, d, &real)?,
-            _ => None,
-        };
+        let lexical = spelled
+            .filter(|s| *s != real && dir.is_some_and(mentions_protected))
+            .map(|s| s.join(&name));
         Ok(At {
             fd,
             real,
@@ -332,34 +441,77 @@ impl Caller<'_> {
         })
     }
 
-    /// The directory part `dir` of `path` spelled from the real path of its
-    /// base, when that differs from the directory's real path `real`.
-    fn spelled(
+    /// The directory a path's final component is in: its descriptor, its
+    /// real path, and the absolute path it was spelled as (when known).
+    /// A directory part without `..` is spelled from the real path of its
+    /// base and looked up in the cache of resolved directories; one with
+    /// `..` is resolved by the kernel from the caller's base, as it would
+    /// be for the caller (`..` after a link is not lexical).
+    fn parent(
         &self,
         dirfd: i32,
         path: &[u8],
-        dir: &[u8],
-        real: &std::path::Path,
-    ) -> Result<Option<PathBuf>, Errno> {
-        let base = if path.starts_with(b"/") {
-            PathBuf::from("/")
+        dir: Option<&[u8]>,
+    ) -> Result<(Rc<OwnedFd>, PathBuf, Option<PathBuf>), Errno> {
+        let dotdot = dir.is_some_and(|d| d.split(|b| *b == b'/').any(|c| c == b".."));
+        let spelled = if dotdot {
+            None
+        } else if path.starts_with(b"/") {
+            Some(lexical(b"/", dir.unwrap_or(b"/")))
         } else {
-            let link = rustix::fs::readlink(self.fd_path(dirfd), Vec::new())?;
-            PathBuf::from(std::ffi::OsStr::from_bytes(link.as_bytes()))
+            self.base(dirfd)?
+                .map(|base| lexical(&base, dir.unwrap_or(b".")))
         };
-        let mut out = PathBuf::from("/");
-        for c in base.join(std::ffi::OsStr::from_bytes(dir)).components() {
-            match c {
-                std::path::Component::ParentDir => {
-                    out.pop();
-                }
-                std::path::Component::Normal(n) => out.push(n),
-                _ => {}
-            }
+        // /proc entries belong to processes that come and go: never kept.
+        let key = spelled
+            .as_ref()
+            .map(|s| s.as_os_str().as_bytes().to_vec())
+            .filter(|k| !k.starts_with(b"/proc/"));
+        if let Some(k) = &key
+            && let Some((fd, real)) = self.dirs.borrow().map.get(k)
+        {
+            return Ok((fd.clone(), real.clone(), spelled));
         }
-        let (_, last) = split(path);
-        let name = std::ffi::OsStr::from_bytes(trim_slashes(last));
-        Ok((out != real).then(|| out.join(name)))
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = match &spelled {
+            Some(s) => rustix::fs::open(s.as_path(), flags, Mode::empty())?,
+            None => {
+                let full = match dir {
+                    Some(d) if d.starts_with(b"/") => d.to_vec(),
+                    Some(d) => [self.fd_path(dirfd).as_bytes(), b"/", d].concat(),
+                    None => self.fd_path(dirfd).into_bytes(),
+                };
+                rustix::fs::openat(self.dir, full.as_slice(), flags, Mode::empty())?
+            }
+        };
+        let fd = Rc::new(fd);
+        let real = real_path(fd.as_fd())?;
+        if let Some(k) = key {
+            let mut dirs = self.dirs.borrow_mut();
+            dirs.since.get_or_insert_with(Instant::now);
+            dirs.map.insert(k, (fd.clone(), real.clone()));
+        }
+        Ok((fd, real, spelled))
+    }
+
+    /// The real path of the caller's base directory (its cwd or `dirfd`),
+    /// `None` when it has no usable path (deleted, or outside our root).
+    fn base(&self, dirfd: i32) -> Result<Option<Vec<u8>>, Errno> {
+        match rustix::fs::readlinkat(self.dir, self.fd_path(dirfd), Vec::new()) {
+            Ok(link) => {
+                let b = link.into_bytes();
+                let usable = b.starts_with(b"/") && !b.ends_with(b" (deleted)");
+                Ok(usable.then_some(b))
+            }
+            // No such descriptor in the caller: what the kernel says.
+            Err(Errno::NOENT) if dirfd != AT_FDCWD => Err(Errno::BADF),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Forget the resolved directories (after a rename or a removal).
+    pub(crate) fn forget_dirs(&self) {
+        self.dirs.borrow_mut().forget();
     }
 
     /// Resolve the object a call acts on: the path's final component,
@@ -373,10 +525,6 @@ impl Caller<'_> {
         };
         self.not_another_process(object.real.as_deref())?;
         Ok(object)
-    }
-
-    fn has_fd(&self, fd: i32) -> bool {
-        rustix::fs::lstat(format!("/proc/{}/fd/{fd}", self.proc)).is_ok()
     }
 
     /// pid 1 acts with its own /proc entries at hand: a path into another
@@ -393,8 +541,7 @@ impl Caller<'_> {
         let Ok(id) = first.parse::<u32>() else {
             return Ok(());
         };
-        let (_, tgid) = self.status()?;
-        if id == self.proc || id == tgid || (self.proc == self.n.tid && id == self.n.tid) {
+        if id == self.proc || id == self.tgid || (self.proc == self.n.tid && id == self.n.tid) {
             Ok(())
         } else {
             Err(Errno::ACCESS)
@@ -447,15 +594,48 @@ fn proc_id(tid: u32) -> Result<u32, Errno> {
         .ok_or(Errno::ACCESS)
 }
 
+/// pid 1's `/proc/self/fd`, opened on first use (after init closed every
+/// descriptor it does not keep).
+pub(crate) fn self_fds() -> Result<BorrowedFd<'static>, Errno> {
+    static DIR: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
+    if let Some(fd) = DIR.get() {
+        return Ok(fd.as_fd());
+    }
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let fd = rustix::fs::open("/proc/self/fd", flags, Mode::empty())?;
+    Ok(DIR.get_or_init(|| fd).as_fd())
+}
+
 /// The real path of an open descriptor (`readlink /proc/self/fd/N`); an
 /// error for objects outside pid 1's root or without a path.
 fn real_path(fd: BorrowedFd<'_>) -> Result<PathBuf, Errno> {
-    let link = rustix::fs::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()), Vec::new())?;
+    let link = rustix::fs::readlinkat(self_fds()?, fd.as_raw_fd().to_string(), Vec::new())?;
     let bytes = link.into_bytes();
     if !bytes.starts_with(b"/") {
         return Err(Errno::ACCESS);
     }
     Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
+}
+
+/// `dir` (absolute, or relative to `base`) with `.` and `..` folded
+/// lexically.
+fn lexical(base: &[u8], dir: &[u8]) -> PathBuf {
+    let joined = if dir.starts_with(b"/") {
+        PathBuf::from(std::ffi::OsStr::from_bytes(dir))
+    } else {
+        PathBuf::from(std::ffi::OsStr::from_bytes(base)).join(std::ffi::OsStr::from_bytes(dir))
+    };
+    let mut out = PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Whether some component of a directory part may take part in a

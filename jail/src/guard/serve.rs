@@ -6,7 +6,7 @@
 //! holds no capability, so a call it makes has exactly the command's
 //! filesystem rights. It never answers `CONTINUE`.
 
-use super::decode::decode;
+use super::decode::{Call, decode};
 use super::ops;
 use super::probe::Probe;
 use super::resolve::Callers;
@@ -149,6 +149,11 @@ impl Server {
         // Not a guarded call (the filter and this table disagree): refuse.
         let result = match decode(n.nr, n.args) {
             None => Err(Errno::NOSYS),
+            Some(Call::Umask { mask }) => {
+                // Learn the new mask; the call itself has no path to race.
+                let _ = self.callers.set_umask(n, mask);
+                return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
+            }
             Some(call) => match self.callers.get(n) {
                 Ok(caller) => ops::perform(&mut self.decider, &caller, call),
                 Err(e) => Err(e),

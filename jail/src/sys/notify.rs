@@ -125,6 +125,27 @@ pub(crate) fn answer(
     check_answer(ret)
 }
 
+/// Let the call behind notification `id` run as the caller made it
+/// (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`). Only for calls without a path
+/// argument, whose meaning a racing thread cannot change.
+pub(crate) fn answer_continue(listener: BorrowedFd<'_>, id: u64) -> io::Result<()> {
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: 0,
+        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    };
+    // SAFETY: the ioctl reads one `struct seccomp_notif_resp` from `resp`.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &resp as *const libc::seccomp_notif_resp,
+        )
+    };
+    check_answer(ret)
+}
+
 /// Answer notification `id` by installing `fd` in the caller's table
 /// (`SECCOMP_ADDFD_FLAG_SEND`: the new number is the call's return value,
 /// atomically). `cloexec` sets O_CLOEXEC on the caller's copy.

@@ -80,34 +80,16 @@ const NOTIFY: &[&str] = &[
     "truncate",
     "fchmodat",
     "fchownat",
-    "utimensat",
     "setxattr",
     "lsetxattr",
     "removexattr",
     "lremovexattr",
-    // On descriptors: a read-only descriptor is enough to change metadata.
-    "fchmod",
-    "fchown",
-    "fsetxattr",
-    "fremovexattr",
 ];
 
 /// x86_64-only calls always sent to pid 1.
 const LEGACY_NOTIFY: &[&str] = &[
-    "creat",
-    "mkdir",
-    "mknod",
-    "link",
-    "symlink",
-    "rename",
-    "unlink",
-    "rmdir",
-    "chmod",
-    "chown",
-    "lchown",
-    "utime",
-    "utimes",
-    "futimesat",
+    "creat", "mkdir", "mknod", "link", "symlink", "rename", "unlink", "rmdir", "chmod", "chown",
+    "lchown", "utime", "utimes",
 ];
 
 /// Bits of `open` flags that make an open able to write or create
@@ -127,6 +109,36 @@ pub struct FlagsArg {
     pub legacy: bool,
 }
 
+/// Mode bits that can make a file run or let others change it: set-id and
+/// sticky bits, execute bits, group and other write bits.
+pub const RISKY_MODE: u32 = 0o7133;
+
+/// A call sent to pid 1 only when its mode argument has a [`RISKY_MODE`]
+/// bit: `fchmod` on a descriptor (a read-only one is enough to change the
+/// mode, and a mode can make a disabled hook run again; `fchmod(fd, 0644)`,
+/// what archivers do for every file, changes nothing that runs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModeArg {
+    /// Kernel name of the call.
+    pub syscall: String,
+    /// Index of its mode argument.
+    pub mode_arg: u8,
+}
+
+/// A call sent to pid 1 only when a path argument is given (not NULL):
+/// `utimensat(fd, NULL, …)` is `futimens`, a call on a descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathArg {
+    /// Kernel name of the call.
+    pub syscall: String,
+    /// Index of its path argument.
+    pub path_arg: u8,
+    /// x86_64 only.
+    pub legacy: bool,
+}
+
 /// The shape of the command's notification filter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -137,6 +149,16 @@ pub struct FilterShape {
     pub legacy: Vec<String>,
     /// Calls sent to pid 1 when their flags can write or create.
     pub notify_if_write: Vec<FlagsArg>,
+    /// Calls sent to pid 1 when they name a path.
+    pub notify_if_path: Vec<PathArg>,
+    /// Calls sent to pid 1 when they set a risky mode bit.
+    pub notify_if_mode: Vec<ModeArg>,
+    /// Calls pid 1 only watches and then lets through (`umask`: pid 1
+    /// creates files with the caller's mask, and reading it from
+    /// `/proc/<pid>/status` at every creation would cost more than the
+    /// creation itself). They carry no path, so letting them through
+    /// cannot be raced.
+    pub watch: Vec<String>,
     /// Calls answered ENOSYS, so libc falls back to an older call the
     /// filter can read: `openat2` (its flags live in a struct), `fchmodat2`,
     /// `setxattrat`, `removexattrat` (Linux 6.6 and 6.13 additions).
@@ -200,6 +222,23 @@ pub(crate) fn build(
             notify: NOTIFY.iter().map(|s| (*s).to_owned()).collect(),
             legacy: LEGACY_NOTIFY.iter().map(|s| (*s).to_owned()).collect(),
             notify_if_write: vec![arg("openat", 2, false), arg("open", 1, true)],
+            notify_if_path: vec![
+                PathArg {
+                    syscall: "utimensat".into(),
+                    path_arg: 1,
+                    legacy: false,
+                },
+                PathArg {
+                    syscall: "futimesat".into(),
+                    path_arg: 1,
+                    legacy: true,
+                },
+            ],
+            notify_if_mode: vec![ModeArg {
+                syscall: "fchmod".into(),
+                mode_arg: 1,
+            }],
+            watch: vec!["umask".into()],
             enosys: ["openat2", "fchmodat2", "setxattrat", "removexattrat"]
                 .iter()
                 .map(|s| (*s).to_owned())

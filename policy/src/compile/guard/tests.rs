@@ -92,6 +92,9 @@ fn plan(allow_git_config: bool) -> GuardPlan {
             notify: Vec::new(),
             legacy: Vec::new(),
             notify_if_write: Vec::new(),
+            notify_if_path: Vec::new(),
+            notify_if_mode: Vec::new(),
+            watch: Vec::new(),
             enosys: Vec::new(),
         },
     }
