@@ -320,3 +320,49 @@ fn a_denied_file_with_other_hard_links_is_reported() {
     );
     assert!(plan(&p, &fake()).warnings.is_empty());
 }
+
+#[test]
+fn bracket_names_that_exist_are_read_literally() {
+    let fs = fake()
+        .dirs(&["/home/u/[private]", "/home/u/p"])
+        .files(&["/home/u/ws/[locked]", "/home/u/ws/l"]);
+    let p = policy(&["~/[private]"], &[], &["."], &["./[locked]"]);
+    let compiled = compile(&p, &facts(), &fs).unwrap();
+    let m = &compiled.mounts;
+    assert!(
+        matches!(
+            step(m, "/home/u/[private]"),
+            Some(MountStep::MaskDir { .. })
+        ),
+        "{m:#?}"
+    );
+    assert!(
+        matches!(
+            step(m, "/home/u/ws/[locked]"),
+            Some(MountStep::Bind {
+                writable: false,
+                ..
+            })
+        ),
+        "{m:#?}"
+    );
+    assert!(
+        compiled
+            .guard
+            .deny_write
+            .contains(&"/home/u/ws/[locked]".to_owned())
+    );
+    // The glob meaning stays for deny lists: `[private]` also matches `p`.
+    assert!(
+        matches!(step(m, "/home/u/p"), Some(MountStep::MaskDir { .. })),
+        "{m:#?}"
+    );
+    // For an allow list the literal path alone.
+    let a = policy(&["~"], &["~/[private]"], &[], &[]);
+    let m = plan(&a, &fs);
+    assert!(
+        matches!(step(&m, "/home/u/[private]"), Some(MountStep::Bind { .. })),
+        "{m:#?}"
+    );
+    assert!(step(&m, "/home/u/p").is_none(), "{m:#?}");
+}

@@ -384,6 +384,11 @@ impl Rules {
 
 /// The paths an entry names, lexically (home and cwd canonical, the rest as
 /// written): a plain entry is itself, a glob is expanded through `fs`.
+///
+/// An entry with glob characters that names an existing path as written
+/// (`~/[private]`, `./notes[1].txt`) is read literally, as srt does: for
+/// an allow list that path alone (never more than srt grants), for a deny
+/// list that path and whatever the glob matches.
 fn lexical_matches(
     fs: &dyn FsView,
     field: &str,
@@ -392,10 +397,22 @@ fn lexical_matches(
     cwd: &Path,
 ) -> Result<Vec<PathBuf>, CompileError> {
     let matcher = whole_dir_matcher(entry, home, cwd);
-    match &matcher {
-        PathMatcher::Exact(path) => Ok(vec![path.clone()]),
-        PathMatcher::Glob { base, .. } => glob_walk(fs, field, &matcher, base),
+    let base = match &matcher {
+        PathMatcher::Exact(path) => return Ok(vec![path.clone()]),
+        PathMatcher::Glob { base, .. } => base,
+    };
+    let literal = entry.resolve(home, cwd);
+    if fs.kind(&literal).is_none() {
+        return glob_walk(fs, field, &matcher, base);
     }
+    if field.starts_with("allow") {
+        return Ok(vec![literal]);
+    }
+    let mut out = glob_walk(fs, field, &matcher, base)?;
+    if !out.contains(&literal) {
+        out.push(literal);
+    }
+    Ok(out)
 }
 
 /// `dir/**` (with a literal `dir`) means the directory itself, as in srt: one

@@ -99,6 +99,18 @@ impl Hit {
     }
 }
 
+/// Entries of a git directory a link or a moved directory must not replace.
+const GIT_SHIELDED: &[&str] = &[
+    "hooks",
+    "info",
+    "modules",
+    "worktrees",
+    "config",
+    "config.worktree",
+    "commondir",
+    "gitdir",
+];
+
 /// The decision function with its memo (owned by pid 1, one per jail).
 #[derive(Debug)]
 pub struct Guard {
@@ -209,7 +221,12 @@ impl Guard {
         if let Some(v) = self.user_denied(req) {
             return v;
         }
-        let hit = self.classify(fs, p);
+        let dotgit_file = name == ".git" && req.existing.is_some_and(|s| s.kind != FileKind::Dir);
+        let hit = match dotgit_file {
+            // A `.git` file or link redirects git to another directory.
+            true => Some(Hit::plain("a .git file or link (gitdir: redirect)")),
+            false => self.classify(fs, p),
+        };
         match req.op {
             Op::Write | Op::Meta => self.change(fs, req, hit),
             Op::Remove => removable(hit),
@@ -326,7 +343,9 @@ impl Guard {
             Inside::Data => return None,
             Inside::Config if self.plan.allow_git_config => return None,
             Inside::Config => "a git directory's config (allowGitConfig is off)",
-            Inside::Redirect => "a git directory's commondir or gitdir",
+            Inside::Redirect => {
+                "a git directory's commondir or gitdir (git worktree add and submodules: run them outside the jail)"
+            }
             Inside::TemplateDir | Inside::Template { .. } | Inside::Protected => {
                 "a git directory's hooks or info"
             }
@@ -507,8 +526,10 @@ impl Guard {
         {
             return true;
         }
+        // Inside a git directory, the entries that lead to what git runs or
+        // reads as configuration (git itself makes a test link there).
         let parent = p.parent().unwrap_or(Path::new("/"));
-        self.is_git_dir(fs, parent)
+        GIT_SHIELDED.contains(&name) && self.is_git_dir(fs, parent)
     }
 
     fn create(
