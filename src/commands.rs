@@ -61,6 +61,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         "seccomp": plans.compiled.seccomp,
         "seccompBpfInstructions": bpf.len(),
         "guard": plans.compiled.guard,
+        "guardProtects": guard_protects(&plans.compiled.guard),
         "limits": plans.compiled.limits,
         "egress": plans.egress,
         "env": { "set": env_names, "dropped": plans.env.dropped, "replaced": plans.env.replaced },
@@ -71,7 +72,14 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
     }
     println!("policy: {origin}\nsha256: {}", plans.compiled.policy_sha256);
     for name in [
-        "mounts", "landlock", "seccomp", "guard", "limits", "egress", "env",
+        "mounts",
+        "landlock",
+        "seccomp",
+        "guard",
+        "guardProtects",
+        "limits",
+        "egress",
+        "env",
     ] {
         println!("\n== {name} ==");
         print_human(&value[name], "");
@@ -81,6 +89,40 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         bpf.len()
     );
     Ok(0)
+}
+
+/// What the guard protects below its roots, in words (the tables of
+/// `policy::compile::guard::names` and the git rules; docs/enforcement.md).
+fn guard_protects(plan: &oajail_policy::compile::guard::GuardPlan) -> serde_json::Value {
+    use oajail_policy::compile::guard::names::{ANYWHERE, CLAUDE, CONFIG_PREFIX, Entry, HOME};
+    let show = |e: &Entry, at: &str| {
+        let slash = if e.dir { "/" } else { "" };
+        format!("{at}{}{slash}  ({})", e.path, e.why)
+    };
+    let mut home: Vec<String> = HOME.iter().map(|e| show(e, &format!("{}/", plan.home))).collect();
+    if let Some(ch) = &plan.config_home {
+        home.extend(HOME.iter().filter_map(|e| {
+            let rest = e.path.strip_prefix(CONFIG_PREFIX)?;
+            Some(show(&Entry { path: rest, ..*e }, &format!("{ch}/")))
+        }));
+    }
+    json!({
+        "anywhere": ANYWHERE.iter().map(|e| show(e, "")).collect::<Vec<_>>(),
+        "inClaudeDirectories": CLAUDE.iter().map(|e| show(e, ".claude/")).collect::<Vec<_>>(),
+        "home": home,
+        "git": [
+            "every git directory (named .git, or holding HEAD with objects, commondir or config): config (unless allowGitConfig), commondir, gitdir, hooks/ (new *.sample files allowed), info/ (a new info/exclude allowed)",
+            "no directory other than a .git may come to hold HEAD with objects, commondir, config or gitdir",
+            "a .git may only be made as a new directory; a .git file or link is never written, made or moved",
+            "core.hooksPath directories, included configuration files and the programs of command-valued keys of the repositories and of the global configuration",
+        ],
+        "always": [
+            "denyWrite entries (existing or not), the settings file and the oajail binary",
+            "a protected name's link target when the link is in a writable root, the working directory or the home directory",
+            "a hard link of a protected file",
+            "links and moved directories are judged by what they are; a link or directory may not replace one that holds protected paths",
+        ],
+    })
 }
 
 /// Text form of one plan section: object keys as headings, list items one
