@@ -99,7 +99,10 @@ fn guard_protects(plan: &oajail_policy::compile::guard::GuardPlan) -> serde_json
         let slash = if e.dir { "/" } else { "" };
         format!("{at}{}{slash}  ({})", e.path, e.why)
     };
-    let mut home: Vec<String> = HOME.iter().map(|e| show(e, &format!("{}/", plan.home))).collect();
+    let mut home: Vec<String> = HOME
+        .iter()
+        .map(|e| show(e, &format!("{}/", plan.home)))
+        .collect();
     if let Some(ch) = &plan.config_home {
         home.extend(HOME.iter().filter_map(|e| {
             let rest = e.path.strip_prefix(CONFIG_PREFIX)?;

@@ -239,6 +239,22 @@ t("own", lambda: open("/proc/self/fd/1", "w").write(""))
 }
 
 #[test]
+fn a_link_to_proc_self_names_the_caller_not_pid_one() {
+    let lab = Lab::new("wg-selflink");
+    // The command's own stdout is a file here; pid 1's is the test's pipe.
+    let script = "ln -s /dev/stdout log; ln -s /proc/self/fd/1 log2; \
+        sh -c 'echo via-link >> log; echo via-proc >> log2' > out.txt; \
+        echo out=$(tr '\\n' , < out.txt)";
+    let o = lab.run(ws(), script);
+    has(&o, "out=via-link,via-proc,");
+    assert!(
+        !stdout(&o)
+            .lines()
+            .any(|l| l == "via-link" || l == "via-proc")
+    );
+}
+
+#[test]
 fn racing_links_never_reach_a_hook() {
     let lab = Lab::new("wg-race");
     lab.file("ws/r/.git/HEAD", "ref: refs/heads/main\n");

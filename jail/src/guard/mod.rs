@@ -24,6 +24,7 @@
 //! - in a run without namespaces pid 1 is still the command's parent, so
 //!   the guard works the same there.
 
+mod callers;
 mod decode;
 mod filter;
 mod ops;

@@ -15,6 +15,7 @@
 //! whose thread id was reused) can only make pid 1 do something the policy
 //! allows anyway.
 
+use super::callers::{Dirs, open_in};
 use super::probe::stat_of;
 use crate::sys::notify::Notification;
 use oajail_policy::compile::FileKind;
@@ -22,215 +23,36 @@ use oajail_policy::compile::guard::Stat;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// `AT_FDCWD` as the kernel sees the 32-bit dirfd argument.
 pub(crate) const AT_FDCWD: i32 = -100;
+/// The most links followed for one path (the kernel's limit).
+const MAX_LINKS: usize = 40;
 /// Longest path the kernel accepts, terminating NUL included.
 const PATH_MAX: usize = 4096;
 const PAGE: u64 = 4096;
-/// How many callers' files stay open.
-const CACHE: usize = 128;
-/// `PIDFD_THREAD` (Linux 6.9): a pidfd for a thread that is not a leader.
-const PIDFD_THREAD: u32 = 0o200;
-/// How long a thread's open files are used before its pidfd is asked
-/// again whether it is still the same thread. A thread id is handed out
-/// again only after the kernel went through every other one (at least
-/// 32,768 new tasks), which takes far longer.
-const RECHECK: Duration = Duration::from_millis(50);
-/// How many resolved directories are kept, and for how long (a directory
-/// renamed outside the jail is seen again after that; the jail's own
-/// renames go through pid 1 and empty the cache at once).
-const DIRS: usize = 512;
-const DIRS_LIFETIME: Duration = Duration::from_secs(1);
-
-/// The open /proc files of one thread.
-struct Open {
-    /// `/proc/<tid>`: the thread's files are opened relative to it, which
-    /// spares a walk from `/proc` each time.
-    dir: OwnedFd,
-    mem: File,
-    /// Its thread group (process).
-    tgid: u32,
-    /// Readable once the thread has exited.
-    alive: OwnedFd,
-    checked: Instant,
-}
-
-/// Directories resolved before, by the absolute path they were named by
-/// (symlinks not yet followed): its real path and an `O_PATH` descriptor.
-#[derive(Default)]
-pub(crate) struct Dirs {
-    map: HashMap<Vec<u8>, (Rc<OwnedFd>, PathBuf)>,
-    since: Option<Instant>,
-}
-
-impl Dirs {
-    /// Forget everything: a rename or removal may have changed what a
-    /// spelled path resolves to.
-    pub(crate) fn forget(&mut self) {
-        self.map.clear();
-        self.since = None;
-    }
-}
-
-/// Callers seen so far.
-pub(crate) struct Callers {
-    open: HashMap<u32, Open>,
-    /// Each process's umask: read from `/proc/<tid>/status` when a thread
-    /// is first seen (that file costs tens of microseconds to read), then
-    /// followed through the `umask` calls the filter reports.
-    umasks: HashMap<u32, u32>,
-    dirs: RefCell<Dirs>,
-    /// /proc numbers processes differently from the notifications (the
-    /// mount layer is off in a test build: /proc is the host's).
-    translate: bool,
-}
-
-impl Callers {
-    pub(crate) fn new() -> Self {
-        Callers {
-            open: HashMap::new(),
-            umasks: HashMap::new(),
-            dirs: RefCell::default(),
-            translate: !proc_matches_our_pid_namespace(),
-        }
-    }
-
-    /// The caller of `n`, with its memory open.
-    pub(crate) fn get(&mut self, n: Notification) -> Result<Caller<'_>, Errno> {
-        let proc = if self.translate {
-            proc_id(n.tid)?
-        } else {
-            n.tid
-        };
-        let fresh = match self.open.get_mut(&n.tid) {
-            Some(o) if o.checked.elapsed() < RECHECK => false,
-            Some(o) => {
-                o.checked = Instant::now();
-                exited(o.alive.as_fd())
-            }
-            None => true,
-        };
-        {
-            let mut dirs = self.dirs.borrow_mut();
-            if dirs.since.is_some_and(|t| t.elapsed() > DIRS_LIFETIME) || dirs.map.len() > DIRS {
-                dirs.forget();
-            }
-        }
-        if fresh {
-            self.open.remove(&n.tid);
-            let (opened, umask) = open_proc(n.tid, proc)?;
-            if self.open.len() >= CACHE {
-                self.open.clear();
-                self.umasks.clear();
-            }
-            self.umasks.insert(opened.tgid, umask);
-            self.open.insert(n.tid, opened);
-        }
-        let o = self.open.get_mut(&n.tid).ok_or(Errno::SRCH)?;
-        let umask = self.umasks.get(&o.tgid).copied().unwrap_or(0o022);
-        Ok(Caller {
-            n,
-            proc,
-            tgid: o.tgid,
-            umask,
-            dir: o.dir.as_fd(),
-            mem: RefCell::new(&mut o.mem),
-            dirs: &self.dirs,
-        })
-    }
-
-    /// The caller's process changes its umask (the call is then let through).
-    pub(crate) fn set_umask(&mut self, n: Notification, mask: u64) -> Result<(), Errno> {
-        let tgid = self.get(n)?.tgid;
-        self.umasks.insert(tgid, mask as u32 & 0o777);
-        Ok(())
-    }
-}
-
-/// Open a newly seen thread's memory and read its process and umask.
-fn open_proc(tid: u32, proc: u32) -> Result<(Open, u32), Errno> {
-    use rustix::process::{Pid, PidfdFlags, pidfd_open};
-    let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::PERM);
-    let pid = Pid::from_raw(tid as i32).ok_or(Errno::SRCH)?;
-    let alive = pidfd_open(pid, PidfdFlags::from_bits_retain(PIDFD_THREAD))
-        .or_else(|_| pidfd_open(pid, PidfdFlags::empty()))?;
-    let dir = rustix::fs::open(
-        format!("/proc/{proc}"),
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let (umask, tgid) = status(dir.as_fd())?;
-    let open = Open {
-        mem: open_in(dir.as_fd(), "mem").map_err(io)?,
-        dir,
-        tgid,
-        alive,
-        checked: Instant::now(),
-    };
-    Ok((open, umask))
-}
-
-/// Open a file of a `/proc/<tid>` directory for reading.
-fn open_in(dir: BorrowedFd<'_>, name: &str) -> std::io::Result<File> {
-    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
-    Ok(File::from(rustix::fs::openat(
-        dir,
-        name,
-        flags,
-        Mode::empty(),
-    )?))
-}
-
-/// A thread's umask and thread-group id, from /proc/<tid>/status.
-fn status(dir: BorrowedFd<'_>) -> Result<(u32, u32), Errno> {
-    // One read into a fixed buffer: the fields wanted are in the first lines.
-    let mut buf = [0u8; 1024];
-    let n = open_in(dir, "status")
-        .and_then(|f| f.read_at(&mut buf, 0))
-        .map_err(|_| Errno::SRCH)?;
-    let text = String::from_utf8_lossy(&buf[..n]);
-    let field = |key: &str, radix: u32| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| u32::from_str_radix(v.trim(), radix).ok())
-    };
-    match (field("Umask:", 8), field("Tgid:", 10)) {
-        (Some(umask), Some(tgid)) => Ok((umask, tgid)),
-        _ => Err(Errno::ACCESS),
-    }
-}
-
-/// Whether the thread behind a pidfd has exited (its pidfd is readable).
-fn exited(pidfd: BorrowedFd<'_>) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    let mut fds = [PollFd::new(pidfd, PollFlags::POLLIN)];
-    poll(&mut fds, PollTimeout::ZERO).map_or(true, |n| n > 0)
-}
-
 /// The caller of one notification.
 pub(crate) struct Caller<'a> {
     pub(crate) n: Notification,
     /// The caller's id in the mounted /proc.
     pub(crate) proc: u32,
     /// Its process.
-    tgid: u32,
+    pub(super) tgid: u32,
     /// Its process's umask.
     pub(crate) umask: u32,
     /// Its `/proc/<tid>` directory.
-    dir: BorrowedFd<'a>,
+    pub(super) dir: BorrowedFd<'a>,
     /// Reopened when a read fails: after an `execve` the open file still
     /// refers to the address space the thread had before.
-    mem: RefCell<&'a mut File>,
-    dirs: &'a RefCell<Dirs>,
+    pub(super) mem: RefCell<&'a mut File>,
+    pub(super) dirs: &'a RefCell<Dirs>,
 }
 
 /// A path resolved to its parent directory and final name.
@@ -519,12 +341,42 @@ impl Caller<'_> {
     pub(crate) fn object(&self, at: &At, follow: bool) -> Result<Object, Errno> {
         let linked = at.stat.is_some_and(|s| s.kind == FileKind::Symlink);
         let object = if follow && linked {
-            at.follow()?
+            self.follow(at)?
         } else {
             at.itself()?
         };
         self.not_another_process(object.real.as_deref())?;
         Ok(object)
+    }
+
+    /// Follow a final link as the kernel would for the caller. The links
+    /// are read and resolved here, one at a time, rather than by the kernel
+    /// for pid 1: a link to `/proc/self/fd/N` (or `/dev/stdout`) names the
+    /// caller's descriptor, not pid 1's, and every step's directory is
+    /// checked like any other. Only a magic link in the caller's own
+    /// `/proc/<pid>` is followed by the kernel (its target is no path).
+    fn follow(&self, at: &At) -> Result<Object, Errno> {
+        let mut hop: Option<At> = None;
+        for _ in 0..MAX_LINKS {
+            let cur = hop.as_ref().unwrap_or(at);
+            match cur.stat {
+                Some(s) if s.kind == FileKind::Symlink => {}
+                Some(_) => return cur.itself(),
+                None => return Err(Errno::NOENT),
+            }
+            if cur.real.starts_with("/proc") {
+                return cur.follow();
+            }
+            let target = rustix::fs::readlinkat(&*cur.fd, cur.name.as_str(), Vec::new())?;
+            let target = target.as_bytes();
+            let next = if target.starts_with(b"/") {
+                target.to_vec()
+            } else {
+                [cur.real.as_os_str().as_bytes(), b"/", target].concat()
+            };
+            hop = Some(self.at_path(AT_FDCWD, &next)?);
+        }
+        Err(Errno::LOOP)
     }
 
     /// pid 1 acts with its own /proc entries at hand: a path into another
@@ -571,27 +423,6 @@ impl Caller<'_> {
         }
         path.to_vec()
     }
-}
-
-/// Whether the mounted /proc shows pid 1's own pid namespace (it does not
-/// when the mount layer is off in a test build: /proc is then the host's).
-fn proc_matches_our_pid_namespace() -> bool {
-    let me = nix::unistd::getpid().as_raw().to_string();
-    rustix::fs::readlink("/proc/self", Vec::new()).is_ok_and(|l| l.as_bytes() == me.as_bytes())
-}
-
-/// The caller's id in the mounted /proc, through a pidfd: its fdinfo shows
-/// the pid as /proc's pid namespace numbers it.
-fn proc_id(tid: u32) -> Result<u32, Errno> {
-    use rustix::process::{Pid, PidfdFlags, pidfd_open};
-    let pid = Pid::from_raw(tid as i32).ok_or(Errno::SRCH)?;
-    let fd = pidfd_open(pid, PidfdFlags::from_bits_retain(PIDFD_THREAD))?;
-    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
-        .map_err(|_| Errno::ACCESS)?;
-    info.lines()
-        .find_map(|l| l.strip_prefix("Pid:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or(Errno::ACCESS)
 }
 
 /// pid 1's `/proc/self/fd`, opened on first use (after init closed every

@@ -6,10 +6,10 @@
 //! holds no capability, so a call it makes has exactly the command's
 //! filesystem rights. It never answers `CONTINUE`.
 
+use super::callers::Callers;
 use super::decode::{Call, decode};
 use super::ops;
 use super::probe::Probe;
-use super::resolve::Callers;
 use crate::sys::notify::{answer, answer_fd};
 use oajail_policy::compile::guard::{Guard, GuardPlan, Request, Verdict};
 use rustix::io::Errno;

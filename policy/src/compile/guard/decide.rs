@@ -15,13 +15,13 @@
 //! directory, a written git configuration) empties the memo, and pid 1 also
 //! empties it on a timer ([`Guard::forget`]) for changes made outside the jail.
 
-use super::git::{self, Inside, Protects, Repo};
+use super::git::{self, Inside};
+use super::knowledge::Knowledge;
 use super::names::{self, Entry};
 use super::{FileKind, GuardFs, GuardPlan, Stat};
 use std::collections::{HashMap, HashSet};
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 /// What a guarded call does to its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,20 +124,7 @@ pub struct Guard {
     home_table: HashMap<&'static str, &'static Entry>,
     /// Every strict prefix of a [`names::HOME`] entry (`.config`, `.ssh`…).
     home_prefixes: HashSet<String>,
-    /// Directories whose protected names are looked at as links: the
-    /// writable roots and the command's working directory.
-    anchors: Vec<PathBuf>,
-    memo: Memo,
-}
-
-#[derive(Debug, Default)]
-struct Memo {
-    git_dir: HashMap<OsString, bool>,
-    repo: HashMap<OsString, Option<Rc<Repo>>>,
-    loaded: HashSet<PathBuf>,
-    known: Protects,
-    globals_loaded: bool,
-    home_ids: Option<HashSet<(u64, u64)>>,
+    know: Knowledge,
 }
 
 impl Guard {
@@ -172,9 +159,11 @@ impl Guard {
             anywhere: names::ANYWHERE.iter().map(|e| (e.path, e)).collect(),
             home_table: names::HOME.iter().map(|e| (e.path, e)).collect(),
             home_prefixes,
-            anchors: Vec::new(),
+            know: Knowledge::new(
+                PathBuf::from(&plan.home),
+                plan.config_home.as_ref().map(PathBuf::from),
+            ),
             plan,
-            memo: Memo::default(),
         }
     }
 
@@ -197,7 +186,7 @@ impl Guard {
 
     /// Empty the memo (changes made outside the jail are seen again).
     pub fn forget(&mut self) {
-        self.memo = Memo::default();
+        self.know.forget();
     }
 
     /// Learn about these directories ahead of the first call (the working
@@ -205,8 +194,8 @@ impl Guard {
     /// and programs may lie outside them, and a protected name there that
     /// is a link (a dotfiles checkout) protects its target.
     pub fn prime(&mut self, fs: &dyn GuardFs, dirs: &[PathBuf]) {
-        self.anchors = dirs.to_vec();
-        self.load(fs);
+        self.know.set_anchors(dirs);
+        self.know.load(fs);
     }
 
     /// Decide one call.
@@ -243,7 +232,7 @@ impl Guard {
         let name = req.path.file_name().and_then(OsStr::to_str).unwrap_or("");
         let structural = git::MARKERS.contains(&name)
             || matches!(name, ".git" | "config.worktree" | ".gitconfig")
-            || self.memo.known.files.iter().any(|f| f == req.path);
+            || self.know.known().files.iter().any(|f| f == req.path);
         let moved_dir = match req.op {
             Op::RenameTo { stat, .. } => stat.kind != FileKind::File,
             Op::RenameFrom | Op::Remove => req.existing.is_none_or(|s| s.kind != FileKind::File),
@@ -273,8 +262,8 @@ impl Guard {
             return Some(hit);
         }
         let parent = p.parent().unwrap_or(Path::new("/"));
-        self.repo_for(fs, parent);
-        let known = &self.memo.known;
+        self.know.repo_for(fs, parent);
+        let known = &self.know.known();
         let covered =
             known.dirs.iter().any(|d| p.starts_with(d)) || known.files.iter().any(|f| f == p);
         covered.then(|| Hit::plain("a hook directory, included configuration or program git runs"))
@@ -336,7 +325,10 @@ impl Guard {
 
     /// Inside a git directory: its configuration, hooks, info and redirects.
     fn in_git_dir(&mut self, fs: &dyn GuardFs, p: &Path) -> Option<Hit> {
-        let git_dir = p.ancestors().skip(1).find(|a| self.is_git_dir(fs, a))?;
+        let git_dir = p
+            .ancestors()
+            .skip(1)
+            .find(|a| self.know.is_git_dir(fs, a))?;
         let rel = p.strip_prefix(git_dir).ok()?;
         let inside = git::inside(rel);
         let why = match inside {
@@ -354,145 +346,6 @@ impl Guard {
             why,
             inside: Some(inside),
         })
-    }
-
-    fn is_git_dir(&mut self, fs: &dyn GuardFs, dir: &Path) -> bool {
-        if let Some(v) = self.memo.git_dir.get(dir.as_os_str()) {
-            return *v;
-        }
-        let v = git::is_git_dir(fs, dir);
-        self.memo.git_dir.insert(dir.as_os_str().to_owned(), v);
-        v
-    }
-
-    /// The repository git finds for `dir`; learning it adds what its
-    /// configuration protects to the memo.
-    /// What the memo learns once: the global git configuration, the
-    /// anchors' repositories, and the targets of protected names that are
-    /// links in the anchors and the home directory.
-    fn load(&mut self, fs: &dyn GuardFs) {
-        if self.memo.globals_loaded {
-            return;
-        }
-        self.memo.globals_loaded = true;
-        let home = self.home.clone();
-        self.load_globals(fs, &home);
-        for dir in self.anchors.clone() {
-            self.repo_for(fs, &dir);
-        }
-        self.load_link_targets(fs);
-    }
-
-    /// A protected name that is a link makes its target protected: tools
-    /// read the target through it (`~/.bashrc -> dotfiles/bashrc`).
-    fn load_link_targets(&mut self, fs: &dyn GuardFs) {
-        let mut names: Vec<PathBuf> = Vec::new();
-        let everywhere = names::ANYWHERE.iter().map(|e| PathBuf::from(e.path));
-        let claude = names::CLAUDE
-            .iter()
-            .map(|e| Path::new(".claude").join(e.path));
-        let local: Vec<PathBuf> = everywhere.chain(claude).collect();
-        for anchor in self.anchors.iter().chain([&self.home]) {
-            names.extend(local.iter().map(|n| anchor.join(n)));
-        }
-        names.extend(names::HOME.iter().map(|e| self.home.join(e.path)));
-        if let Some(ch) = &self.config_home {
-            names.extend(names::HOME.iter().filter_map(|e| {
-                e.path
-                    .strip_prefix(names::CONFIG_PREFIX)
-                    .map(|rest| ch.join(rest))
-            }));
-        }
-        let mut found = Protects::default();
-        for name in names {
-            if fs.lstat(&name).is_some_and(|s| s.kind == FileKind::Symlink)
-                && let Some(target) = fs.canonical(&name)
-            {
-                match fs.lstat(&target).map(|s| s.kind) {
-                    Some(FileKind::Dir) => found.dirs.push(target),
-                    _ => found.files.push(target),
-                }
-            }
-        }
-        self.add_known(found);
-    }
-
-    fn repo_for(&mut self, fs: &dyn GuardFs, dir: &Path) -> Option<Rc<Repo>> {
-        self.load(fs);
-        let mut walked = Vec::new();
-        let mut found = None;
-        for a in dir.ancestors() {
-            if let Some(r) = self.memo.repo.get(a.as_os_str()) {
-                found = r.clone();
-                break;
-            }
-            walked.push(a.as_os_str().to_owned());
-            if let Some(repo) = git::repo_at(fs, a) {
-                found = Some(Rc::new(repo));
-                break;
-            }
-        }
-        for w in walked {
-            self.memo.repo.insert(w, found.clone());
-        }
-        if let Some(repo) = &found
-            && self.memo.loaded.insert(repo.git_dir.clone())
-        {
-            self.load_repo(fs, repo);
-        }
-        found
-    }
-
-    /// The user's global git configuration, whose hooks and programs apply
-    /// to every repository.
-    fn load_globals(&mut self, fs: &dyn GuardFs, top: &Path) {
-        for config in self.global_configs() {
-            let p = git::config_protects(fs, &config, top, &self.home);
-            self.add_known(p);
-        }
-    }
-
-    fn global_configs(&self) -> Vec<PathBuf> {
-        let xdg = self
-            .config_home
-            .clone()
-            .unwrap_or_else(|| self.home.join(".config"));
-        vec![
-            self.home.join(".gitconfig"),
-            xdg.join("git/config"),
-            PathBuf::from("/etc/gitconfig"),
-        ]
-    }
-
-    fn load_repo(&mut self, fs: &dyn GuardFs, repo: &Repo) {
-        let mut configs = vec![
-            repo.git_dir.join("config"),
-            repo.git_dir.join("config.worktree"),
-        ];
-        if let Some(common) = fs.read_file(&repo.git_dir.join("commondir"), 4096) {
-            let common = String::from_utf8_lossy(&common);
-            let common = git::lexical_join(&repo.git_dir, common.trim());
-            configs.push(common.join("config"));
-        }
-        configs.extend(self.global_configs());
-        for config in configs {
-            let p = git::config_protects(fs, &config, &repo.top, &self.home);
-            self.add_known(p);
-        }
-    }
-
-    fn add_known(&mut self, p: Protects) {
-        let known = &mut self.memo.known;
-        for d in p.dirs {
-            if !known.dirs.contains(&d) {
-                known.dirs.push(d);
-            }
-        }
-        for f in p.files {
-            if !known.files.contains(&f) {
-                known.files.push(f);
-            }
-        }
     }
 
     /// Whether replacing `p` by a symlink or a moved directory would change
@@ -519,7 +372,7 @@ impl Guard {
         {
             return true;
         }
-        let known = &self.memo.known;
+        let known = &self.know.known();
         if self.deny_write.iter().any(|d| strictly_above(d))
             || known.dirs.iter().any(|d| strictly_above(d))
             || known.files.iter().any(|f| strictly_above(f))
@@ -529,7 +382,7 @@ impl Guard {
         // Inside a git directory, the entries that lead to what git runs or
         // reads as configuration (git itself makes a test link there).
         let parent = p.parent().unwrap_or(Path::new("/"));
-        GIT_SHIELDED.contains(&name) && self.is_git_dir(fs, parent)
+        GIT_SHIELDED.contains(&name) && self.know.is_git_dir(fs, parent)
     }
 
     fn create(
@@ -592,7 +445,10 @@ impl Guard {
         if self.guarded(source) && self.classify(fs, source).is_some() {
             return deny("a new name for a protected file");
         }
-        if stat.kind == FileKind::File && stat.nlink > 1 && self.is_protected_id(fs, source, stat) {
+        if stat.kind == FileKind::File
+            && stat.nlink > 1
+            && self.know.is_protected_id(fs, source, stat)
+        {
             return deny("a new name for a hard link of a protected file");
         }
         Verdict::Allow
@@ -650,53 +506,11 @@ impl Guard {
         if let Some(stat) = req.existing
             && stat.kind == FileKind::File
             && stat.nlink > 1
-            && self.is_protected_id(fs, req.path, stat)
+            && self.know.is_protected_id(fs, req.path, stat)
         {
             return deny("a hard link of a protected file");
         }
         Verdict::Allow
-    }
-
-    /// Whether the inode `stat` (found at `path`, with other names) is a
-    /// protected file's: the home directory's protected files, and the
-    /// configuration and hooks of the repository around `path`.
-    fn is_protected_id(&mut self, fs: &dyn GuardFs, path: &Path, stat: Stat) -> bool {
-        let id = (stat.dev, stat.ino);
-        if self.home_ids(fs).contains(&id) {
-            return true;
-        }
-        let parent = path.parent().unwrap_or(Path::new("/"));
-        let mut candidates: Vec<PathBuf> = self.memo.known.files.clone();
-        if let Some(repo) = self.repo_for(fs, parent) {
-            candidates.push(repo.git_dir.join("config"));
-            for sub in ["hooks", "info"] {
-                let dir = repo.git_dir.join(sub);
-                for entry in fs.read_dir(&dir).unwrap_or_default() {
-                    candidates.push(dir.join(entry));
-                }
-            }
-        }
-        candidates
-            .iter()
-            .filter_map(|c| fs.lstat(c))
-            .any(|s| (s.dev, s.ino) == id)
-    }
-
-    fn home_ids(&mut self, fs: &dyn GuardFs) -> &HashSet<(u64, u64)> {
-        if self.memo.home_ids.is_none() {
-            let files = names::ANYWHERE
-                .iter()
-                .chain(names::HOME)
-                .filter(|e| !e.dir)
-                .map(|e| self.home.join(e.path));
-            let ids = files
-                .filter_map(|f| fs.lstat(&f))
-                .filter(|s| s.kind == FileKind::File)
-                .map(|s| (s.dev, s.ino))
-                .collect();
-            self.memo.home_ids = Some(ids);
-        }
-        self.memo.home_ids.get_or_insert_with(HashSet::new)
     }
 }
 

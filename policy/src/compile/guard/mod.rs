@@ -31,6 +31,7 @@
 mod decide;
 mod git;
 mod gitconfig;
+mod knowledge;
 pub mod names;
 
 pub use decide::{Denial, Guard, Op, Request, Verdict};
