@@ -910,7 +910,7 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "B4-proc1-fd-create",
         'B',
-        "O_CREAT|O_WRONLY open of /proc/1/fd/0..63: pid 1 performing the open on its own descriptors",
+        "open /proc/1/fd/0..63 for writing with O_CREAT: pid 1 performing the open on its own descriptors",
         "GD (refuses other processes' /proc), LL",
     ),
     a(

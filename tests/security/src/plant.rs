@@ -102,13 +102,14 @@ fn host_git(lab: &Lab, cwd: &str) -> Command {
 
 /// The user's next `git status` in `dir` (a shell prompt is enough), on
 /// the host, after the jail exited. Returns what it ran that the jail
-/// planted: empty when the [`marker`] is still absent.
+/// planted: empty when the [`marker`] is still absent. A marker found is
+/// removed, so the next check stands on its own.
 pub fn host_git_status(lab: &Lab, dir: &str) -> Vec<String> {
     host_git(lab, dir)
         .arg("status")
         .output()
         .unwrap_or_else(|e| panic!("host check: run git status: {e}"));
-    let ran = Path::new(&marker(lab)).exists();
+    let ran = fs::remove_file(marker(lab)).is_ok();
     ran.then(|| format!("the user's `git status` in {dir} ran the planted command"))
         .into_iter()
         .collect()

@@ -368,10 +368,11 @@ fn ablation_twin_in_a_writable_home() {
 
 #[test]
 fn ablation_bracket_deny_write() {
+    // denyWrite entries keep their read-only bind: two layers.
     ablate(
         "B2-deny-write-bracket",
         "attack-brackets.json",
-        &["guard"],
+        &["mounts", "guard"],
         |l| {
             std::fs::write(l.ws("[locked]"), "the user's file\n").expect("plant ws/[locked]");
             argv!["write-file", "append", l.ws("[locked]")]
