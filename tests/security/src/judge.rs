@@ -177,6 +177,18 @@ pub fn assert_blocked(lab: &mut Lab, id: &str, run: &Run) {
     finish(id, run, j, detail);
 }
 
+/// As [`assert_blocked`], with what the test itself found on the host
+/// after the run (the user's own tool ran a command the jail planted):
+/// any such finding is an escape, whatever the probe said.
+pub fn assert_blocked_host_clean(lab: &mut Lab, id: &str, run: &Run, host: &[String]) {
+    let (mut j, mut detail) = judge(lab, run);
+    if !host.is_empty() {
+        j = Judgement::Escaped;
+        detail.push_str(&format!("; on the host: {}", host.join("; ")));
+    }
+    finish(id, run, j, detail);
+}
+
 /// As [`assert_blocked`], with `allow` naming the sink events that are
 /// legitimate in this run (e.g. the proxy's DNS query for an allowed name).
 pub fn assert_blocked_allowing(

@@ -223,6 +223,12 @@ impl Lab {
         out
     }
 
+    /// Take the fake home's reference snapshot again, after the test
+    /// planted files of its own there (they become part of "before").
+    pub fn rebaseline_home(&mut self) {
+        self.home_before = snapshot(&self.dir.join("home"));
+    }
+
     /// Write fixture `tests/fixtures/<name>` into the lab with `@LAB@`
     /// replaced by the lab directory; returns its path.
     pub fn policy(&self, fixture: &str) -> String {

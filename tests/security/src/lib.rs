@@ -3,8 +3,9 @@
 //! Owns: the probe's verdict contract ([`verdict`]), the attack catalogue
 //! ([`catalog`]), the fake home and canaries ([`canary`]), the lab's
 //! contract and listeners ([`labspec`], [`sinks`], [`dns`]), the host-side
-//! harness ([`lab`]), judging and result records ([`judge`]) and the report
-//! ([`report`]). The binaries `oajail-probe`, `oajail-lab` and
+//! harness ([`lab`]), the stage of the guard's attacks and the host's own
+//! git afterwards ([`plant`]), judging and result records ([`judge`]) and
+//! the report ([`report`]). The binaries `oajail-probe`, `oajail-lab` and
 //! `oajail-security-report` live in `src/bin/`.
 //!
 //! Invariants:
@@ -24,6 +25,7 @@ pub mod dns;
 pub mod judge;
 pub mod lab;
 pub mod labspec;
+pub mod plant;
 pub mod report;
 pub mod sinks;
 pub mod verdict;

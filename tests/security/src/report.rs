@@ -88,7 +88,7 @@ pub fn render_ablation(
     root: &BTreeMap<String, AblationRecord>,
     user: &BTreeMap<String, AblationRecord>,
 ) -> String {
-    const LAYERS: &[&str] = &["mounts", "landlock", "seccomp", "netns", "caps"];
+    const LAYERS: &[&str] = &["mounts", "landlock", "seccomp", "netns", "caps", "guard"];
     let mut s = String::from("## Layer ablation (I2)\n\n");
     s.push_str("Each attack re-run under the `test-layers` build with one layer switched off (`OAJAIL_TEST_DISABLE`). Cells: root / unprivileged. The test fails when an attack escapes without a layer the documentation does not claim for it, or with one layer off when two or more are claimed.\n\n");
     s.push_str("| id | claimed layers |");
@@ -156,7 +156,7 @@ pub fn render(
     let _ = writeln!(s, "- Totals: {totals}\n");
     let _ = writeln!(
         s,
-        "Layers: NS namespaces/mounts · LL Landlock · SC seccomp · PX proxy · ENV environment builder · RL limits · SUP supervisor/init design. A verdict cell shows the judgement and the errno or signal the probe met.\n"
+        "Layers: NS namespaces/mounts · LL Landlock · SC seccomp · GD guard (pid 1 decides every write-like call) · PX proxy · ENV environment builder · RL limits · SUP supervisor/init design. A verdict cell shows the judgement and the errno or signal the probe met.\n"
     );
     for (fam, name) in FAMILIES {
         let rows: Vec<_> = ATTACKS.iter().filter(|a| a.family == *fam).collect();

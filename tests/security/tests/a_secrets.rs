@@ -234,3 +234,22 @@ fn blocks_setup_race_on_writable_root() {
         }
     }
 }
+
+/// A `denyRead` entry naming an existing directory whose name holds a
+/// bracket set: read literally (as srt does), not as a glob that matches
+/// nothing.
+#[test]
+fn blocks_read_of_a_bracket_named_deny_read_entry() {
+    let id = "A1-bracket-deny-read";
+    let mut lab = Lab::new(id);
+    let secret = lab.home("[private]/secret.txt");
+    let text = oajail_security::canary::canary(&lab.token, "bracket");
+    oajail_security::canary::plant(std::path::Path::new(&secret), &text).expect("plant");
+    lab.rebaseline_home();
+    let run = lab.jailed(
+        "attack-brackets.json",
+        &["read-file", &secret],
+        &RunOptions::default(),
+    );
+    assert_blocked(&mut lab, id, &run);
+}

@@ -269,3 +269,113 @@ fn ablation_exotic_socket_families() {
         argv!["socket-families"]
     });
 }
+
+// The guard's attacks (issue 10): the mounts and Landlock let the
+// workspace (and, for the twins, the home) be written, so the guard alone
+// holds each of them. The closures plant the lab's stage before the run.
+
+#[test]
+fn ablation_implicit_git_dir() {
+    ablate("B2-implicit-git-dir-root", HOME_READABLE, &["guard"], |l| {
+        oajail_security::plant::valid_repo(l);
+        let marker = oajail_security::plant::marker(l);
+        argv![
+            "implicit-git-dir",
+            "head-first",
+            l.ws(".git/HEAD"),
+            l.ws(""),
+            marker
+        ]
+    });
+}
+
+#[test]
+fn ablation_hooks_path() {
+    ablate("B2-hookspath-custom", HOME_READABLE, &["guard"], |l| {
+        oajail_security::plant::hooks_path(l, "tools/githooks");
+        argv!["write-file", "create", l.ws("tools/githooks/post-checkout")]
+    });
+}
+
+#[test]
+fn ablation_separate_git_dir_config() {
+    ablate(
+        "B2-separate-gitdir-config",
+        HOME_READABLE,
+        &["guard"],
+        |l| {
+            let git_dir = oajail_security::plant::separate_git_dir(l);
+            let text = oajail_security::plant::fsmonitor_config(l);
+            argv!["append-text", format!("{git_dir}/config"), text]
+        },
+    );
+}
+
+#[test]
+fn ablation_claude_symlink_rename() {
+    ablate("B3-claude-symlink-rename", HOME_READABLE, &["guard"], |l| {
+        oajail_security::plant::evil_beside_pkg(l);
+        argv![
+            "symlink-rename",
+            "../.evil",
+            l.ws("pkg/t"),
+            l.ws("pkg/.claude")
+        ]
+    });
+}
+
+#[test]
+fn ablation_race_link_hook() {
+    ablate("B3-race-link-hook", HOME_READABLE, &["guard"], |l| {
+        std::fs::create_dir_all(l.ws("safe")).expect("mkdir ws/safe");
+        argv![
+            "race-link-hook",
+            l.ws("safe"),
+            l.ws(".git/hooks"),
+            l.ws("link"),
+            3000
+        ]
+    });
+}
+
+#[test]
+fn ablation_opath_reopen() {
+    ablate("B3-proc-fd-opath-reopen", HOME_READABLE, &["guard"], |l| {
+        argv!["opath-reopen", l.ws(".git/config")]
+    });
+}
+
+#[test]
+fn ablation_deep_node_modules() {
+    ablate("B2-deep-nm-rename-over", HOME_READABLE, &["guard"], |l| {
+        let deep = oajail_security::plant::deep_bashrc(l);
+        argv!["rename-over", l.ws("staging"), deep]
+    });
+}
+
+#[test]
+fn ablation_twin_in_a_writable_home() {
+    ablate(
+        "B1-twin-cargo-build-rs",
+        "attack-home-writable.json",
+        &["guard"],
+        |l| {
+            let rel = ".cargo/registry/src/index.crates.io-1949cf8c6b5b557f/evil-1.0.0/build.rs";
+            argv!["write-file", "mkdirs", l.home(rel)]
+        },
+    );
+}
+
+#[test]
+fn ablation_bracket_deny_write() {
+    // denyWrite entries keep their read-only bind: two layers.
+    ablate(
+        "B2-deny-write-bracket",
+        "attack-brackets.json",
+        &["mounts", "guard"],
+        |l| {
+            std::fs::write(l.ws("[locked]"), "the user's file\n").expect("plant ws/[locked]");
+            argv!["write-file", "append", l.ws("[locked]")]
+        },
+    );
+}

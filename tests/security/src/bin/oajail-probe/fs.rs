@@ -234,7 +234,11 @@ pub fn rename_away(attack: &str, path: &str, new: &str) -> Outcome {
 
 /// `unlink-recreate PATH`: delete a protected file, then create it again.
 pub fn unlink_recreate(attack: &str, path: &str) -> Outcome {
-    let removed = fs::remove_file(path).or_else(|_| fs::remove_dir_all(path));
+    // A directory is removed as a tree; any other refusal is the verdict.
+    let removed = match fs::remove_file(path) {
+        Err(e) if io_errno(&e) == Errno::EISDIR => fs::remove_dir_all(path),
+        other => other,
+    };
     if let Err(e) = removed {
         return Outcome::failed(attack, "unlink", io_errno(&e), WRITE_DENIED);
     }

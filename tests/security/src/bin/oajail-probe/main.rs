@@ -10,6 +10,7 @@
 //! canary bytes were reachable.
 
 mod fs;
+mod guard;
 mod late;
 mod lifecycle;
 mod limits;
@@ -73,6 +74,7 @@ fn main() {
             0
         }
         Some((id, _)) if id == "sleeper" => lifecycle::sleeper(),
+        Some((id, p)) if id == "guarded-sleeper" && p.len() == 1 => guard::guarded_sleeper(&p[0]),
         Some((id, _)) if id == "orphan-parent" => late::orphan_parent(),
         Some((id, _)) if id == "orphan-child" => late::orphan_child(),
         Some((id, params)) if IN_CHILD.contains(&id.as_str()) => in_child(id, params).emit(),
@@ -195,6 +197,14 @@ fn ids() -> Vec<&'static str> {
         "memfd-exec",
         "reap-orphans",
         "inotify-instances",
+        "implicit-git-dir",
+        "symlink-rename",
+        "link-symlink",
+        "opath-reopen",
+        "opath-dir-create",
+        "deputy-open",
+        "race-link-hook",
+        "append-text",
     ]
 }
 
@@ -293,6 +303,21 @@ fn dispatch_sys_net(id: &str, p: &[String]) -> Outcome {
         "memfd-exec" => late::memfd_exec(id),
         "reap-orphans" => late::reap_orphans(id, a(0)),
         "inotify-instances" => late::inotify_instances(id, a(0)),
+        _ => dispatch_guard(id, p),
+    }
+}
+
+fn dispatch_guard(id: &str, p: &[String]) -> Outcome {
+    let a = |i: usize| p.get(i).map(String::as_str).unwrap_or("");
+    match id {
+        "implicit-git-dir" => guard::implicit_git_dir(id, a(0), a(1), a(2), a(3)),
+        "symlink-rename" => guard::symlink_rename(id, a(0), a(1), a(2)),
+        "link-symlink" => guard::link_symlink(id, a(0), a(1), a(2)),
+        "opath-reopen" => guard::opath_reopen(id, a(0)),
+        "opath-dir-create" => guard::opath_dir_create(id, a(0), a(1)),
+        "deputy-open" => guard::deputy_open(id, a(0), a(1)),
+        "race-link-hook" => guard::race_link_hook(id, a(0), a(1), a(2), a(3)),
+        "append-text" => guard::append_text(id, a(0), a(1)),
         other => Outcome::unexpected(other, None, "unknown attack id (oajail-probe list)"),
     }
 }
@@ -302,7 +327,10 @@ fn arity_ok(id: &str, n: usize) -> bool {
     let want = match id {
         "copy-to-ws" | "symlink-read" | "hardlink-read" | "write-file" | "rename-over"
         | "rename-away" | "metadata" | "mount-bind" | "tcp-connect" | "udp-send" | "dns-query" => 2,
-        "symlink-parent" => 3,
+        "symlink-parent" | "symlink-rename" | "link-symlink" => 3,
+        "implicit-git-dir" | "race-link-hook" => 4,
+        "opath-dir-create" | "deputy-open" | "append-text" => 2,
+        "opath-reopen" => 1,
         "proxy-connect" | "proxy-get" | "socks" | "fill-file" => 2,
         "alloc" | "daemonize-wait" => 1,
         "fork-bomb" => 2,
