@@ -2,7 +2,7 @@
 //! family, what the attack does and which layers the design says defend it
 //! (`docs/threat-model.md`, `../shared/reference/sandboxes-and-attacks.md`).
 //!
-//! Layers: NS namespaces/mounts · LL Landlock · SC seccomp · GD create-guard
+//! Layers: NS namespaces/mounts · LL Landlock · SC seccomp · GD the guard
 //! (seccomp user notification served by pid 1) · PX proxy · ENV environment
 //! builder · RL limits · SUP supervisor/init design.
 
