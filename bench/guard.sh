@@ -3,6 +3,7 @@
 #
 #   bash bench/guard.sh              # builds the release test-layers binary, then measures
 #   ROUNDS=7 bash bench/guard.sh
+#   BENCH_DIR=/mnt/tmpfs bash bench/guard.sh   # workspace on a tmpfs
 #
 # Every workload runs in the same jail twice per round, with the guard and
 # without it (OAJAIL_TEST_DISABLE=guard, the test-layers ablation switch),
@@ -47,7 +48,11 @@ if [ "${1:-}" = "--prepare-npm" ]; then
 fi
 cargo build --release -p oajail --features test-layers --target-dir target/test-layers >/dev/null
 OAJAIL=$root/target/test-layers/release/oajail
-work=$(mktemp -d /var/tmp/oajail-guard-bench.XXXXXX)
+# BENCH_DIR: where the workspace lives (default /var/tmp, the disk). On this
+# VM the disk's latency swings 10x between runs; a tmpfs mount point (for
+# example `mount -t tmpfs none /mnt/b; BENCH_DIR=/mnt/b`) shows the guard's
+# own cost without it.
+work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/oajail-guard-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/home" "$work/proj"
 cat >"$work/policy.json" <<'JSON'
