@@ -6,7 +6,7 @@
 
 use crate::report::{FILTERED, Outcome, io_errno};
 use nix::errno::Errno;
-use oajail_jail::probe as sys;
+use crate::raw as sys;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::Duration;

@@ -8,7 +8,7 @@ use crate::report::{Outcome, READ_DENIED, has_canary, io_errno, try_syscall};
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use oajail_jail::probe as sys;
+use crate::raw as sys;
 use std::fs;
 use std::os::unix::net::{UnixDatagram, UnixStream};
 

@@ -7,7 +7,7 @@
 
 use crate::report::{FILTERED, Outcome, io_errno, try_syscall};
 use nix::errno::Errno;
-use oajail_jail::probe as sys;
+use crate::raw as sys;
 use std::fs;
 
 /// `io-uring-setup`.
