@@ -108,10 +108,13 @@ pub fn judge(
     }
     let granted = match &case.target {
         Target::Exfil(channel) => {
-            let reads: Vec<Target> = seen
-                .iter()
-                .map(|(slug, _)| source_of(slug, sources).unwrap_or(Target::Never))
-                .collect();
+            let mut reads: Vec<Target> = Vec::new();
+            for (slug, _) in &seen {
+                let t = source_of(slug, sources).unwrap_or(Target::Never);
+                if !reads.contains(&t) {
+                    reads.push(t);
+                }
+            }
             grants.exfil(channel, &reads)
         }
         t => grants

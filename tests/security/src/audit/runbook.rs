@@ -104,6 +104,8 @@ pub fn cases(policy: &Policy) -> Vec<Case> {
     out.extend(egress(policy));
     out.extend(resources());
     out.extend(exfiltration(policy));
+    // Catalogue family order (A…I), the audit's own X last; stable.
+    out.sort_by_key(|c| if c.family == EXFIL_FAMILY.0 { 'Z' } else { c.family });
     out
 }
 

@@ -7,7 +7,7 @@ use super::runbook::secret_sources;
 use super::{Case, Finding, Loc, Verdict};
 use crate::canary;
 use crate::lab::{Lab, LabError, RunOptions, Tools};
-use crate::labspec::DnsMode;
+use crate::labspec::{ALLOWED_V4, DnsMode};
 use oajail_policy::Policy;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -50,7 +50,7 @@ impl Setup {
         let safe: String = name
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
-            .take(60)
+            .take(20)
             .collect();
         let mut lab = Lab::create(&safe, self.tools.clone(), &self.base, self.owner)?;
         lab.quiet = true;
@@ -98,23 +98,49 @@ impl Setup {
                     .map_err(|e| LabError::new(format!("plant {}", loc.shown()), e))?;
             }
         }
-        if let Some(text) = &self.policy_text {
-            std::fs::write(lab.dir.join("policy.json"), text)
-                .map_err(|e| LabError::new("copy the settings file into the lab", e))?;
-        }
+        self.write_policy(lab)?;
         lab.give_to_owner()?;
         lab.rebaseline_home();
         Ok(())
+    }
+
+    /// The lab's copy of the settings file. One change: the sink that
+    /// answers every allowed domain sits on an address of the lab's own
+    /// interface, which the proxy refuses as a local destination; the copy
+    /// adds exactly that address to `oajail.allowPrivateDestinations` so an
+    /// allowed domain is as reachable as it is on the real network. Nothing
+    /// else reaches it: direct connections stay the jail's to refuse.
+    fn write_policy(&self, lab: &Lab) -> Result<(), LabError> {
+        let Some(text) = &self.policy_text else {
+            return Ok(());
+        };
+        let text = match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(mut doc) => {
+                let oajail = doc
+                    .as_object_mut()
+                    .map(|o| o.entry("oajail").or_insert_with(|| serde_json::json!({})));
+                if let Some(serde_json::Value::Object(o)) = oajail {
+                    let list = o
+                        .entry("allowPrivateDestinations")
+                        .or_insert_with(|| serde_json::json!([]));
+                    if let Some(a) = list.as_array_mut() {
+                        a.push(serde_json::json!(ALLOWED_V4));
+                    }
+                }
+                serde_json::to_string_pretty(&doc).unwrap_or_else(|_| text.clone())
+            }
+            // Not plain JSON: oajail reports it in the preflight, as it would.
+            Err(_) => text.clone(),
+        };
+        std::fs::write(lab.dir.join("policy.json"), text)
+            .map_err(|e| LabError::new("copy the settings file into the lab", e))
     }
 
     /// Prove the lab and the jail work before any verdict is trusted: the
     /// probe must run under oajail with this policy inside a lab.
     pub fn preflight(&self) -> Result<(), AuditError> {
         let lab = self.lab("preflight").map_err(AuditError::Lab)?;
-        if let Some(text) = &self.policy_text {
-            std::fs::write(lab.dir.join("policy.json"), text)
-                .map_err(|e| AuditError::Lab(LabError::new("copy the settings file", e)))?;
-        }
+        self.write_policy(&lab).map_err(AuditError::Lab)?;
         lab.give_to_owner().map_err(AuditError::Lab)?;
         let run = lab
             .try_run(self.argv(&lab, &["list".into()]), &self.options())
@@ -198,4 +224,28 @@ impl Setup {
             .flatten()
             .collect()
     }
+}
+
+/// The uid and primary gid of user `name` (`--as-user`).
+pub fn lookup_user(name: &str) -> Option<(u32, u32)> {
+    nix::unistd::User::from_name(name)
+        .ok()
+        .flatten()
+        .map(|u| (u.uid.as_raw(), u.gid.as_raw()))
+}
+
+/// True when this process runs as root.
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// The default directory for audit labs: `$OAJAIL_AUDIT_DIR`, else
+/// `/var/tmp/oajail-audit-<uid>` (not /tmp: the jail gives the command a
+/// private /tmp, which would hide the lab's workspace).
+pub fn default_base() -> PathBuf {
+    std::env::var_os("OAJAIL_AUDIT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(format!("/var/tmp/oajail-audit-{}", nix::unistd::getuid()))
+        })
 }

