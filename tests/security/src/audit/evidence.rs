@@ -9,7 +9,7 @@
 //! readable under the policy for the finding to be `allowed`.
 
 use super::grant::Grants;
-use super::{Case, Grant, Loc, Target, Verdict};
+use super::{Case, Channel, Grant, Loc, Target, Verdict};
 use crate::lab::{Lab, Run};
 use crate::verdict::Verdict as Probe;
 
@@ -98,6 +98,20 @@ pub fn judge(
             }
         }
         d
+    };
+    // An exfiltration through the network counts only what reached a sink
+    // or a DNS query; the output channel is X1's (oajail's own deny log may
+    // echo a refused name, which is not this channel working).
+    let seen: Vec<(String, String)> = match &case.target {
+        Target::Exfil(Channel::Stdout) => seen
+            .into_iter()
+            .filter(|(_, p)| p == "stdout" || p == "stderr")
+            .collect(),
+        Target::Exfil(_) => seen
+            .into_iter()
+            .filter(|(_, p)| p != "stdout" && p != "stderr")
+            .collect(),
+        _ => seen,
     };
     let worked = match &case.target {
         Target::Exfil(_) => !seen.is_empty(),

@@ -9,6 +9,7 @@
 
 use super::{Channel, Grant, Loc, Target};
 use crate::canary::SECRET_ENV;
+use oajail_policy::compile::guard::names::{self, Entry};
 use oajail_policy::host::canonicalize;
 use oajail_policy::{PathEntry, Policy};
 use std::path::{Path, PathBuf};
@@ -137,6 +138,9 @@ impl Grants<'_> {
         if path.ends_with(".git/config") && !fs.allow_git_config {
             return None;
         }
+        if protected(loc) {
+            return None;
+        }
         Some(grant(
             "filesystem.allowWrite",
             Some(&allow.path),
@@ -192,6 +196,32 @@ impl Grants<'_> {
             Some(_) => None,
         }
     }
+}
+
+/// True when the guard protects `loc` whatever the policy says: srt's
+/// mandatory denies and their twins (the guard's own tables), and git
+/// directories (`.git/config` aside, which `allowGitConfig` opens).
+fn protected(loc: &Loc) -> bool {
+    let (rel, home) = match loc {
+        Loc::Home(r) => (r.as_str(), true),
+        Loc::Ws(r) => (r.as_str(), false),
+    };
+    let covers = |e: &Entry, rel: &str| {
+        rel == e.path || (e.dir && rel.starts_with(&format!("{}/", e.path)))
+    };
+    if home && names::HOME.iter().any(|e| covers(e, rel)) {
+        return true;
+    }
+    let parts: Vec<&str> = rel.split('/').collect();
+    parts.iter().enumerate().any(|(i, part)| {
+        let rest = parts[i..].join("/");
+        let git = *part == ".git" && !rest.ends_with(".git/config");
+        let claude = *part == ".claude" && {
+            let below = parts[i + 1..].join("/");
+            names::CLAUDE.iter().any(|e| covers(e, &below))
+        };
+        git || claude || names::ANYWHERE.iter().any(|e| covers(e, &rest))
+    })
 }
 
 fn grant(field: &str, entry: Option<&str>, why: &str) -> Grant {

@@ -160,7 +160,6 @@ fn persistence() -> Vec<Case> {
         ("B1-autostart", home(".config/autostart/evil.desktop"), vec!["write-file", "mkdirs", "@HOME@/.config/autostart/evil.desktop"]),
         ("B1-path-shim", home(".local/bin/git"), vec!["write-file", "create", "@HOME@/.local/bin/git"]),
         ("B1-gitconfig", home(".gitconfig"), vec!["write-file", "append", "@HOME@/.gitconfig"]),
-        ("B1-rename-over-bashrc", home(".bashrc"), vec!["rename-over", "@WS@/staging", "@HOME@/.bashrc"]),
         ("B6-chmod", home(".bashrc"), vec!["metadata", "chmod", "@HOME@/.bashrc"]),
         ("B2-git-config", Target::Write(Loc::Ws(".git/config".into())), vec!["write-file", "append", "@WS@/.git/config"]),
         ("B2-git-hook", Target::Never, vec!["write-file", "create", "@WS@/.git/hooks/pre-commit"]),
@@ -171,9 +170,33 @@ fn persistence() -> Vec<Case> {
         ("B2-gitmodules", Target::Never, vec!["write-file", "create", "@WS@/.gitmodules"]),
         ("B4-policy-file", Target::Never, vec!["open-write", "@LAB@/policy.json"]),
     ];
-    rows.into_iter()
+    let mut out: Vec<Case> = rows
+        .into_iter()
         .filter_map(|(id, t, p)| row(id, Kind::Persistence, t, &p))
-        .collect()
+        .collect();
+    // Writes the guard does not protect by name, so only the policy
+    // decides (audit-only rows: the suite's policies never allow them).
+    let own = |id: &str, title: &str, rel: &str, mode: &str| Case {
+        id: id.to_owned(),
+        family: 'B',
+        title: title.to_owned(),
+        kind: Kind::Persistence,
+        target: Target::Write(Loc::Home(rel.to_owned())),
+        probe: vec!["write-file".into(), mode.into(), format!("@HOME@/{rel}")],
+    };
+    out.push(own(
+        "B8-audit-other-project",
+        "plant a Makefile in another project of the home (runs on its next build)",
+        "projects/other/Makefile",
+        "create",
+    ));
+    out.push(own(
+        "B8-audit-home-file",
+        "create a new file in the home",
+        ".oaj-audit-planted",
+        "create",
+    ));
+    out
 }
 
 fn isolation() -> Vec<Case> {
