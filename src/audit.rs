@@ -8,13 +8,13 @@
 //! user forbids was allowed; 1 otherwise; 2 bad usage or policy; 125 when
 //! the lab or the jail could not be set up.
 
+use crate::Fail;
 use crate::audit_format::{self, Report};
 use crate::cli::{AuditArgs, Common, FailOn};
 use crate::settings::{self, Origin};
-use crate::Fail;
-use anyhow::{anyhow, Context};
+use anyhow::{Context, anyhow};
 use oajail_security::audit::session::{self, Setup};
-use oajail_security::audit::{runbook, Case, Finding, Kind, Verdict};
+use oajail_security::audit::{Case, Finding, Kind, Verdict, runbook};
 use oajail_security::catalog::FAMILIES;
 use oajail_security::lab::Tools;
 use std::io::{IsTerminal, Write};
@@ -39,7 +39,9 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     let owner = match &args.as_user {
         None => None,
         Some(_) if !session::is_root() => {
-            return Err(Fail::usage(anyhow!("--as-user: only root can run attacks as another user")));
+            return Err(Fail::usage(anyhow!(
+                "--as-user: only root can run attacks as another user"
+            )));
         }
         Some(name) => Some(
             session::lookup_user(name)
@@ -108,7 +110,10 @@ fn select(cases: Vec<Case>, only: &[String]) -> anyhow::Result<Vec<Case>> {
             anyhow!("--only: unknown family {name:?} (letters A-I and X, or secrets, persistence, process, syscalls, network, proxy, environment, resources, exfiltration)")
         })?);
     }
-    Ok(cases.into_iter().filter(|c| letters.contains(&c.family)).collect())
+    Ok(cases
+        .into_iter()
+        .filter(|c| letters.contains(&c.family))
+        .collect())
 }
 
 fn family_letter(name: &str) -> Option<char> {
@@ -116,7 +121,8 @@ fn family_letter(name: &str) -> Option<char> {
     let mut chars = lower.chars();
     if let (Some(c), None) = (chars.next(), chars.next()) {
         let c = c.to_ascii_uppercase();
-        return (FAMILIES.iter().any(|(l, _)| *l == c) || c == runbook::EXFIL_FAMILY.0).then_some(c);
+        return (FAMILIES.iter().any(|(l, _)| *l == c) || c == runbook::EXFIL_FAMILY.0)
+            .then_some(c);
     }
     let words: &[(&str, char)] = &[
         ("secrets", 'A'),

@@ -8,9 +8,9 @@
 use crate::audit::fails;
 use crate::cli::{AuditFormat, FailOn};
 use crate::settings::Origin;
-use oajail_security::audit::{runbook, Finding, Grant, Verdict};
+use oajail_security::audit::{Finding, Grant, Verdict, runbook};
 use oajail_security::catalog::FAMILIES;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::fmt::Write;
 
 /// Everything a report is rendered from.
@@ -131,7 +131,11 @@ fn pretty(v: &Value) -> String {
 
 fn text(r: &Report<'_>) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "oajail audit of {} (sha256 {})", r.origin, r.policy_sha256);
+    let _ = writeln!(
+        out,
+        "oajail audit of {} (sha256 {})",
+        r.origin, r.policy_sha256
+    );
     let mut family = None;
     for f in r.findings {
         if family != Some(f.case.family) {
@@ -214,7 +218,11 @@ fn xml(s: &str) -> String {
 
 fn junit(r: &Report<'_>) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let failures = r.findings.iter().filter(|f| fails(f, r.fail_on) && f.verdict != Verdict::Inconclusive).count();
+    let failures = r
+        .findings
+        .iter()
+        .filter(|f| fails(f, r.fail_on) && f.verdict != Verdict::Inconclusive)
+        .count();
     let _ = writeln!(
         out,
         "<testsuites name=\"oajail audit\" tests=\"{}\" failures=\"{failures}\" errors=\"{}\" time=\"{:.3}\">",
@@ -225,10 +233,23 @@ fn junit(r: &Report<'_>) -> String {
     let mut letters: Vec<char> = r.findings.iter().map(|f| f.case.family).collect();
     letters.dedup();
     for (i, letter) in letters.into_iter().enumerate() {
-        let cases: Vec<&Finding> = r.findings.iter().filter(|f| f.case.family == letter).collect();
-        let fail = cases.iter().filter(|f| fails(f, r.fail_on) && f.verdict != Verdict::Inconclusive).count();
-        let errors = cases.iter().filter(|f| f.verdict == Verdict::Inconclusive).count();
-        let skipped = cases.iter().filter(|f| f.verdict == Verdict::NotApplicable).count();
+        let cases: Vec<&Finding> = r
+            .findings
+            .iter()
+            .filter(|f| f.case.family == letter)
+            .collect();
+        let fail = cases
+            .iter()
+            .filter(|f| fails(f, r.fail_on) && f.verdict != Verdict::Inconclusive)
+            .count();
+        let errors = cases
+            .iter()
+            .filter(|f| f.verdict == Verdict::Inconclusive)
+            .count();
+        let skipped = cases
+            .iter()
+            .filter(|f| f.verdict == Verdict::NotApplicable)
+            .count();
         let time: u64 = cases.iter().map(|f| f.elapsed_ms).sum();
         let _ = writeln!(
             out,
@@ -240,8 +261,16 @@ fn junit(r: &Report<'_>) -> String {
             time as f64 / 1000.0
         );
         out.push_str("    <properties>\n");
-        let _ = writeln!(out, "      <property name=\"policy\" value=\"{}\"/>", xml(&r.origin.to_string()));
-        let _ = writeln!(out, "      <property name=\"policySha256\" value=\"{}\"/>", r.policy_sha256);
+        let _ = writeln!(
+            out,
+            "      <property name=\"policy\" value=\"{}\"/>",
+            xml(&r.origin.to_string())
+        );
+        let _ = writeln!(
+            out,
+            "      <property name=\"policySha256\" value=\"{}\"/>",
+            r.policy_sha256
+        );
         out.push_str("    </properties>\n");
         for f in cases {
             junit_case(&mut out, r, f, letter);
@@ -355,10 +384,17 @@ fn sarif(r: &Report<'_>) -> Value {
 }
 
 fn sarif_result(r: &Report<'_>, f: &Finding, index: usize, uri: Option<&str>) -> Value {
-    let level = if fails(f, r.fail_on) { "error" } else { "warning" };
+    let level = if fails(f, r.fail_on) {
+        "error"
+    } else {
+        "warning"
+    };
     let message = match f.verdict {
         Verdict::Allowed => format!("{}: allowed by policy: {}", f.case.title, grants_text(f)),
-        Verdict::Escape => format!("{}: ESCAPE (the policy does not allow it): {}", f.case.title, f.detail),
+        Verdict::Escape => format!(
+            "{}: ESCAPE (the policy does not allow it): {}",
+            f.case.title, f.detail
+        ),
         _ => format!("{}: inconclusive: {}", f.case.title, f.detail),
     };
     let line = f.grants.iter().find_map(|g| r.line_of(g)).unwrap_or(1);

@@ -69,8 +69,7 @@ impl Responder {
         let (name, name_end) = parse_question(query)?;
         let question = query.get(12..name_end + 4)?;
         let qtype = query.get(name_end..name_end + 2)?;
-        let known =
-            self.mode == DnsMode::Sinkhole || TABLE.iter().any(|(n, _)| *n == name);
+        let known = self.mode == DnsMode::Sinkhole || TABLE.iter().any(|(n, _)| *n == name);
         let answer = if qtype == [0, 1] {
             self.lookup(&name)
         } else {

@@ -193,8 +193,9 @@ impl Lab {
         };
         build().map_err(|e| LabError::new(format!("build lab {}", dir.display()), e))?;
         if let Some((uid, gid)) = owner {
-            chown_tree(&dir, uid, gid)
-                .map_err(|e| LabError::new(format!("give lab {} to uid {uid}", dir.display()), e))?;
+            chown_tree(&dir, uid, gid).map_err(|e| {
+                LabError::new(format!("give lab {} to uid {uid}", dir.display()), e)
+            })?;
         }
         let canary_proc = Command::new(&tools.lab)
             .args(["sleeper", "oajail-host-canary"])
@@ -266,8 +267,9 @@ impl Lab {
     /// so that `--as-user` runs meet a lab that is theirs throughout.
     pub fn give_to_owner(&self) -> Result<(), LabError> {
         match self.owner {
-            Some((uid, gid)) => chown_tree(&self.dir, uid, gid)
-                .map_err(|e| LabError::new(format!("give lab {} to uid {uid}", self.dir.display()), e)),
+            Some((uid, gid)) => chown_tree(&self.dir, uid, gid).map_err(|e| {
+                LabError::new(format!("give lab {} to uid {uid}", self.dir.display()), e)
+            }),
             None => Ok(()),
         }
     }

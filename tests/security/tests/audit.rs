@@ -27,7 +27,7 @@ fn scratch(name: &str) -> PathBuf {
         nix::unistd::getuid(),
         std::process::id()
     ));
-    std::fs::create_dir_all(&d).expect("create scratch dir");
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("create {}: {e}", d.display()));
     d
 }
 
@@ -42,7 +42,7 @@ fn audit_with(oajail: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .envs(env.iter().copied())
         .current_dir(root())
         .output()
-        .expect("run oajail audit");
+        .unwrap_or_else(|e| panic!("run {}: {e}", oajail.display()));
     eprintln!(
         "oajail audit {args:?}: {:?}\n{}",
         out.status,
@@ -154,7 +154,7 @@ const WEAK: &str = r#"{
 
 fn weak_policy() -> PathBuf {
     let p = scratch("weak").join("weak.json");
-    std::fs::write(&p, WEAK).expect("write weak policy");
+    std::fs::write(&p, WEAK).unwrap_or_else(|e| panic!("write weak policy: {e}"));
     p
 }
 
@@ -192,7 +192,10 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
         grant_of(plant),
         vec![("filesystem.allowWrite".to_owned(), Some("~".to_owned()))]
     );
-    assert_eq!(plant["grantedBy"][0]["line"], 6, "line of \"~\" in allowWrite");
+    assert_eq!(
+        plant["grantedBy"][0]["line"], 6,
+        "line of \"~\" in allowWrite"
+    );
     // The guard protects start-up files whatever allowWrite says.
     assert_eq!(finding(&report, "B1-bashrc-append")["verdict"], "blocked");
     let exfil = finding(&report, "X2-exfil-https:allowed.test");
@@ -206,21 +209,38 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
         "{grants:?}"
     );
     // Mandatory denies hold whatever the policy says; direct egress too.
-    for id in ["B2-git-hook", "B2-mcp-json", "X5-exfil-direct-tcp", "X2-exfil-https:evil.test"] {
+    for id in [
+        "B2-git-hook",
+        "B2-mcp-json",
+        "X5-exfil-direct-tcp",
+        "X2-exfil-https:evil.test",
+    ] {
         assert_eq!(finding(&report, id)["verdict"], "blocked", "{id}");
     }
     assert!(ids_with(&report, "escape").is_empty(), "{report:#}");
     assert_eq!(out.status.code(), Some(1), "--fail-on allowed must fail");
     // The same persistence findings do not fail a run without --fail-on.
     let out = audit(&["-s", &p, "--only", "persistence"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
 fn guard_switched_off_turns_results_into_escapes() {
     let out = audit_with(
         &ablation_oajail(),
-        &["-s", "examples/policies/dev-shell.json", "--only", "B", "--format", "json"],
+        &[
+            "-s",
+            "examples/policies/dev-shell.json",
+            "--only",
+            "B",
+            "--format",
+            "json",
+        ],
         &[("OAJAIL_TEST_DISABLE", "guard")],
     );
     let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
@@ -239,7 +259,9 @@ fn validate(kind: &str, file: &Path) {
         .arg(kind)
         .arg(file)
         .output()
-        .expect("run validate.py (python3 with xmlschema and jsonschema: .ci/install-deps)");
+        .unwrap_or_else(|e| {
+            panic!("run validate.py (python3 with xmlschema and jsonschema: .ci/install-deps): {e}")
+        });
     assert!(
         out.status.success(),
         "{kind} report does not validate: {}{}",
@@ -257,7 +279,14 @@ fn junit_and_sarif_validate_against_their_schemas() {
     let sarif = dir.join("audit.sarif");
     let j = junit.display().to_string();
     let s = sarif.display().to_string();
-    let common = ["-s", p.as_str(), "--only", "B,X", "--fail-on", "any-allowed"];
+    let common = [
+        "-s",
+        p.as_str(),
+        "--only",
+        "B,X",
+        "--fail-on",
+        "any-allowed",
+    ];
     let out = audit(&[&common[..], &["--format", "junit", "--out", &j]].concat());
     assert_eq!(out.status.code(), Some(1));
     validate("junit", &junit);
@@ -278,7 +307,10 @@ fn junit_and_sarif_validate_against_their_schemas() {
         .expect("a result for B8-audit-other-project");
     let loc = &plant["locations"][0]["physicalLocation"];
     assert_eq!(loc["artifactLocation"]["uri"], p.as_str());
-    assert_eq!(loc["region"]["startLine"], 6, "the line of \"~\" in allowWrite");
+    assert_eq!(
+        loc["region"]["startLine"], 6,
+        "the line of \"~\" in allowWrite"
+    );
 }
 
 #[test]
@@ -334,7 +366,14 @@ fn a_lab_that_cannot_be_built_fails_naming_the_step() {
 
 #[test]
 fn as_user_runs_the_attacks_as_that_user_or_is_refused() {
-    let out = audit(&["-s", "examples/policies/strict-offline.json", "--only", "C", "--as-user", "oajail-test"]);
+    let out = audit(&[
+        "-s",
+        "examples/policies/strict-offline.json",
+        "--only",
+        "C",
+        "--as-user",
+        "oajail-test",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     if nix::unistd::geteuid().is_root() {
         assert_eq!(out.status.code(), Some(0), "{err}");

@@ -68,14 +68,22 @@ pub fn judge(
     sources: &[(String, Loc)],
 ) -> Judged {
     if let Some(e) = &run.lab.lab_error {
-        return (Verdict::Inconclusive, Vec::new(), format!("lab failed: {e}"));
+        return (
+            Verdict::Inconclusive,
+            Vec::new(),
+            format!("lab failed: {e}"),
+        );
     }
     let seen = canaries_seen(&lab.token, run);
     let mut effects: Vec<String> = seen
         .iter()
         .map(|(slug, place)| format!("canary {slug} in {place}"))
         .collect();
-    effects.extend(lab.home_changes().into_iter().map(|c| format!("fake home {c}")));
+    effects.extend(
+        lab.home_changes()
+            .into_iter()
+            .map(|c| format!("fake home {c}")),
+    );
     if !lab.canary_alive() {
         effects.push("host canary process was killed".into());
     }

@@ -123,7 +123,11 @@ impl Grants<'_> {
             grant(
                 "filesystem.allowRead",
                 Some(&allow.path),
-                &format!("allowRead re-opens {} inside denyRead {}", loc.shown(), deny.path),
+                &format!(
+                    "allowRead re-opens {} inside denyRead {}",
+                    loc.shown(),
+                    deny.path
+                ),
             )
         })
     }
@@ -154,11 +158,17 @@ impl Grants<'_> {
         if net.denied_domains.iter().any(|d| d.matches(&host, port)) {
             return None;
         }
-        let entry = net.allowed_domains.iter().find(|d| d.matches(&host, port))?;
+        let entry = net
+            .allowed_domains
+            .iter()
+            .find(|d| d.matches(&host, port))?;
         Some(grant(
             "network.allowedDomains",
             Some(entry.as_str()),
-            &format!("allowedDomains {} lets the proxy reach {name}:{port}", entry.as_str()),
+            &format!(
+                "allowedDomains {} lets the proxy reach {name}:{port}",
+                entry.as_str()
+            ),
         ))
     }
 
@@ -206,9 +216,8 @@ fn protected(loc: &Loc) -> bool {
         Loc::Home(r) => (r.as_str(), true),
         Loc::Ws(r) => (r.as_str(), false),
     };
-    let covers = |e: &Entry, rel: &str| {
-        rel == e.path || (e.dir && rel.starts_with(&format!("{}/", e.path)))
-    };
+    let covers =
+        |e: &Entry, rel: &str| rel == e.path || (e.dir && rel.starts_with(&format!("{}/", e.path)));
     if home && names::HOME.iter().any(|e| covers(e, rel)) {
         return true;
     }

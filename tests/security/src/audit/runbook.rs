@@ -17,8 +17,8 @@ use super::{Case, Channel, Kind, Loc, Target};
 use crate::canary::{HOME_SECRETS, SECRET_ENV};
 use crate::catalog;
 use crate::labspec::{ALLOWED_V4, DNS_V4, EVIL_V4, EVIL_V6, METADATA_V4, PUBLIC_DNS_V4};
-use oajail_policy::Policy;
 use oajail_policy::PathEntry;
+use oajail_policy::Policy;
 
 /// Family letter of the audit-only exfiltration attacks.
 pub const EXFIL_FAMILY: (char, &str) = ('X', "exfiltration through every channel");
@@ -44,7 +44,11 @@ pub fn secret_sources(policy: &Policy) -> Vec<(String, Loc)> {
     out.push((WS_SECRET.1.into(), Loc::Ws(WS_SECRET.0.into())));
     let fs = &policy.filesystem;
     let named = fs.deny_read.iter().chain(&fs.allow_read);
-    for (n, loc) in named.filter_map(planted_loc).take(MAX_POLICY_PATHS).enumerate() {
+    for (n, loc) in named
+        .filter_map(planted_loc)
+        .take(MAX_POLICY_PATHS)
+        .enumerate()
+    {
         if !out.iter().any(|(_, l)| *l == loc) {
             out.push((format!("policy-{n}"), loc));
         }
@@ -105,7 +109,13 @@ pub fn cases(policy: &Policy) -> Vec<Case> {
     out.extend(resources());
     out.extend(exfiltration(policy));
     // Catalogue family order (A…I), the audit's own X last; stable.
-    out.sort_by_key(|c| if c.family == EXFIL_FAMILY.0 { 'Z' } else { c.family });
+    out.sort_by_key(|c| {
+        if c.family == EXFIL_FAMILY.0 {
+            'Z'
+        } else {
+            c.family
+        }
+    });
     out
 }
 
@@ -127,12 +137,32 @@ fn secrets(policy: &Policy) -> Vec<Case> {
     let key = Target::Read(Loc::Home(".ssh/id_ed25519".into()));
     let never = Target::Never;
     let rows: &[(&str, &Target, &[&str])] = &[
-        ("A1-sendfile", &key, &["sendfile-file", "@HOME@/.ssh/id_ed25519"]),
+        (
+            "A1-sendfile",
+            &key,
+            &["sendfile-file", "@HOME@/.ssh/id_ed25519"],
+        ),
         ("A2-grep-home", &never, &["read-tree", "@HOME@"]),
-        ("A3-symlink-in-workspace", &key, &["symlink-read", "@HOME@/.ssh/id_ed25519", "@WS@/link"]),
-        ("A6-hardlink-into-workspace", &key, &["hardlink-read", "@HOME@/.ssh/id_ed25519", "@WS@/hard"]),
-        ("A7-proc-cwd-host-process", &never, &["read-file", "/proc/@PID@/cwd/secret.txt"]),
-        ("A7-proc-root-host-process", &never, &["read-file", "/proc/@PID@/root@HOME@/.ssh/id_ed25519"]),
+        (
+            "A3-symlink-in-workspace",
+            &key,
+            &["symlink-read", "@HOME@/.ssh/id_ed25519", "@WS@/link"],
+        ),
+        (
+            "A6-hardlink-into-workspace",
+            &key,
+            &["hardlink-read", "@HOME@/.ssh/id_ed25519", "@WS@/hard"],
+        ),
+        (
+            "A7-proc-cwd-host-process",
+            &never,
+            &["read-file", "/proc/@PID@/cwd/secret.txt"],
+        ),
+        (
+            "A7-proc-root-host-process",
+            &never,
+            &["read-file", "/proc/@PID@/root@HOME@/.ssh/id_ed25519"],
+        ),
         ("A8-mountinfo", &never, &["mountinfo-scan"]),
         ("G1-secret-env", &Target::Env, &["env-scan"]),
         ("C1-proc-environ", &never, &["proc-environ-scan"]),
@@ -153,22 +183,98 @@ fn secrets(policy: &Policy) -> Vec<Case> {
 fn persistence() -> Vec<Case> {
     let home = |r: &str| Target::Write(Loc::Home(r.into()));
     let rows: Vec<(&str, Target, Vec<&str>)> = vec![
-        ("B1-bashrc-append", home(".bashrc"), vec!["write-file", "append", "@HOME@/.bashrc"]),
-        ("B1-profile-truncate", home(".profile"), vec!["write-file", "truncate", "@HOME@/.profile"]),
-        ("B1-authorized-keys", home(".ssh/authorized_keys2"), vec!["write-file", "create", "@HOME@/.ssh/authorized_keys2"]),
-        ("B1-systemd-user-unit", home(".config/systemd/user/evil.service"), vec!["write-file", "mkdirs", "@HOME@/.config/systemd/user/evil.service"]),
-        ("B1-autostart", home(".config/autostart/evil.desktop"), vec!["write-file", "mkdirs", "@HOME@/.config/autostart/evil.desktop"]),
-        ("B1-path-shim", home(".local/bin/git"), vec!["write-file", "create", "@HOME@/.local/bin/git"]),
-        ("B1-gitconfig", home(".gitconfig"), vec!["write-file", "append", "@HOME@/.gitconfig"]),
-        ("B6-chmod", home(".bashrc"), vec!["metadata", "chmod", "@HOME@/.bashrc"]),
-        ("B2-git-config", Target::Write(Loc::Ws(".git/config".into())), vec!["write-file", "append", "@WS@/.git/config"]),
-        ("B2-git-hook", Target::Never, vec!["write-file", "create", "@WS@/.git/hooks/pre-commit"]),
-        ("B2-nested-repo-hook", Target::Never, vec!["write-file", "mkdirs", "@WS@/vendor/lib/.git/hooks/post-checkout"]),
-        ("B2-vscode-settings", Target::Never, vec!["write-file", "truncate", "@WS@/.vscode/settings.json"]),
-        ("B2-mcp-json", Target::Never, vec!["write-file", "create", "@WS@/.mcp.json"]),
-        ("B2-claude-commands", Target::Never, vec!["write-file", "mkdirs", "@WS@/.claude/commands/x.md"]),
-        ("B2-gitmodules", Target::Never, vec!["write-file", "create", "@WS@/.gitmodules"]),
-        ("B4-policy-file", Target::Never, vec!["open-write", "@LAB@/policy.json"]),
+        (
+            "B1-bashrc-append",
+            home(".bashrc"),
+            vec!["write-file", "append", "@HOME@/.bashrc"],
+        ),
+        (
+            "B1-profile-truncate",
+            home(".profile"),
+            vec!["write-file", "truncate", "@HOME@/.profile"],
+        ),
+        (
+            "B1-authorized-keys",
+            home(".ssh/authorized_keys2"),
+            vec!["write-file", "create", "@HOME@/.ssh/authorized_keys2"],
+        ),
+        (
+            "B1-systemd-user-unit",
+            home(".config/systemd/user/evil.service"),
+            vec![
+                "write-file",
+                "mkdirs",
+                "@HOME@/.config/systemd/user/evil.service",
+            ],
+        ),
+        (
+            "B1-autostart",
+            home(".config/autostart/evil.desktop"),
+            vec![
+                "write-file",
+                "mkdirs",
+                "@HOME@/.config/autostart/evil.desktop",
+            ],
+        ),
+        (
+            "B1-path-shim",
+            home(".local/bin/git"),
+            vec!["write-file", "create", "@HOME@/.local/bin/git"],
+        ),
+        (
+            "B1-gitconfig",
+            home(".gitconfig"),
+            vec!["write-file", "append", "@HOME@/.gitconfig"],
+        ),
+        (
+            "B6-chmod",
+            home(".bashrc"),
+            vec!["metadata", "chmod", "@HOME@/.bashrc"],
+        ),
+        (
+            "B2-git-config",
+            Target::Write(Loc::Ws(".git/config".into())),
+            vec!["write-file", "append", "@WS@/.git/config"],
+        ),
+        (
+            "B2-git-hook",
+            Target::Never,
+            vec!["write-file", "create", "@WS@/.git/hooks/pre-commit"],
+        ),
+        (
+            "B2-nested-repo-hook",
+            Target::Never,
+            vec![
+                "write-file",
+                "mkdirs",
+                "@WS@/vendor/lib/.git/hooks/post-checkout",
+            ],
+        ),
+        (
+            "B2-vscode-settings",
+            Target::Never,
+            vec!["write-file", "truncate", "@WS@/.vscode/settings.json"],
+        ),
+        (
+            "B2-mcp-json",
+            Target::Never,
+            vec!["write-file", "create", "@WS@/.mcp.json"],
+        ),
+        (
+            "B2-claude-commands",
+            Target::Never,
+            vec!["write-file", "mkdirs", "@WS@/.claude/commands/x.md"],
+        ),
+        (
+            "B2-gitmodules",
+            Target::Never,
+            vec!["write-file", "create", "@WS@/.gitmodules"],
+        ),
+        (
+            "B4-policy-file",
+            Target::Never,
+            vec!["open-write", "@LAB@/policy.json"],
+        ),
     ];
     let mut out: Vec<Case> = rows
         .into_iter()
@@ -204,18 +310,42 @@ fn isolation() -> Vec<Case> {
     let unix = Target::UnixSockets;
     let userns = Target::NestedUserNamespaces;
     let rows: Vec<(&str, Target, Vec<&str>)> = vec![
-        ("C2-ptrace-host-canary", n.clone(), vec!["ptrace-attach", "@PID@"]),
+        (
+            "C2-ptrace-host-canary",
+            n.clone(),
+            vec!["ptrace-attach", "@PID@"],
+        ),
         ("C2-proc-mem", n.clone(), vec!["proc-mem", "all"]),
-        ("C2-process-vm-readv", n.clone(), vec!["process-vm-read", "all"]),
+        (
+            "C2-process-vm-readv",
+            n.clone(),
+            vec!["process-vm-read", "all"],
+        ),
         ("C2-pidfd-getfd", n.clone(), vec!["pidfd-getfd", "all"]),
         ("C2-kcmp", n.clone(), vec!["kcmp"]),
         ("C3-kill-host-canary", n.clone(), vec!["kill", "@PID@"]),
         ("C3-kill-all", n.clone(), vec!["kill-all"]),
-        ("C4-ssh-agent", unix.clone(), vec!["unix-connect", "@LAB@/run/ssh-agent.sock"]),
-        ("C4-dbus", unix.clone(), vec!["unix-connect", "@LAB@/run/bus"]),
-        ("C4-docker", unix.clone(), vec!["unix-connect", "@LAB@/run/docker.sock"]),
+        (
+            "C4-ssh-agent",
+            unix.clone(),
+            vec!["unix-connect", "@LAB@/run/ssh-agent.sock"],
+        ),
+        (
+            "C4-dbus",
+            unix.clone(),
+            vec!["unix-connect", "@LAB@/run/bus"],
+        ),
+        (
+            "C4-docker",
+            unix.clone(),
+            vec!["unix-connect", "@LAB@/run/docker.sock"],
+        ),
         ("C4-unix-socket-create", unix, vec!["socket-family", "1"]),
-        ("C5-abstract", n.clone(), vec!["abstract-connect", "@ABSTRACT@"]),
+        (
+            "C5-abstract",
+            n.clone(),
+            vec!["abstract-connect", "@ABSTRACT@"],
+        ),
         ("C8-tioclinux", n.clone(), vec!["tioclinux"]),
         ("D1-io-uring-setup", n.clone(), vec!["io-uring-setup"]),
         ("D4-unshare-user", userns.clone(), vec!["unshare-user"]),
@@ -223,7 +353,11 @@ fn isolation() -> Vec<Case> {
         ("D4-clone3", n.clone(), vec!["clone3"]),
         ("D4-setns", n.clone(), vec!["setns"]),
         ("D5-umount-mask", n.clone(), vec!["umount", "@HOME@"]),
-        ("D5-mount-bind", n.clone(), vec!["mount-bind", "/", "@WS@/tmp"]),
+        (
+            "D5-mount-bind",
+            n.clone(),
+            vec!["mount-bind", "/", "@WS@/tmp"],
+        ),
         ("D5-open-tree", n.clone(), vec!["open-tree", "/"]),
         ("D5-fsopen", n.clone(), vec!["fsopen"]),
         ("D6-bpf", n.clone(), vec!["bpf"]),
@@ -244,22 +378,106 @@ fn egress(policy: &Policy) -> Vec<Case> {
     let front = allowed.clone().unwrap_or_else(|| "allowed.test".into());
     let evil = Target::Domain("evil.test".into());
     let rows: Vec<(&str, Target, Vec<String>)> = vec![
-        ("E1-tcp-public-v4", n.clone(), vec!["tcp-connect".into(), EVIL_V4.into(), "443".into()]),
-        ("E1-tcp-allowed-host-direct", n.clone(), vec!["tcp-connect".into(), ALLOWED_V4.into(), "443".into()]),
-        ("E1-tcp-public-v6", n.clone(), vec!["tcp-connect".into(), EVIL_V6.into(), "443".into()]),
-        ("E1-tcp-metadata", n.clone(), vec!["tcp-connect".into(), METADATA_V4.into(), "80".into()]),
-        ("E2-udp-public", n.clone(), vec!["udp-send".into(), EVIL_V4.into(), "443".into()]),
-        ("E2-udp-ntp", n.clone(), vec!["udp-send".into(), PUBLIC_DNS_V4.into(), "123".into()]),
-        ("E3-dns-public-resolver", n.clone(), vec!["dns-query".into(), PUBLIC_DNS_V4.into(), "@TOKEN@.exfil.test".into()]),
-        ("E3-dns-lab-resolver", n.clone(), vec!["dns-query".into(), DNS_V4.into(), "@TOKEN@.exfil.test".into()]),
-        ("E3-system-resolver", n.clone(), vec!["resolve".into(), "@TOKEN@.exfil.test".into()]),
-        ("E4-icmp", n.clone(), vec!["icmp-ping".into(), EVIL_V4.into()]),
-        ("E6-packet", n.clone(), vec!["socket-family".into(), "17".into()]),
-        ("E7-host-loopback", n.clone(), vec!["tcp-connect".into(), "127.0.0.1".into(), "9999".into()]),
-        ("F1-sni-mismatch", n.clone(), vec!["proxy-connect".into(), format!("{front}:443"), "evil.test".into()]),
-        ("F3-ip-literal", Target::Domain(ALLOWED_V4.into()), vec!["proxy-connect".into(), format!("{ALLOWED_V4}:443"), front.clone()]),
-        ("F7-metadata-literal", n, vec!["proxy-connect".into(), format!("{METADATA_V4}:80"), "-".into()]),
-        ("F14-socks-denied", evil, vec!["socks".into(), "connect".into(), "evil.test:443".into()]),
+        (
+            "E1-tcp-public-v4",
+            n.clone(),
+            vec!["tcp-connect".into(), EVIL_V4.into(), "443".into()],
+        ),
+        (
+            "E1-tcp-allowed-host-direct",
+            n.clone(),
+            vec!["tcp-connect".into(), ALLOWED_V4.into(), "443".into()],
+        ),
+        (
+            "E1-tcp-public-v6",
+            n.clone(),
+            vec!["tcp-connect".into(), EVIL_V6.into(), "443".into()],
+        ),
+        (
+            "E1-tcp-metadata",
+            n.clone(),
+            vec!["tcp-connect".into(), METADATA_V4.into(), "80".into()],
+        ),
+        (
+            "E2-udp-public",
+            n.clone(),
+            vec!["udp-send".into(), EVIL_V4.into(), "443".into()],
+        ),
+        (
+            "E2-udp-ntp",
+            n.clone(),
+            vec!["udp-send".into(), PUBLIC_DNS_V4.into(), "123".into()],
+        ),
+        (
+            "E3-dns-public-resolver",
+            n.clone(),
+            vec![
+                "dns-query".into(),
+                PUBLIC_DNS_V4.into(),
+                "@TOKEN@.exfil.test".into(),
+            ],
+        ),
+        (
+            "E3-dns-lab-resolver",
+            n.clone(),
+            vec![
+                "dns-query".into(),
+                DNS_V4.into(),
+                "@TOKEN@.exfil.test".into(),
+            ],
+        ),
+        (
+            "E3-system-resolver",
+            n.clone(),
+            vec!["resolve".into(), "@TOKEN@.exfil.test".into()],
+        ),
+        (
+            "E4-icmp",
+            n.clone(),
+            vec!["icmp-ping".into(), EVIL_V4.into()],
+        ),
+        (
+            "E6-packet",
+            n.clone(),
+            vec!["socket-family".into(), "17".into()],
+        ),
+        (
+            "E7-host-loopback",
+            n.clone(),
+            vec!["tcp-connect".into(), "127.0.0.1".into(), "9999".into()],
+        ),
+        (
+            "F1-sni-mismatch",
+            n.clone(),
+            vec![
+                "proxy-connect".into(),
+                format!("{front}:443"),
+                "evil.test".into(),
+            ],
+        ),
+        (
+            "F3-ip-literal",
+            Target::Domain(ALLOWED_V4.into()),
+            vec![
+                "proxy-connect".into(),
+                format!("{ALLOWED_V4}:443"),
+                front.clone(),
+            ],
+        ),
+        (
+            "F7-metadata-literal",
+            n,
+            vec![
+                "proxy-connect".into(),
+                format!("{METADATA_V4}:80"),
+                "-".into(),
+            ],
+        ),
+        (
+            "F14-socks-denied",
+            evil,
+            vec!["socks".into(), "connect".into(), "evil.test:443".into()],
+        ),
     ];
     rows.into_iter()
         .filter_map(|(id, t, p)| {
@@ -271,8 +489,16 @@ fn egress(policy: &Policy) -> Vec<Case> {
 
 fn resources() -> Vec<Case> {
     let rows: Vec<(&str, Target, Vec<&str>)> = vec![
-        ("H2-memory", Target::Limit("addressSpaceBytes".into(), 1 << 30), vec!["alloc", "1024"]),
-        ("H3-tmp-fill", Target::Limit("tmpSizeBytes".into(), 64 << 20), vec!["fill-file", "/tmp/fill", "64"]),
+        (
+            "H2-memory",
+            Target::Limit("addressSpaceBytes".into(), 1 << 30),
+            vec!["alloc", "1024"],
+        ),
+        (
+            "H3-tmp-fill",
+            Target::Limit("tmpSizeBytes".into(), 64 << 20),
+            vec!["fill-file", "/tmp/fill", "64"],
+        ),
     ];
     rows.into_iter()
         .filter_map(|(id, t, p)| row(id, Kind::Resources, t, &p))
@@ -349,7 +575,9 @@ fn exfiltration(policy: &Policy) -> Vec<Case> {
         .iter()
         .find_map(|d| d.as_str().strip_prefix("*.").map(str::to_owned))
         .unwrap_or_else(|| s("evil.test"));
-    let suffix = suffix.rsplit_once(':').map_or(suffix.clone(), |(h, _)| h.to_owned());
+    let suffix = suffix
+        .rsplit_once(':')
+        .map_or(suffix.clone(), |(h, _)| h.to_owned());
     out.push(case(
         format!("X4-exfil-dns-name:{suffix}"),
         format!("a secret as a DNS label under {suffix}, handed to the proxy"),

@@ -49,7 +49,13 @@ impl Setup {
     fn lab(&self, name: &str) -> Result<Lab, LabError> {
         let safe: String = name
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .take(20)
             .collect();
         let mut lab = Lab::create(&safe, self.tools.clone(), &self.base, self.owner)?;
@@ -180,9 +186,8 @@ impl Setup {
             };
             Ok(judge(case, &mut lab, &run, &grants, &sources))
         });
-        let (verdict, grants, detail) = judged.unwrap_or_else(|e| {
-            (Verdict::Inconclusive, Vec::new(), format!("lab: {e}"))
-        });
+        let (verdict, grants, detail) =
+            judged.unwrap_or_else(|e| (Verdict::Inconclusive, Vec::new(), format!("lab: {e}")));
         Finding {
             case: case.clone(),
             verdict,
