@@ -491,8 +491,8 @@ fn resources() -> Vec<Case> {
     let rows: Vec<(&str, Target, Vec<&str>)> = vec![
         (
             "H2-memory",
-            Target::Limit("addressSpaceBytes".into(), 1 << 30),
-            vec!["alloc", "1024"],
+            Target::Limit("addressSpaceBytes".into(), 256 << 20),
+            vec!["alloc", "256"],
         ),
         (
             "H3-tmp-fill",
