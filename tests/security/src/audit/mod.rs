@@ -19,6 +19,7 @@
 //!   the command's stdout/stderr, a changed fake home, a killed host canary,
 //!   or the probe's own `succeeded` verdict.
 
+pub mod channels;
 pub mod evidence;
 pub mod grant;
 pub mod runbook;
