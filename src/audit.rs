@@ -110,10 +110,16 @@ fn select(cases: Vec<Case>, only: &[String]) -> anyhow::Result<Vec<Case>> {
             anyhow!("--only: unknown family {name:?} (letters A-I and X, or secrets, persistence, process, syscalls, network, proxy, environment, resources, exfiltration)")
         })?);
     }
-    Ok(cases
+    let kept: Vec<Case> = cases
         .into_iter()
         .filter(|c| letters.contains(&c.family))
-        .collect())
+        .collect();
+    if kept.is_empty() {
+        // Family I (fail-closed refusals) is suite-only: nothing to run is
+        // an error, never an empty green report.
+        anyhow::bail!("--only: the audit has no attack in {}", only.join(", "));
+    }
+    Ok(kept)
 }
 
 fn family_letter(name: &str) -> Option<char> {
