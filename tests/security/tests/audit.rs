@@ -387,3 +387,30 @@ fn as_user_runs_the_attacks_as_that_user_or_is_refused() {
         );
     }
 }
+
+#[test]
+fn progress_line_on_a_terminal_and_none_in_a_pipe() {
+    // `script` gives the audit a pty as stderr: the progress line appears.
+    let tools = Tools::locate();
+    let cmd = format!(
+        "OAJAIL_PROBE_BIN={} OAJAIL_LAB_BIN={} {} audit -s examples/policies/strict-offline.json --only H",
+        tools.probe.display(),
+        tools.lab.display(),
+        tools.oajail.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|e| panic!("run script(1) from util-linux: {e}"));
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        tty.contains("audit: families H · 2/2 attacks · 0 escape · 2 allowed"),
+        "{tty}"
+    );
+    // Piped (as in CI), stderr carries only the summary line.
+    let out = audit(&["-s", "examples/policies/strict-offline.json", "--only", "H"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("families"), "{err}");
+    assert!(err.starts_with("oajail: audit: 2 attacks in "), "{err}");
+}
