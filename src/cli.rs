@@ -95,6 +95,57 @@ pub enum Sub {
         /// Destination port.
         port: u16,
     },
+    /// Run the attack catalogue against the policy in a hermetic lab and
+    /// report what it blocks, what it allows (and which entry allows it)
+    /// and any escape.
+    Audit(AuditArgs),
+}
+
+/// `oajail audit …` (see docs/audit.md).
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+    pub format: AuditFormat,
+    /// Write the report to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Run only these families: letters (A-I, X) or names such as
+    /// `secrets`, `persistence`, `exfiltration` (repeatable, comma-separated).
+    #[arg(long, value_name = "FAMILY", num_args = 1.., value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Run the attacks as this user (needs root); default: the caller.
+    #[arg(long = "as-user", value_name = "NAME")]
+    pub as_user: Option<String>,
+    /// Also fail (exit 1) on findings the policy allows: `allowed` counts
+    /// secret reads and exfiltration, `any-allowed` every allowed finding.
+    #[arg(long = "fail-on", value_enum, value_name = "WHAT")]
+    pub fail_on: Option<FailOn>,
+    /// Labs run at the same time (default: twice the CPUs, at most 8).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+}
+
+/// `oajail audit --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditFormat {
+    /// A table for people.
+    Text,
+    /// Every finding as JSON.
+    Json,
+    /// JUnit XML: one testcase per attack.
+    Junit,
+    /// SARIF 2.1.0 for code-scanning UIs, pointing at the granting entry.
+    Sarif,
+}
+
+/// `oajail audit --fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Allowed secret reads and exfiltration.
+    Allowed,
+    /// Every allowed finding (persistence, egress, resources too).
+    AnyAllowed,
 }
 
 /// `oajail policy …`.

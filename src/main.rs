@@ -6,6 +6,8 @@
 //! and a reserved exit status (`oajail_jail::exit_code`); otherwise the
 //! command's own status passes through.
 
+mod audit;
+mod audit_format;
 mod cli;
 mod commands;
 mod plans;
@@ -82,5 +84,6 @@ fn dispatch(cli: cli::Cli) -> Result<i32, Fail> {
         Some(cli::Sub::Explain { json }) => commands::explain(&cli.common, json),
         Some(cli::Sub::Doctor) => commands::doctor(),
         Some(cli::Sub::SshProxy { host, port }) => proxy::ssh_helper(&host, port),
+        Some(cli::Sub::Audit(args)) => audit::audit(&cli.common, args),
     }
 }

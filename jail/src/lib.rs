@@ -60,9 +60,6 @@ pub use error::{JailError, Step};
 pub use hostfs::HostFs;
 pub use launcher::{EnforcementReport, FORWARDED_SIGNALS, Jail, LandlockEnforced, Outcome};
 pub use spec::{JailSpec, Layers};
-/// Raw syscalls for the security suite's attack probe (`attack-probe` feature only).
-#[cfg(feature = "attack-probe")]
-pub use sys::attack_probe as probe;
 
 /// The caller's real uid and gid (mapped to themselves inside the jail).
 pub fn caller_ids() -> (u32, u32) {

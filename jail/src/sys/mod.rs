@@ -7,9 +7,6 @@
 //! landlock) are used wherever they cover a call; raw `libc` appears only where
 //! no crate offers a safe wrapper, and each such function says why.
 
-/// Raw syscalls for the security suite's attack probe (test builds only).
-#[cfg(feature = "attack-probe")]
-pub mod attack_probe;
 pub(crate) mod fd;
 pub(crate) mod landlock;
 pub(crate) mod mount;

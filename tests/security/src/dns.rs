@@ -56,10 +56,12 @@ impl Responder {
             };
             return ip.parse().ok();
         }
-        TABLE
-            .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, ip)| ip.parse().ok())
+        let fixed = TABLE.iter().find(|(n, _)| *n == name).map(|(_, ip)| *ip);
+        match (fixed, self.mode) {
+            (Some(ip), _) => ip.parse().ok(),
+            (None, DnsMode::Sinkhole) => ALLOWED_V4.parse().ok(),
+            (None, _) => None,
+        }
     }
 
     /// The response packet for `query` (None when it is not a query).
@@ -67,7 +69,7 @@ impl Responder {
         let (name, name_end) = parse_question(query)?;
         let question = query.get(12..name_end + 4)?;
         let qtype = query.get(name_end..name_end + 2)?;
-        let known = TABLE.iter().any(|(n, _)| *n == name);
+        let known = self.mode == DnsMode::Sinkhole || TABLE.iter().any(|(n, _)| *n == name);
         let answer = if qtype == [0, 1] {
             self.lookup(&name)
         } else {

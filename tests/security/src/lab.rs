@@ -126,6 +126,9 @@ pub struct Lab {
     pub abstract_name: String,
     canary_proc: Child,
     home_before: BTreeMap<PathBuf, Vec<u8>>,
+    owner: Option<(u32, u32)>,
+    /// Silence `oajail-lab`'s own stdout/stderr (the audit draws a table there).
+    pub quiet: bool,
 }
 
 fn base_dir() -> PathBuf {
@@ -140,12 +143,45 @@ fn base_dir() -> PathBuf {
     ))
 }
 
+/// Why a lab could not be built or run: the step, and the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{step}: {source}")]
+pub struct LabError {
+    /// The step that failed, lower case (`build the fake home …`).
+    pub step: String,
+    /// The cause.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl LabError {
+    /// A failed step and its cause.
+    pub fn new(step: impl Into<String>, source: std::io::Error) -> LabError {
+        LabError {
+            step: step.into(),
+            source,
+        }
+    }
+}
+
 impl Lab {
     /// Build a fresh lab for test `name`. Panics (failing the test) on any setup error.
     pub fn new(name: &str) -> Lab {
-        let tools = Tools::locate();
+        Lab::create(name, Tools::locate(), &base_dir(), None)
+            .unwrap_or_else(|e| panic!("security lab: {e}"))
+    }
+
+    /// Build a fresh lab named `name` under `base` with `tools`; with
+    /// `owner`, the lab belongs to that uid/gid and commands run as it
+    /// (`oajail audit --as-user`). Errors name the step that failed.
+    pub fn create(
+        name: &str,
+        tools: Tools,
+        base: &Path,
+        owner: Option<(u32, u32)>,
+    ) -> Result<Lab, LabError> {
         let token = canary::token();
-        let dir = base_dir().join(format!("{name}-{token}"));
+        let dir = base.join(format!("{name}-{token}"));
         let build = || -> std::io::Result<()> {
             fs::create_dir_all(dir.join("logs"))?;
             canary::build_home(&dir.join("home"), &token)?;
@@ -153,11 +189,13 @@ impl Lab {
             canary::plant(
                 &dir.join("canary-cwd/secret.txt"),
                 &canary::canary(&token, "proc-cwd"),
-            )?;
-            Ok(())
+            )
         };
-        if let Err(e) = build() {
-            panic!("security lab: build {}: {e}", dir.display());
+        build().map_err(|e| LabError::new(format!("build lab {}", dir.display()), e))?;
+        if let Some((uid, gid)) = owner {
+            chown_tree(&dir, uid, gid).map_err(|e| {
+                LabError::new(format!("give lab {} to uid {uid}", dir.display()), e)
+            })?;
         }
         let canary_proc = Command::new(&tools.lab)
             .args(["sleeper", "oajail-host-canary"])
@@ -166,17 +204,19 @@ impl Lab {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("security lab: spawn host canary process: {e}"));
+            .map_err(|e| LabError::new("spawn host canary process", e))?;
         let home_before = snapshot(&dir.join("home"));
         let abstract_name = format!("oajail-lab-{token}");
-        Lab {
+        Ok(Lab {
             tools,
             token,
             dir,
             abstract_name,
             canary_proc,
             home_before,
-        }
+            owner,
+            quiet: false,
+        })
     }
 
     /// A path inside the fake home.
@@ -221,6 +261,17 @@ impl Lab {
                 .map(|p| format!("created {}", p.display())),
         );
         out
+    }
+
+    /// Give the lab (again) to its owner after files were planted in it,
+    /// so that `--as-user` runs meet a lab that is theirs throughout.
+    pub fn give_to_owner(&self) -> Result<(), LabError> {
+        match self.owner {
+            Some((uid, gid)) => chown_tree(&self.dir, uid, gid).map_err(|e| {
+                LabError::new(format!("give lab {} to uid {uid}", self.dir.display()), e)
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Take the fake home's reference snapshot again, after the test
@@ -342,8 +393,14 @@ impl Lab {
         self.run(argv, opts)
     }
 
-    /// Run any command line in the lab.
+    /// Run any command line in the lab. Panics (failing the test) when the lab cannot run it.
     pub fn run(&self, argv: Vec<String>, opts: &RunOptions) -> Run {
+        self.try_run(argv, opts)
+            .unwrap_or_else(|e| panic!("security lab: {e}"))
+    }
+
+    /// Run any command line in the lab; errors name the step that failed.
+    pub fn try_run(&self, argv: Vec<String>, opts: &RunOptions) -> Result<Run, LabError> {
         let mut env = self.base_env();
         env.extend(opts.env.iter().cloned());
         let config = LabConfig {
@@ -351,8 +408,12 @@ impl Lab {
             command: argv.clone(),
             env,
             cwd: self.dir.join("ws"),
-            uid: nix::unistd::getuid().as_raw(),
-            gid: nix::unistd::getgid().as_raw(),
+            uid: self
+                .owner
+                .map_or_else(|| nix::unistd::getuid().as_raw(), |o| o.0),
+            gid: self
+                .owner
+                .map_or_else(|| nix::unistd::getgid().as_raw(), |o| o.1),
             pty: opts.pty,
             leak_fds: opts.leak_fds,
             keyring_canary: opts
@@ -370,36 +431,43 @@ impl Lab {
         };
         if let Some(bytes) = &opts.stdin {
             fs::write(self.dir.join("stdin.bin"), bytes)
-                .unwrap_or_else(|e| panic!("security lab: write stdin: {e}"));
+                .map_err(|e| LabError::new("write the command's stdin", e))?;
         }
         let cfg_path = self.dir.join("lab.json");
         fs::write(
             &cfg_path,
             serde_json::to_vec_pretty(&config).unwrap_or_default(),
         )
-        .unwrap_or_else(|e| panic!("security lab: write lab config: {e}"));
-        self.spawn_lab(&cfg_path);
-        self.collect(argv)
+        .map_err(|e| LabError::new("write lab config", e))?;
+        self.spawn_lab(&cfg_path)?;
+        Ok(self.collect(argv))
     }
 
-    fn spawn_lab(&self, cfg: &Path) {
-        let mut child = Command::new(&self.tools.lab)
-            .arg("run")
-            .arg(cfg)
-            .stdin(Stdio::null())
+    fn spawn_lab(&self, cfg: &Path) -> Result<(), LabError> {
+        let mut cmd = Command::new(&self.tools.lab);
+        cmd.arg("run").arg(cfg).stdin(Stdio::null());
+        if self.quiet {
+            // The lab's own diagnostics; the command's output goes to files
+            // and a lab failure to `lab-result.json` either way.
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        }
+        let mut child = cmd
             .spawn()
-            .unwrap_or_else(|e| panic!("security lab: spawn oajail-lab: {e}"));
+            .map_err(|e| LabError::new(format!("spawn {}", self.tools.lab.display()), e))?;
         let start = Instant::now();
         loop {
             match child.try_wait() {
-                Ok(Some(_)) => return,
+                Ok(Some(_)) => return Ok(()),
                 Ok(None) if start.elapsed() > Duration::from_secs(45) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    panic!("security lab: oajail-lab did not finish within 45 s");
+                    return Err(LabError::new(
+                        "wait for oajail-lab",
+                        std::io::Error::from(std::io::ErrorKind::TimedOut),
+                    ));
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => panic!("security lab: wait for oajail-lab: {e}"),
+                Err(e) => return Err(LabError::new("wait for oajail-lab", e)),
             }
         }
     }
@@ -463,6 +531,20 @@ pub fn ablation_oajail() -> PathBuf {
         p.display()
     );
     p
+}
+
+/// Give every file of the lab to `uid`/`gid` (symlinks themselves, not their targets).
+fn chown_tree(root: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(root, Some(uid), Some(gid))?;
+    for entry in fs::read_dir(root)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            chown_tree(&entry.path(), uid, gid)?;
+        } else {
+            std::os::unix::fs::lchown(entry.path(), Some(uid), Some(gid))?;
+        }
+    }
+    Ok(())
 }
 
 /// `tests/fixtures/` of the workspace.

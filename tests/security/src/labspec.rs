@@ -53,6 +53,10 @@ pub enum DnsMode {
     Fixed,
     /// `rebind.test` alternates between a public address and 127.0.0.1.
     Rebind,
+    /// Fixed answers from the lab table; every other name resolves to the
+    /// `allowed.test` sink (`oajail audit`: whatever domain a user's policy
+    /// allows, the lab's sink answers it and records what it receives).
+    Sinkhole,
 }
 
 /// What the harness asks the lab to do for one run.

@@ -5,8 +5,11 @@
 //! contract and listeners ([`labspec`], [`sinks`], [`dns`]), the host-side
 //! harness ([`lab`]), the stage of the guard's attacks and the host's own
 //! git afterwards ([`plant`]), judging and result records ([`judge`]) and
-//! the report ([`report`]). The binaries `oajail-probe`, `oajail-lab` and
-//! `oajail-security-report` live in `src/bin/`.
+//! the report ([`report`]), and `oajail audit`'s runbook, grants and
+//! judging relative to a user's policy ([`audit`]). The binaries
+//! `oajail-probe`, `oajail-lab` and `oajail-security-report` live in
+//! `src/bin/`; `oajail-probe` and `oajail-lab` also ship beside `oajail`
+//! for `oajail audit`.
 //!
 //! Invariants:
 //! - a test passes only when the probe reports `blocked` (or the kernel
@@ -19,6 +22,7 @@
 //!   the lab's dummy interface inside its own network namespace.
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod canary;
 pub mod catalog;
 pub mod dns;

@@ -10,6 +10,12 @@
 //!
 //! `oajail-lab sleeper MARKER` is the harness's host canary process (it just sleeps).
 
+// The keyring canary needs two raw calls; they live with the probe's (the
+// only unsafe code of this crate). The lab uses a few of them.
+#[allow(unsafe_code, dead_code)]
+#[path = "oajail-probe/raw.rs"]
+mod raw;
+
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, unshare};
 use oajail_security::dns::Responder;
@@ -82,8 +88,8 @@ fn lab(config: &LabConfig) -> Result<LabResult> {
         EventLog::create(&config.dir.join("logs/events.jsonl")).context("create event log")?;
     start_sinks(config, &log)?;
     if let Some((desc, payload)) = &config.keyring_canary {
-        oajail_jail::probe::join_new_session_keyring().context("new session keyring")?;
-        oajail_jail::probe::add_key_session(desc, payload.as_bytes()).context("add canary key")?;
+        raw::join_new_session_keyring().context("new session keyring")?;
+        raw::add_key_session(desc, payload.as_bytes()).context("add canary key")?;
     }
     let mut result = run_command(config, &log)?;
     // Let sink threads finish logging what arrived just before the exit.

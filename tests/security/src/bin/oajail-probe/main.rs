@@ -9,6 +9,7 @@
 //! down silently. The probe never prints a canary: it only says whether
 //! canary bytes were reachable.
 
+mod exfil;
 mod fs;
 mod guard;
 mod late;
@@ -17,6 +18,10 @@ mod limits;
 mod net;
 mod procs;
 mod proxy;
+// The probe's raw syscalls: the only unsafe code of this crate (shared with
+// oajail-lab, whose keyring calls the probe itself does not use).
+#[allow(unsafe_code, dead_code)]
+mod raw;
 mod report;
 mod sys;
 
@@ -125,6 +130,7 @@ fn ids() -> Vec<&'static str> {
     vec![
         "read-file",
         "read-files",
+        "exfil",
         "sendfile-file",
         "read-tree",
         "copy-to-ws",
@@ -235,6 +241,7 @@ fn dispatch(id: &str, p: &[String]) -> Outcome {
         "alloc" => limits::alloc(id, a(0)),
         "fill-file" => limits::fill_file(id, a(0), a(1)),
         "spin" => limits::spin(id),
+        "exfil" => exfil::exfil(id, p),
         _ => dispatch_proc_sys(id, p),
     }
 }
@@ -342,6 +349,8 @@ fn arity_ok(id: &str, n: usize) -> bool {
         | "keyctl-read" | "resolve" | "icmp-ping" | "socket-family" => 1,
         // Variadic: at least one path.
         "read-files" => return n >= 1,
+        // Channel, target, then at least one source.
+        "exfil" => return n >= 3,
         _ => 0,
     };
     n == want

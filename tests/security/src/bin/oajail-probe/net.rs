@@ -4,9 +4,9 @@
 //! one answered: the lab's sinks are the ground truth and the harness checks
 //! them too. Payloads carry a marker, never a canary.
 
+use crate::raw as sys;
 use crate::report::{FILTERED, Outcome, io_errno};
 use nix::errno::Errno;
-use oajail_jail::probe as sys;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::Duration;

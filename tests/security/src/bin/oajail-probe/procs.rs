@@ -4,11 +4,11 @@
 //! probe itself: inside the jail that is oajail's init and anything else the
 //! jail put in the pid namespace, which is exactly the attack surface.
 
+use crate::raw as sys;
 use crate::report::{Outcome, READ_DENIED, has_canary, io_errno, try_syscall};
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use oajail_jail::probe as sys;
 use std::fs;
 use std::os::unix::net::{UnixDatagram, UnixStream};
 

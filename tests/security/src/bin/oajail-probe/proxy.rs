@@ -16,7 +16,8 @@ const ACK: &[u8] = b"OAJ-SINK-ACK";
 /// Errnos when the proxy itself is unreachable (that is not a block: fail).
 const NONE: &[Errno] = &[];
 
-fn proxy_addr() -> String {
+/// The proxy's `host:port` from the environment oajail sets.
+pub fn proxy_addr() -> String {
     for var in [
         "HTTPS_PROXY",
         "https_proxy",

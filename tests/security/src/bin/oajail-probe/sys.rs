@@ -5,9 +5,9 @@
 //! These run in a child process (see `main.rs`) because a seccomp KILL
 //! action must be observed from outside.
 
+use crate::raw as sys;
 use crate::report::{FILTERED, Outcome, io_errno, try_syscall};
 use nix::errno::Errno;
-use oajail_jail::probe as sys;
 use std::fs;
 
 /// `io-uring-setup`.

@@ -1,6 +1,9 @@
-//! Raw syscalls for the security suite's attack probe (`oajail-probe`,
-//! tests/security). Compiled only with the `attack-probe` cargo feature,
-//! which no release build enables; the jail itself never calls these.
+//! Raw syscalls for the security suite's attack probe (`oajail-probe`)
+//! and the lab's keyring canary (`oajail-lab`, which includes this file by
+//! path). They live here, test-side, and not in the audited jail crate: the
+//! jail never calls them and no library links them. The module is the only
+//! place of this crate allowed `unsafe` (`#[allow(unsafe_code)]` on its
+//! `mod` line in both binaries); every block carries a `// SAFETY:` comment.
 //!
 //! Why raw: the probe must issue exactly the calls an attacker would, with
 //! arguments nix/std never produce (x32 numbers, `int 0x80`, NULL

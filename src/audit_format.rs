@@ -1,0 +1,416 @@
+//! `oajail audit` output: a table, JSON, JUnit XML and SARIF 2.1.0.
+//!
+//! JUnit and SARIF are written by hand: both are small fixed shapes, and
+//! the crates for them either pull a full XML stack or model far more of
+//! SARIF than one run with rules and results; tests validate both against
+//! the published schemas (tests/schemas/).
+
+use crate::audit::fails;
+use crate::cli::{AuditFormat, FailOn};
+use crate::settings::Origin;
+use oajail_security::audit::{Finding, Grant, Verdict, runbook};
+use oajail_security::catalog::FAMILIES;
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+/// Everything a report is rendered from.
+pub struct Report<'a> {
+    /// Where the policy came from.
+    pub origin: &'a Origin,
+    /// The settings file's text (for line numbers), if there is a file.
+    pub policy_text: Option<&'a str>,
+    /// The policy's canonical hash.
+    pub policy_sha256: String,
+    /// Every finding, in catalogue order.
+    pub findings: &'a [Finding],
+    /// `--fail-on`.
+    pub fail_on: Option<FailOn>,
+    /// Wall time of the attacks.
+    pub elapsed_ms: u64,
+}
+
+impl Report<'_> {
+    fn count(&self, v: Verdict) -> usize {
+        self.findings.iter().filter(|f| f.verdict == v).count()
+    }
+
+    /// True when the run must exit non-zero.
+    pub fn fails(&self) -> bool {
+        self.findings.is_empty() || self.findings.iter().any(|f| fails(f, self.fail_on))
+    }
+
+    /// `N attacks: a blocked, b allowed by policy, c escapes, …`.
+    pub fn summary_line(&self) -> String {
+        format!(
+            "{} attacks in {:.1}s: {} blocked, {} allowed by policy, {} escape(s), {} not applicable, {} inconclusive{}",
+            self.findings.len(),
+            self.elapsed_ms as f64 / 1000.0,
+            self.count(Verdict::Blocked),
+            self.count(Verdict::Allowed),
+            self.count(Verdict::Escape),
+            self.count(Verdict::NotApplicable),
+            self.count(Verdict::Inconclusive),
+            if self.fails() { " (FAIL)" } else { "" }
+        )
+    }
+
+    /// 1-based line of the settings file where `g` is written (the entry,
+    /// else its key, else the enclosing object's key).
+    fn line_of(&self, g: &Grant) -> Option<usize> {
+        let text = self.policy_text?;
+        let keys: Vec<&str> = g.field.split('.').collect();
+        let mut at = None;
+        for key in keys.iter().rev() {
+            if let Some(i) = text.find(&format!("\"{key}\"")) {
+                at = Some(i);
+                break;
+            }
+        }
+        let start = at?;
+        let pos = g
+            .entry
+            .as_ref()
+            .and_then(|e| {
+                let quoted = serde_json::to_string(e).unwrap_or_default();
+                text[start..].find(&quoted).map(|i| start + i)
+            })
+            .unwrap_or(start);
+        Some(text[..pos].matches('\n').count() + 1)
+    }
+}
+
+fn family_name(letter: char) -> &'static str {
+    if letter == runbook::EXFIL_FAMILY.0 {
+        return runbook::EXFIL_FAMILY.1;
+    }
+    FAMILIES
+        .iter()
+        .find(|(l, _)| *l == letter)
+        .map(|(_, n)| *n)
+        .unwrap_or("other")
+}
+
+fn grant_text(g: &Grant) -> String {
+    match &g.entry {
+        Some(e) => format!("{} {e:?}", g.field),
+        None => format!("{} ({})", g.field, g.why),
+    }
+}
+
+/// The granting entries, the channel's (the last) always shown; long
+/// lists of read grants are cut to the first two.
+fn grants_text(f: &Finding) -> String {
+    let all: Vec<String> = f.grants.iter().map(grant_text).collect();
+    if all.len() <= 3 {
+        return all.join(" + ");
+    }
+    let last = all.last().cloned().unwrap_or_default();
+    format!(
+        "{} + {} (+{} more reads) + {last}",
+        all[0],
+        all[1],
+        all.len() - 3
+    )
+}
+
+/// Render the report in `format`.
+pub fn render(r: &Report<'_>, format: AuditFormat) -> String {
+    match format {
+        AuditFormat::Text => text(r),
+        AuditFormat::Json => pretty(&json_value(r)),
+        AuditFormat::Junit => junit(r),
+        AuditFormat::Sarif => pretty(&sarif(r)),
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
+    s.push('\n');
+    s
+}
+
+fn text(r: &Report<'_>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "oajail audit of {} (sha256 {})",
+        r.origin, r.policy_sha256
+    );
+    let mut family = None;
+    for f in r.findings {
+        if family != Some(f.case.family) {
+            family = Some(f.case.family);
+            let _ = writeln!(out, "\n{} · {}", f.case.family, family_name(f.case.family));
+        }
+        let why = match f.verdict {
+            Verdict::Allowed => format!("granted by {}", grants_text(f)),
+            Verdict::Blocked => String::new(),
+            _ => f.detail.clone(),
+        };
+        let mark = if fails(f, r.fail_on) { "!" } else { " " };
+        let _ = writeln!(
+            out,
+            "{mark} {:<17} {:<44} {why}",
+            f.verdict.as_str(),
+            f.case.id
+        );
+    }
+    let _ = writeln!(out, "\n{}", r.summary_line());
+    out
+}
+
+fn json_value(r: &Report<'_>) -> Value {
+    let findings: Vec<Value> = r
+        .findings
+        .iter()
+        .map(|f| {
+            let grants: Vec<Value> = f
+                .grants
+                .iter()
+                .map(|g| json!({"field": g.field, "entry": g.entry, "why": g.why, "line": r.line_of(g)}))
+                .collect();
+            json!({
+                "id": f.case.id,
+                "family": f.case.family.to_string(),
+                "familyName": family_name(f.case.family),
+                "title": f.case.title,
+                "kind": f.case.kind,
+                "verdict": f.verdict,
+                "fails": fails(f, r.fail_on),
+                "grantedBy": grants,
+                "detail": f.detail,
+                "elapsedMs": f.elapsed_ms,
+            })
+        })
+        .collect();
+    json!({
+        "tool": "oajail audit",
+        "version": env!("CARGO_PKG_VERSION"),
+        "policy": r.origin.to_string(),
+        "policySha256": r.policy_sha256,
+        "summary": {
+            "attacks": r.findings.len(),
+            "blocked": r.count(Verdict::Blocked),
+            "allowed": r.count(Verdict::Allowed),
+            "escape": r.count(Verdict::Escape),
+            "notApplicable": r.count(Verdict::NotApplicable),
+            "inconclusive": r.count(Verdict::Inconclusive),
+            "elapsedMs": r.elapsed_ms,
+            "fails": r.fails(),
+        },
+        "findings": findings,
+    })
+}
+
+fn xml(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .map(|c| match c {
+            '&' => "&amp;".into(),
+            '<' => "&lt;".into(),
+            '>' => "&gt;".into(),
+            '"' => "&quot;".into(),
+            '\'' => "&apos;".into(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+fn junit(r: &Report<'_>) -> String {
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let failures = r
+        .findings
+        .iter()
+        .filter(|f| fails(f, r.fail_on) && f.verdict != Verdict::Inconclusive)
+        .count();
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"oajail audit\" tests=\"{}\" failures=\"{failures}\" errors=\"{}\" time=\"{:.3}\">",
+        r.findings.len(),
+        r.count(Verdict::Inconclusive),
+        r.elapsed_ms as f64 / 1000.0
+    );
+    let mut letters: Vec<char> = r.findings.iter().map(|f| f.case.family).collect();
+    letters.dedup();
+    for (i, letter) in letters.into_iter().enumerate() {
+        let cases: Vec<&Finding> = r
+            .findings
+            .iter()
+            .filter(|f| f.case.family == letter)
+            .collect();
+        let fail = cases
+            .iter()
+            .filter(|f| fails(f, r.fail_on) && f.verdict != Verdict::Inconclusive)
+            .count();
+        let errors = cases
+            .iter()
+            .filter(|f| f.verdict == Verdict::Inconclusive)
+            .count();
+        let skipped = cases
+            .iter()
+            .filter(|f| f.verdict == Verdict::NotApplicable)
+            .count();
+        let time: u64 = cases.iter().map(|f| f.elapsed_ms).sum();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{} {}\" id=\"{i}\" package=\"oajail.audit\" hostname=\"localhost\" timestamp=\"{}\" tests=\"{}\" failures=\"{fail}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{:.3}\">",
+            letter,
+            xml(family_name(letter)),
+            timestamp(),
+            cases.len(),
+            time as f64 / 1000.0
+        );
+        out.push_str("    <properties>\n");
+        let _ = writeln!(
+            out,
+            "      <property name=\"policy\" value=\"{}\"/>",
+            xml(&r.origin.to_string())
+        );
+        let _ = writeln!(
+            out,
+            "      <property name=\"policySha256\" value=\"{}\"/>",
+            r.policy_sha256
+        );
+        out.push_str("    </properties>\n");
+        for f in cases {
+            junit_case(&mut out, r, f, letter);
+        }
+        out.push_str("    <system-out/>\n    <system-err/>\n  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn junit_case(out: &mut String, r: &Report<'_>, f: &Finding, letter: char) {
+    let _ = write!(
+        out,
+        "    <testcase name=\"{}: {}\" classname=\"oajail.audit.{letter}\" time=\"{:.3}\"",
+        xml(&f.case.id),
+        xml(&f.case.title),
+        f.elapsed_ms as f64 / 1000.0
+    );
+    let body = match f.verdict {
+        Verdict::Escape => format!(
+            "<failure message=\"escape: the policy does not allow this and it worked\" type=\"escape\">{}</failure>",
+            xml(&f.detail)
+        ),
+        Verdict::Inconclusive => format!(
+            "<error message=\"inconclusive\" type=\"inconclusive\">{}</error>",
+            xml(&f.detail)
+        ),
+        Verdict::NotApplicable => format!("<skipped message=\"{}\"/>", xml(&f.detail)),
+        Verdict::Allowed if fails(f, r.fail_on) => format!(
+            "<failure message=\"allowed by policy: {}\" type=\"allowed-by-policy\">{}</failure>",
+            xml(&grants_text(f)),
+            xml(&f.detail)
+        ),
+        Verdict::Allowed => format!(
+            "<system-out>allowed by policy: {}</system-out>",
+            xml(&grants_text(f))
+        ),
+        Verdict::Blocked => String::new(),
+    };
+    if body.is_empty() {
+        out.push_str("/>\n");
+    } else {
+        let _ = writeln!(out, ">\n      {body}\n    </testcase>");
+    }
+}
+
+/// ISO 8601 UTC, second precision, without a date crate.
+fn timestamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn sarif(r: &Report<'_>) -> Value {
+    let reported: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| !matches!(f.verdict, Verdict::Blocked | Verdict::NotApplicable))
+        .collect();
+    let rules: Vec<Value> = reported
+        .iter()
+        .map(|f| {
+            json!({
+                "id": f.case.id,
+                "name": f.case.id.split(':').next().unwrap_or(&f.case.id),
+                "shortDescription": {"text": f.case.title},
+                "fullDescription": {"text": format!("{} ({}): {}", family_name(f.case.family), f.case.kind.as_str(), f.case.title)},
+                "properties": {"tags": ["security", f.case.kind.as_str()]},
+            })
+        })
+        .collect();
+    let uri = match r.origin {
+        Origin::File(p) => Some(p.display().to_string()),
+        Origin::Builtin => None,
+    };
+    let results: Vec<Value> = reported
+        .iter()
+        .enumerate()
+        .map(|(i, f)| sarif_result(r, f, i, uri.as_deref()))
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "oajail audit",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}
+
+fn sarif_result(r: &Report<'_>, f: &Finding, index: usize, uri: Option<&str>) -> Value {
+    let level = if fails(f, r.fail_on) {
+        "error"
+    } else {
+        "warning"
+    };
+    let message = match f.verdict {
+        Verdict::Allowed => format!("{}: allowed by policy: {}", f.case.title, grants_text(f)),
+        Verdict::Escape => format!(
+            "{}: ESCAPE (the policy does not allow it): {}",
+            f.case.title, f.detail
+        ),
+        _ => format!("{}: inconclusive: {}", f.case.title, f.detail),
+    };
+    let line = f.grants.iter().find_map(|g| r.line_of(g)).unwrap_or(1);
+    let mut result = json!({
+        "ruleId": f.case.id,
+        "ruleIndex": index,
+        "level": level,
+        "message": {"text": message},
+    });
+    if let Some(uri) = uri {
+        result["locations"] = json!([{
+            "physicalLocation": {
+                "artifactLocation": {"uri": uri},
+                "region": {"startLine": line},
+            }
+        }]);
+    }
+    result
+}

@@ -1,0 +1,416 @@
+//! `oajail audit`: the real binary audits real policies in real labs.
+//!
+//! - every policy in examples/policies/ gives the expected verdict counts
+//!   (and never an escape or an inconclusive run);
+//! - a deliberately weak policy reports its secret reads, persistence and
+//!   exfiltration as "allowed by policy" naming the entries, and fails with
+//!   `--fail-on allowed`;
+//! - the `test-layers` build with the guard switched off turns results into
+//!   escapes;
+//! - JUnit and SARIF output validate against the published schemas;
+//! - a bad policy gives oajail's own one-line error; a lab that cannot be
+//!   built fails naming the step.
+
+use oajail_security::lab::{Tools, ablation_oajail};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A scratch directory the jailed commands need not see (reports, policies).
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(format!(
+        "/var/tmp/oajail-audit-tests-{}/{name}-{}",
+        nix::unistd::getuid(),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("create {}: {e}", d.display()));
+    d
+}
+
+fn audit_with(oajail: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let tools = Tools::locate();
+    let out = Command::new(oajail)
+        .arg("audit")
+        .args(args)
+        .args(["--jobs", "3"])
+        .env("OAJAIL_PROBE_BIN", &tools.probe)
+        .env("OAJAIL_LAB_BIN", &tools.lab)
+        .envs(env.iter().copied())
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", oajail.display()));
+    eprintln!(
+        "oajail audit {args:?}: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn audit(args: &[&str]) -> Output {
+    audit_with(&Tools::locate().oajail, args, &[])
+}
+
+fn json_report(args: &[&str]) -> (Output, Value) {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = audit(&all);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "audit printed no JSON report ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out, v)
+}
+
+fn finding<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|x| x["id"] == id))
+        .unwrap_or_else(|| panic!("no finding {id} in {report:#}"))
+}
+
+fn ids_with(report: &Value, verdict: &str) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .filter(|x| x["verdict"] == verdict)
+                .filter_map(|x| x["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Audit `examples/policies/<name>` and check the summary: `attacks` run,
+/// `allowed` by policy, no escape and nothing inconclusive, exit 0.
+fn expect_counts(name: &str, attacks: u64, allowed: u64) {
+    let path = format!("examples/policies/{name}");
+    let (out, report) = json_report(&["-s", &path]);
+    let s = &report["summary"];
+    let got = (
+        s["attacks"].as_u64(),
+        s["allowed"].as_u64(),
+        s["escape"].as_u64(),
+        s["inconclusive"].as_u64(),
+    );
+    assert_eq!(
+        got,
+        (Some(attacks), Some(allowed), Some(0), Some(0)),
+        "{name}: (attacks, allowed, escape, inconclusive); allowed: {:?}; escape: {:?}; inconclusive: {:?}",
+        ids_with(&report, "allowed"),
+        ids_with(&report, "escape"),
+        ids_with(&report, "inconclusive"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{name}: exit status");
+}
+
+#[test]
+fn audits_default_policy() {
+    expect_counts("default.json", 125, 6);
+}
+
+#[test]
+fn audits_dev_shell_policy() {
+    expect_counts("dev-shell.json", 118, 30);
+}
+
+#[test]
+fn audits_globs_and_literals_policy() {
+    expect_counts("globs-and-literals.json", 111, 34);
+}
+
+#[test]
+fn audits_mcp_server_policy() {
+    expect_counts("mcp-server.json", 107, 6);
+}
+
+#[test]
+fn audits_srt_compat_policy() {
+    expect_counts("srt-compat.json", 111, 33);
+}
+
+#[test]
+fn audits_strict_offline_policy() {
+    expect_counts("strict-offline.json", 105, 4);
+}
+
+const WEAK: &str = r#"{
+  "network": { "allowedDomains": ["allowed.test"], "deniedDomains": [] },
+  "filesystem": {
+    "denyRead": [],
+    "allowWrite": [
+      "~"
+    ],
+    "denyWrite": []
+  }
+}
+"#;
+
+fn weak_policy() -> PathBuf {
+    let p = scratch("weak").join("weak.json");
+    std::fs::write(&p, WEAK).unwrap_or_else(|e| panic!("write weak policy: {e}"));
+    p
+}
+
+fn grant_of(f: &Value) -> Vec<(String, Option<String>)> {
+    f["grantedBy"]
+        .as_array()
+        .map(|g| {
+            g.iter()
+                .map(|x| {
+                    (
+                        x["field"].as_str().unwrap_or("").to_owned(),
+                        x["entry"].as_str().map(str::to_owned),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
+    let policy = weak_policy();
+    let p = policy.display().to_string();
+    let (out, report) = json_report(&["-s", &p, "--only", "A,B,X", "--fail-on", "allowed"]);
+    let key = finding(&report, "A2-secret-store:~/.ssh/id_ed25519");
+    assert_eq!(key["verdict"], "allowed", "{key:#}");
+    assert_eq!(
+        grant_of(key),
+        vec![("filesystem.denyRead".to_owned(), None)],
+        "{key:#}"
+    );
+    let plant = finding(&report, "B8-audit-other-project");
+    assert_eq!(plant["verdict"], "allowed", "{plant:#}");
+    assert_eq!(
+        grant_of(plant),
+        vec![("filesystem.allowWrite".to_owned(), Some("~".to_owned()))]
+    );
+    assert_eq!(
+        plant["grantedBy"][0]["line"], 6,
+        "line of \"~\" in allowWrite"
+    );
+    // The guard protects start-up files whatever allowWrite says.
+    assert_eq!(finding(&report, "B1-bashrc-append")["verdict"], "blocked");
+    let exfil = finding(&report, "X2-exfil-https:allowed.test");
+    assert_eq!(exfil["verdict"], "allowed", "{exfil:#}");
+    let grants = grant_of(exfil);
+    assert!(
+        grants.contains(&(
+            "network.allowedDomains".to_owned(),
+            Some("allowed.test".to_owned())
+        )) && grants.iter().any(|(f, _)| f == "filesystem.denyRead"),
+        "{grants:?}"
+    );
+    // Mandatory denies hold whatever the policy says; direct egress too.
+    for id in [
+        "B2-git-hook",
+        "B2-mcp-json",
+        "X5-exfil-direct-tcp",
+        "X2-exfil-https:evil.test",
+    ] {
+        assert_eq!(finding(&report, id)["verdict"], "blocked", "{id}");
+    }
+    assert!(ids_with(&report, "escape").is_empty(), "{report:#}");
+    assert_eq!(out.status.code(), Some(1), "--fail-on allowed must fail");
+    // The same persistence findings do not fail a run without --fail-on.
+    let out = audit(&["-s", &p, "--only", "persistence"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn guard_switched_off_turns_results_into_escapes() {
+    let out = audit_with(
+        &ablation_oajail(),
+        &[
+            "-s",
+            "examples/policies/dev-shell.json",
+            "--only",
+            "B",
+            "--format",
+            "json",
+        ],
+        &[("OAJAIL_TEST_DISABLE", "guard")],
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    let escapes = ids_with(&report, "escape");
+    assert!(
+        escapes.iter().any(|id| id == "B2-mcp-json"),
+        "without the guard, B2-mcp-json must escape: {escapes:?}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+fn validate(kind: &str, file: &Path) {
+    let script = root().join("tests/schemas/validate.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(kind)
+        .arg(file)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("run validate.py (python3 with xmlschema and jsonschema: .ci/install-deps): {e}")
+        });
+    assert!(
+        out.status.success(),
+        "{kind} report does not validate: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn junit_and_sarif_validate_against_their_schemas() {
+    let dir = scratch("formats");
+    let policy = weak_policy();
+    let p = policy.display().to_string();
+    let junit = dir.join("audit.xml");
+    let sarif = dir.join("audit.sarif");
+    let j = junit.display().to_string();
+    let s = sarif.display().to_string();
+    let common = [
+        "-s",
+        p.as_str(),
+        "--only",
+        "B,X",
+        "--fail-on",
+        "any-allowed",
+    ];
+    let out = audit(&[&common[..], &["--format", "junit", "--out", &j]].concat());
+    assert_eq!(out.status.code(), Some(1));
+    validate("junit", &junit);
+    let xml = std::fs::read_to_string(&junit).expect("read junit");
+    assert!(
+        xml.contains("<failure message=\"allowed by policy: filesystem.allowWrite &quot;~&quot;\""),
+        "{xml}"
+    );
+    let out = audit(&[&common[..], &["--format", "sarif", "--out", &s]].concat());
+    assert_eq!(out.status.code(), Some(1));
+    validate("sarif", &sarif);
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif).expect("read sarif")).expect("json");
+    let results = v["runs"][0]["results"].as_array().expect("results");
+    let plant = results
+        .iter()
+        .find(|r| r["ruleId"] == "B8-audit-other-project")
+        .expect("a result for B8-audit-other-project");
+    let loc = &plant["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], p.as_str());
+    assert_eq!(
+        loc["region"]["startLine"], 6,
+        "the line of \"~\" in allowWrite"
+    );
+}
+
+#[test]
+fn bad_policy_gives_oajails_own_error() {
+    let dir = scratch("bad");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"filesystem": {"denyRead": "~"}}"#).expect("write");
+    let b = bad.display().to_string();
+    let tools = Tools::locate();
+    let run = Command::new(&tools.oajail)
+        .args(["-s", &b, "--", "true"])
+        .output()
+        .expect("run oajail");
+    let out = audit(&["-s", &b]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(run.status.code(), Some(2));
+    let line = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    assert_eq!(line, String::from_utf8_lossy(&run.stderr).trim());
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_lab_that_cannot_be_built_fails_naming_the_step() {
+    // A lab directory that cannot exist: the audit must stop at that step
+    // with setup status 125, and never print a report.
+    let out = audit_with(
+        &Tools::locate().oajail,
+        &["-s", "examples/policies/strict-offline.json"],
+        &[("OAJAIL_AUDIT_DIR", "/proc/self/oajail-audit")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.starts_with("oajail: audit: "), "{err}");
+    assert!(err.contains("/proc/self/oajail-audit"), "{err}");
+    assert!(!err.contains("escape"), "{err}");
+    assert!(out.stdout.is_empty());
+    // A lab binary that runs but builds nothing (as when namespaces are
+    // refused before it can write its result): the preflight says so.
+    let out = audit_with(
+        &Tools::locate().oajail,
+        &["-s", "examples/policies/strict-offline.json"],
+        &[("OAJAIL_LAB_BIN", "/bin/true")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.starts_with("oajail: audit: cannot build the lab: no lab result"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn as_user_runs_the_attacks_as_that_user_or_is_refused() {
+    let out = audit(&[
+        "-s",
+        "examples/policies/strict-offline.json",
+        "--only",
+        "C",
+        "--as-user",
+        "oajail-test",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if nix::unistd::geteuid().is_root() {
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("C3-kill-host-canary"), "{text}");
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(
+            err.trim(),
+            "oajail: --as-user: only root can run attacks as another user"
+        );
+    }
+}
+
+#[test]
+fn progress_line_on_a_terminal_and_none_in_a_pipe() {
+    // `script` gives the audit a pty as stderr: the progress line appears.
+    let tools = Tools::locate();
+    let cmd = format!(
+        "OAJAIL_PROBE_BIN={} OAJAIL_LAB_BIN={} {} audit -s examples/policies/strict-offline.json --only H",
+        tools.probe.display(),
+        tools.lab.display(),
+        tools.oajail.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|e| panic!("run script(1) from util-linux: {e}"));
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        tty.contains("audit: families H · 2/2 attacks · 0 escape · 2 allowed"),
+        "{tty}"
+    );
+    // Piped (as in CI), stderr carries only the summary line.
+    let out = audit(&["-s", "examples/policies/strict-offline.json", "--only", "H"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("families"), "{err}");
+    assert!(err.starts_with("oajail: audit: 2 attacks in "), "{err}");
+}
