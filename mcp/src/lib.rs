@@ -26,6 +26,7 @@ pub mod error;
 pub mod executor;
 pub mod log;
 pub mod mcp;
+pub mod relaunch;
 pub mod render;
 pub mod search;
 pub mod spec;
