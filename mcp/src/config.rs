@@ -102,10 +102,11 @@ impl Config {
     /// What this configuration needs from its wrapper (see [`crate::egress`]).
     pub fn egress_needs(&self) -> Result<crate::egress::Needs, McpError> {
         let exe = crate::egress::current_exe()?;
-        let extra: Vec<&std::path::Path> = [self.extra_ca_certs.as_deref(), self.openapi.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
+        let extra: Vec<&std::path::Path> =
+            [self.extra_ca_certs.as_deref(), self.openapi.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect();
         crate::egress::Needs::of(&self.api_host()?, &exe, &extra)
     }
 
@@ -235,7 +236,12 @@ pub fn api_key(
             message: "contains whitespace or control characters inside the key".into(),
         });
     }
-    if base_url.trim_start().to_ascii_lowercase().starts_with("http://") && !allow_insecure {
+    if base_url
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("http://")
+        && !allow_insecure
+    {
         return Err(McpError::Env {
             name: "OA_API_KEY".into(),
             message: "refusing to send the key over plain http:// (OA_BASE_URL); use https or set OA_ALLOW_INSECURE_HTTP=1".into(),
@@ -257,7 +263,13 @@ mod tests {
     #[test]
     fn unknown_and_unsupported_oa_variables_are_refused() {
         assert!(check_env(vars(&[("OA_BASE_URL", "x"), ("PATH", "/bin")])).is_ok());
-        assert!(check_env(vars(&[("OA_EXECUTOR", "quickjs"), ("OA_MCP_MODE", "stdio")])).is_ok());
+        assert!(
+            check_env(vars(&[
+                ("OA_EXECUTOR", "quickjs"),
+                ("OA_MCP_MODE", "stdio")
+            ]))
+            .is_ok()
+        );
         for (k, v) in [
             ("OA_EXECUTOR", "bogus"),
             ("OA_MCP_MODE", "http"),
@@ -272,7 +284,10 @@ mod tests {
     #[test]
     fn key_is_trimmed_checked_and_kept_off_plain_http() {
         let https = "https://api.openagenda.com/v3";
-        assert_eq!(api_key(Some("k1\n"), https, false).unwrap().as_deref(), Some("k1"));
+        assert_eq!(
+            api_key(Some("k1\n"), https, false).unwrap().as_deref(),
+            Some("k1")
+        );
         assert_eq!(api_key(Some(" \n"), https, false).unwrap(), None);
         assert!(api_key(Some("a b"), https, false).is_err());
         assert!(api_key(Some("k"), "http://x/v3", false).is_err());
