@@ -66,12 +66,16 @@ fn to_rmcp_tool(def: ToolDef) -> Tool {
         Some(def.title.to_owned()),
         Some(def.read_only),
         Some(def.destructive),
-        Some(false),
+        Some(def.idempotent),
         Some(def.open_world),
     );
-    Tool::new(def.name, def.description, Arc::new(schema))
+    let tool = Tool::new(def.name, def.description, Arc::new(schema))
         .with_title(def.title)
-        .with_annotations(annotations)
+        .with_annotations(annotations);
+    match def.output_schema {
+        Some(serde_json::Value::Object(map)) => tool.with_raw_output_schema(Arc::new(map)),
+        _ => tool,
+    }
 }
 
 fn to_rmcp_result(out: ToolOutput) -> CallToolResult {

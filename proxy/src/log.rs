@@ -162,6 +162,7 @@ impl fmt::Display for Summary {
 #[derive(Debug)]
 pub(crate) struct Log {
     sink: Option<Sink>,
+    stderr: Sink,
     summary: Mutex<Summary>,
     file_gate: Mutex<Gate>,
     live_gate: Mutex<Gate>,
@@ -187,6 +188,7 @@ impl Log {
         let now = Instant::now();
         Ok(Self {
             sink,
+            stderr: Sink::stderr()?,
             summary: Mutex::new(Summary::default()),
             file_gate: Mutex::new(Gate::new(FILE_PER_KEY, FILE_OVERALL, now)),
             live_gate: Mutex::new(Gate::new(LIVE_PER_KEY, LIVE_OVERALL, now)),
@@ -258,7 +260,9 @@ impl Log {
         else {
             return;
         };
-        eprintln!("{}", live_line(rec, repeats));
+        let mut line = live_line(rec, repeats).into_bytes();
+        line.push(b'\n');
+        self.stderr.send(line);
     }
 
     pub(crate) fn summary(&self) -> Summary {
@@ -275,6 +279,7 @@ impl Log {
             sink.flush();
             out.log_dropped = sink.dropped();
         }
+        self.stderr.flush();
         out.live_suppressed = self
             .live_gate
             .lock()

@@ -202,7 +202,7 @@ fn shim(ops: &[(String, String)], max_calls: u64) -> String {
   const send = globalThis.__oa_send, log = globalThis.__oa_log;
   delete globalThis.__oa_send; delete globalThis.__oa_log;
   const waiting = new Map();
-  const fmt = (a) => typeof a === 'string' ? a : (() => {{ try {{ const s = JSON.stringify(a); return s === undefined ? String(a) : s; }} catch (e) {{ return String(a); }} }})();
+  const fmt = (a) => typeof a === 'string' ? a : a instanceof Error ? `${{a.name}}: ${{a.message}}` : (() => {{ try {{ const s = JSON.stringify(a); return s === undefined ? String(a) : s; }} catch (e) {{ return String(a); }} }})();
   const line = (level) => (...args) => {{ log(level, args.map(fmt).join(' ')); }};
   globalThis.console = Object.freeze({{ log: line('log'), info: line('info'), warn: line('warn'), error: line('error'), debug: line('log') }});
   const oa = {{}};
@@ -268,7 +268,7 @@ fn run_script<'js>(
     code: &str,
     settle: &Function<'js>,
 ) -> Outcome {
-    let (promise, script_mode) = match start(ctx, code) {
+    let promise = match start(ctx, code) {
         Ok(started) => started,
         Err(()) => return classify(ctx, shared, ctx.catch()),
     };
@@ -287,7 +287,7 @@ fn run_script<'js>(
             classify(ctx, shared, ctx.catch())
         }
         PromiseState::Resolved => match promise.result::<Value>() {
-            Some(Ok(v)) => finish(ctx, shared, v, script_mode),
+            Some(Ok(v)) => finish(ctx, shared, v),
             _ => classify(ctx, shared, ctx.catch()),
         },
     }
@@ -295,8 +295,10 @@ fn run_script<'js>(
 
 /// Starts the code: first as a script (last expression is the result, top-
 /// level await allowed); if that does not even parse — typically because of
-/// a top-level `return` — as the body of an async function.
-fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
+/// a top-level `return` — as the body of an async function. Either way the
+/// promise returned settles with the result itself, a promise or thenable
+/// result being awaited (an async function's `return` adopts it already).
+fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<Promise<'js>, ()> {
     let opts = |promise| {
         let mut o = EvalOptions::default();
         o.promise = promise;
@@ -304,7 +306,7 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
         o
     };
     let script_error = match ctx.eval_with_options::<Promise, _>(code, opts(true)) {
-        Ok(p) => return Ok((p, true)),
+        Ok(p) => return adopt_completion(ctx, p),
         Err(rquickjs::Error::Exception) => {
             let exc = ctx.catch();
             if !is_syntax_error(&exc) {
@@ -324,7 +326,7 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
     };
     let wrapped = format!("(async () => {{{code}\n}})()");
     match ctx.eval_with_options::<Promise, _>(wrapped, opts(false)) {
-        Ok(p) => Ok((p, false)),
+        Ok(p) => Ok(p),
         Err(_) => {
             // Both readings fail to parse. The function-body error is the
             // right one when the script reading tripped on `return`; else the
@@ -342,6 +344,15 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
             Err(())
         }
     }
+}
+
+/// An async script's promise resolves to `{ value: <completion value> }`;
+/// `then` returning that value adopts it when it is a promise or thenable,
+/// so `Promise.resolve(5)` as the last expression gives 5 and a rejected one
+/// rejects the run.
+fn adopt_completion<'js>(ctx: &Ctx<'js>, script: Promise<'js>) -> Result<Promise<'js>, ()> {
+    let adopt: Function = ctx.eval("(p) => p.then((r) => r.value)").map_err(|_| ())?;
+    adopt.call((script,)).map_err(|_| ())
 }
 
 fn is_syntax_error(exc: &Value<'_>) -> bool {
@@ -380,21 +391,7 @@ fn drive<'js>(
     Ok(())
 }
 
-fn finish<'js>(
-    ctx: &Ctx<'js>,
-    shared: &Rc<Shared>,
-    value: Value<'js>,
-    script_mode: bool,
-) -> Outcome {
-    // An async script's promise resolves to `{ value: <completion value> }`.
-    let value = if script_mode {
-        value
-            .as_object()
-            .and_then(|o| o.get::<_, Value>("value").ok())
-            .unwrap_or(value)
-    } else {
-        value
-    };
+fn finish<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>, value: Value<'js>) -> Outcome {
     match ctx.json_stringify(value) {
         Ok(Some(s)) => match s.to_string() {
             Ok(text) => Outcome::Ok { result_json: text },
