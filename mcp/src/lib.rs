@@ -30,6 +30,7 @@ pub mod relaunch;
 pub mod render;
 pub mod search;
 pub mod spec;
+pub mod stdio;
 pub mod tools;
 pub mod worker;
 

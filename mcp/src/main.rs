@@ -206,9 +206,17 @@ fn run(cli: Cli) -> Result<()> {
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // Workers are spawned from blocking-pool threads and die with the
+        // thread that forked them (PR_SET_PDEATHSIG): those threads must
+        // live as long as the server.
+        .thread_keep_alive(Duration::from_secs(u64::from(u32::MAX)))
         .build()
         .context("tokio runtime")?;
-    rt.block_on(serve(cfg, catalogue, egress_note))
+    let served = rt.block_on(serve(cfg, catalogue, egress_note));
+    // A blocking stdin read (stdin not a pipe) cannot be cancelled: do not
+    // wait for it. Workers were killed when the pool was dropped.
+    rt.shutdown_background();
+    served
 }
 
 async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> Result<()> {

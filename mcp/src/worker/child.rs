@@ -50,11 +50,13 @@ struct Shared {
 /// `console` and `oa`, the seccomp filter) happens before [`ToServer::Ready`],
 /// while the worker waits in the pool; after it, only the script runs.
 pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
+    die_with_parent()?;
     let cpu_secs = timeout_ms.div_ceil(1000) + 2;
     sandbox::apply_rlimits(memory_mb, cpu_secs)?;
     let (rt, ctx, shared) = engine(memory_mb)?;
-    let init: ToWorker =
-        frame::read_sync(&mut std::io::stdin().lock(), MAX_INIT_FRAME).map_err(pipe_err)?;
+    let Some(init) = read_or_eof(MAX_INIT_FRAME)? else {
+        return Ok(());
+    };
     let ToWorker::Init {
         ops,
         output_cap,
@@ -65,7 +67,11 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     };
     shared.output_cap.set(output_cap);
     shared.max_calls.set(u64::from(max_calls));
-    let outcome = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops))?;
+    let Some(outcome) = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops))? else {
+        // The server closed the pipe before sending code: it is shutting
+        // down and this pooled worker was never used. Not an error.
+        return Ok(());
+    };
     let outcome = near_memory_limit(outcome, &rt, memory_mb);
     let outcome = enforce_output_cap(outcome, &shared);
     let logs = std::mem::take(&mut shared.logs.borrow_mut().lines);
@@ -86,7 +92,7 @@ fn prepare_and_run(
     ctx: &Ctx<'_>,
     shared: &Rc<Shared>,
     ops: &[(String, String)],
-) -> Result<Outcome, McpError> {
+) -> Result<Option<Outcome>, McpError> {
     let settle = install_host(ctx, shared)
         .and_then(|()| ctx.eval::<Function, _>(shim(ops, shared.max_calls.get())))
         .map_err(|e| McpError::Worker {
@@ -95,15 +101,46 @@ fn prepare_and_run(
         })?;
     sandbox::apply_seccomp()?;
     frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready).map_err(pipe_err)?;
-    let exec: ToWorker =
-        frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(pipe_err)?;
+    let Some(exec) = read_or_eof(MAX_IN_FRAME)? else {
+        return Ok(None);
+    };
     let ToWorker::Exec { code, timeout_ms } = exec else {
         return Err(protocol("expected exec"));
     };
     shared
         .deadline
         .set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
-    Ok(run_script(ctx, shared, &code, &settle))
+    Ok(Some(run_script(ctx, shared, &code, &settle)))
+}
+
+/// The next frame from the server, or `None` when the pipe is closed
+/// cleanly between frames (the server is exiting).
+fn read_or_eof(max: usize) -> Result<Option<ToWorker>, McpError> {
+    match frame::read_sync(&mut std::io::stdin().lock(), max) {
+        Ok(msg) => Ok(Some(msg)),
+        Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(pipe_err(e)),
+    }
+}
+
+/// SIGKILL when the server goes away, however it goes (a worker must never
+/// outlive it: run bare, a SIGTERM'd server used to leave its workers
+/// running until their CPU limit). The server spawns workers from
+/// blocking-pool threads that never retire (see `main.rs`), because the
+/// signal follows the thread that forked, not the process.
+fn die_with_parent() -> Result<(), McpError> {
+    let parent = nix::unistd::getppid();
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(|e| {
+        McpError::Worker {
+            step: "pdeathsig",
+            message: e.to_string(),
+        }
+    })?;
+    // The parent may have died before the prctl: then it is no longer ours.
+    if nix::unistd::getppid() != parent {
+        std::process::exit(0);
+    }
+    Ok(())
 }
 
 fn protocol(message: &str) -> McpError {
