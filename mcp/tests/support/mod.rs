@@ -96,6 +96,35 @@ impl Server {
         stdin.flush().unwrap();
     }
 
+    /// Writes raw bytes to the server's stdin (malformed input).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message the server writes, whatever it is.
+    pub fn next_message(&mut self, timeout: Duration) -> Value {
+        self.lines.recv_timeout(timeout).unwrap_or_else(|_| {
+            panic!(
+                "no message within {timeout:?}; stderr:\n{}",
+                self.stderr.lock().unwrap()
+            )
+        })
+    }
+
+    /// Waits for the server to exit (without closing stdin).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
     /// Sends a request and returns its id.
     pub fn request(&mut self, method: &str, params: Value) -> i64 {
         let id = self.next_id;
