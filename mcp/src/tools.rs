@@ -145,7 +145,7 @@ impl Tools {
             mode = if writes {
                 "Write operations are enabled: calls can modify data."
             } else {
-                "Only read operations are exposed."
+                "Read-only: write operations are documented by search_docs but refused (the server must be started with --allow-writes)."
             },
             egress = self.egress_note,
         );

@@ -49,8 +49,13 @@ fn execute_through_oajail_and_its_proxy() {
     let home = TempDir::new("jail-home");
     std::fs::copy(&mock.ca_path, &ca).unwrap();
     let policy = dir.0.join("policy.json");
+    // The CA bundle is one of the files the server reads, so it is in the
+    // policy: print it with the same configuration the server runs with.
     let out = support::command(
-        &[("OA_BASE_URL", &base)],
+        &[
+            ("OA_BASE_URL", &base),
+            ("OA_EXTRA_CA_CERTS", ca.to_str().unwrap()),
+        ],
         &["print-egress-policy", "--format", "srt"],
     )
     .stdin(Stdio::null())
