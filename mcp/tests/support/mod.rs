@@ -113,6 +113,11 @@ impl Server {
         })
     }
 
+    /// The next message, or `None` after `timeout`.
+    pub fn try_next_message(&mut self, timeout: Duration) -> Option<Value> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
     /// Waits for the server to exit (without closing stdin).
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + timeout;
