@@ -12,7 +12,8 @@ rounds (jailed, bare, jailed, bare, ...). Per round it measures:
 - `execute {"code": "return 1+1"}` latency, CALLS calls, after 20 warm-up calls;
 - `search_docs {"query": "upcoming events in a city"}` latency, CALLS calls;
 - the server's resident set (VmRSS of the `openagenda-mcp` process serving,
-  not its workers) after one idle second with the full spec loaded.
+  not its workers) idle one second after `initialize` (`rss_fresh_kib`) and
+  again one idle second after all the calls (`rss_kib`).
 
 Prints one JSON object with medians over the rounds of the per-round p50
 and p99, and the ratios jailed/bare.
@@ -70,6 +71,9 @@ async def one_round(binary, jailed, calls):
         async with ClientSession(read, write) as session:
             await session.initialize()
             spawn_ms = (time.perf_counter() - t0) * 1000
+            await asyncio.sleep(1.0)
+            new = [p for p in server_pids(binary) if p not in before]
+            rss_fresh = max((rss_kib(p) for p in new), default=0)
             for _ in range(20):
                 await session.call_tool("execute", {"code": "return 1+1"})
             ex = []
@@ -91,6 +95,7 @@ async def one_round(binary, jailed, calls):
         "spawn_ms": spawn_ms,
         "execute_p50": pct(ex, 50), "execute_p99": pct(ex, 99),
         "search_p50": pct(se, 50), "search_p99": pct(se, 99),
+        "rss_fresh_kib": rss_fresh,
         "rss_kib": rss,
     }
 
