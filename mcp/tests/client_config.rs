@@ -29,21 +29,10 @@ fn oajail_binary() -> PathBuf {
     sibling
 }
 
-/// This host's primary IPv4 address: the jail's loopback is its own, so
-/// the mock listens on the host address, admitted by the policy as an IP.
-fn host_ip() -> std::net::Ipv4Addr {
-    let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-    sock.connect("192.0.2.1:9").unwrap();
-    match sock.local_addr().unwrap().ip() {
-        std::net::IpAddr::V4(ip) if !ip.is_loopback() => ip,
-        other => panic!("no non-loopback IPv4 address for the mock: {other}"),
-    }
-}
-
 #[test]
 fn the_documented_entry_works_from_home_and_from_root() {
     let oajail = oajail_binary();
-    let ip = host_ip();
+    let ip = support::host_ip();
     let mock = Mock::start_on(ip);
     let base = format!("https://{ip}:{}/v3", mock.port);
     // The jail has a private /tmp: the CA bundle lives under /var/tmp.

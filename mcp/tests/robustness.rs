@@ -195,22 +195,6 @@ fn the_key_is_trimmed_and_a_missing_key_warns() {
     assert_eq!(log.matches("OA_API_KEY is not set").count(), 1, "{log}");
 }
 
-/// Pids of the server's children (its pooled workers).
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        out.extend(
-            text.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
-    }
-    out
-}
-
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         !s.rsplit(')')
@@ -226,10 +210,10 @@ fn workers_die_with_a_killed_server() {
     let mut s = server();
     s.execute("return 0");
     let deadline = Instant::now() + SECS;
-    let mut workers = children(s.pid());
+    let mut workers = support::children(s.pid());
     while workers.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
-        workers = children(s.pid());
+        workers = support::children(s.pid());
     }
     assert!(!workers.is_empty(), "no pooled worker to watch");
     nix::sys::signal::kill(

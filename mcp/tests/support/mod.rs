@@ -246,3 +246,32 @@ pub fn error_code(result: &Value) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// Pids of a process's children (a server's pooled workers).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    out
+}
+
+/// This host's primary IPv4 address (a connected UDP socket sends
+/// nothing): the jail's loopback is its own, so a mock the jailed server
+/// must reach listens there, admitted by the policy as an IP entry.
+pub fn host_ip() -> std::net::Ipv4Addr {
+    let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    sock.connect("192.0.2.1:9")
+        .expect("a route to pick the host address");
+    match sock.local_addr().unwrap().ip() {
+        std::net::IpAddr::V4(ip) if !ip.is_loopback() => ip,
+        other => panic!("no non-loopback IPv4 address for the mock: {other}"),
+    }
+}
