@@ -139,7 +139,7 @@ pub fn truthy(value: &str) -> bool {
 
 /// Every `OA_*` variable this server reads. Any other `OA_*` name is refused
 /// at start (one line), except the reference server's selectors when they
-/// ask for what this server does anyway ([`ACCEPTED_FOREIGN`]): a setting the
+/// ask for what this server does anyway (`ACCEPTED_FOREIGN`): a setting the
 /// user believes in must never be silently ignored.
 pub const KNOWN_ENV: &[&str] = &[
     "OA_API_KEY",

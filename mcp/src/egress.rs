@@ -11,7 +11,7 @@
 //!
 //! Layout for later extensions (key masking, L7 rules): [`Needs`] is what the
 //! server derives from its configuration, [`srt_settings`] the one place that
-//! turns it into policy JSON, [`print`] the printed forms, [`check_wrapper`]
+//! turns it into policy JSON, [`print()`] the printed forms, [`check_wrapper`]
 //! the boot check against the wrapper's hash. Its hash is
 //! computed by `oajail-policy` from the very JSON text printed, so
 //! `print-egress-policy --format json` and `oajail policy hash` agree by
