@@ -178,7 +178,14 @@ fn run(cli: Cli) -> Result<()> {
         let configured = std::env::var(relaunch::OAJAIL_ENV).ok();
         let oajail = relaunch::oajail_path(&needs.exe, configured.as_deref())?;
         let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-        return Err(relaunch::exec_under_oajail(&oajail, &needs, &args).into());
+        let mut files = Vec::new();
+        if let Some(p) = &cfg.openapi {
+            files.push(("OA_OPENAPI", egress::absolute(p)?));
+        }
+        if let Some(p) = &cfg.extra_ca_certs {
+            files.push(("OA_EXTRA_CA_CERTS", egress::absolute(p)?));
+        }
+        return Err(relaunch::exec_under_oajail(&oajail, &needs, &args, &files).into());
     }
     let host = cfg.api_host()?;
     if cfg.api_key.is_none() && !cfg.execute_disabled {

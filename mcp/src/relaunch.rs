@@ -64,9 +64,20 @@ pub fn oajail_path(exe: &Path, configured: Option<&str>) -> Result<PathBuf, McpE
 
 /// Replaces this process with oajail running this binary under `needs`'
 /// policy; returns only on failure.
-pub fn exec_under_oajail(oajail: &Path, needs: &Needs, args: &[OsString]) -> McpError {
-    match prepare(oajail, needs, args) {
+///
+/// `files` are the file options already resolved to absolute paths
+/// (`OA_OPENAPI`, `OA_EXTRA_CA_CERTS`): they are passed by environment and
+/// their flags dropped from `args`, since the jailed server starts in `/`.
+pub fn exec_under_oajail(
+    oajail: &Path,
+    needs: &Needs,
+    args: &[OsString],
+    files: &[(&str, PathBuf)],
+) -> McpError {
+    let args = without_file_flags(args);
+    match prepare(oajail, needs, &args) {
         Ok((mut cmd, _pipe)) => {
+            cmd.envs(files.iter().map(|(k, v)| (*k, v.as_os_str())));
             let e = cmd.exec();
             McpError::Io {
                 what: format!("exec {}", oajail.display()),
@@ -109,9 +120,45 @@ fn prepare(
     Ok((cmd, read))
 }
 
+/// `args` without `--openapi`/`--extra-ca-certs` and their values.
+fn without_file_flags(args: &[OsString]) -> Vec<OsString> {
+    const FLAGS: [&str; 2] = ["--openapi", "--extra-ca-certs"];
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in args {
+        let text = a.to_string_lossy();
+        if skip_value {
+            skip_value = false;
+        } else if FLAGS.contains(&text.as_ref()) {
+            skip_value = true;
+        } else if !FLAGS.iter().any(|f| text.starts_with(&format!("{f}="))) {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_flags_are_dropped_with_their_values() {
+        let args: Vec<OsString> = [
+            "--jail",
+            "--openapi",
+            "a.yaml",
+            "--extra-ca-certs=ca.pem",
+            "--allow-writes",
+        ]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+        assert_eq!(
+            without_file_flags(&args),
+            vec![OsString::from("--jail"), OsString::from("--allow-writes")]
+        );
+    }
 
     #[test]
     fn relative_oajail_is_refused() {

@@ -124,3 +124,23 @@ fn jail_without_an_oajail_names_the_fix() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("OA_OAJAIL must be an absolute path"), "{err}");
 }
+
+#[test]
+fn jail_keeps_a_relative_openapi_file_working() {
+    let _ = oajail_binary();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
+    let mut cmd = support::command(
+        &[("HOME", &home)],
+        &["--jail", "--openapi", "petstore.yaml"],
+    );
+    cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"));
+    let mut s = support::Server::start_command(cmd);
+    let r = s.tool("search_docs", json!({"query": "list pets"}));
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("listPets"),
+        "{r}"
+    );
+}
