@@ -24,10 +24,29 @@ pub fn start(
     let config = ProxyConfig {
         egress: plans.egress.clone(),
         log_json,
-        limits: Limits::default(),
+        limits: Limits {
+            log_max_bytes: log_max_bytes()?,
+            ..Limits::default()
+        },
     };
     let handle = oajail_proxy::start(config, listeners).map_err(|e| anyhow!("{e}"))?;
     Ok(Running { handle })
+}
+
+/// Environment variable overriding the `--log-json` size cap (bytes).
+pub const LOG_MAX_ENV: &str = "OAJAIL_LOG_JSON_MAX_BYTES";
+
+/// The `--log-json` size cap: `OAJAIL_LOG_JSON_MAX_BYTES`, else 64 MiB.
+fn log_max_bytes() -> anyhow::Result<u64> {
+    match std::env::var(LOG_MAX_ENV) {
+        Err(_) => Ok(oajail_proxy::LOG_MAX_BYTES),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(anyhow!(
+                "{LOG_MAX_ENV}: expected a positive number of bytes, got {v:?}"
+            )),
+        },
+    }
 }
 
 impl Running {

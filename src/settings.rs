@@ -29,8 +29,28 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// Find and load the effective policy.
+/// Find and load the effective policy, with the warnings that depend on
+/// where it runs (an `allowRead` that re-opens a whole denied region here).
 pub fn load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
+    let (mut loaded, origin) = find_and_load(flag)?;
+    loaded.warnings.extend(reopen_warnings(&loaded.policy));
+    Ok((loaded, origin))
+}
+
+/// `oajail_policy::reopen` bound to this caller's home and working
+/// directory, both resolved through symbolic links so `.` and `~` compare.
+fn reopen_warnings(policy: &Policy) -> Vec<String> {
+    let (Some(home), Ok(cwd)) = (
+        std::env::var_os("HOME").filter(|h| !h.is_empty()),
+        std::env::current_dir(),
+    ) else {
+        return Vec::new();
+    };
+    let home = std::fs::canonicalize(&home).unwrap_or_else(|_| PathBuf::from(home));
+    oajail_policy::reopen::reopened_regions(&policy.filesystem, &home, &cwd)
+}
+
+fn find_and_load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
     let named = flag.map(Path::to_path_buf).or_else(|| {
         std::env::var_os("OAJAIL_SETTINGS")
             .filter(|v| !v.is_empty())

@@ -91,8 +91,19 @@ impl ApiClient {
             v.set_sensitive(true);
             req = req.header(reqwest::header::AUTHORIZATION, v);
         }
+        req = match with_headers(req, op, args) {
+            Ok(r) => r,
+            Err(msg) => return self.failure(0, msg, None),
+        };
         if let Some(body) = args.get("body").filter(|b| !b.is_null()) {
-            req = req.json(body);
+            req = if op.multipart {
+                match multipart_form(body) {
+                    Ok(form) => req.multipart(form),
+                    Err(msg) => return self.failure(0, msg, None),
+                }
+            } else {
+                req.json(body)
+            };
         }
         match req.send().await {
             Ok(resp) => self.read(resp).await,
@@ -207,6 +218,91 @@ fn tls_config(extra_ca: Option<&Path>) -> Result<rustls::ClientConfig, McpError>
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// Headers a spec's header parameter may never set: the server owns them.
+const RESERVED_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+];
+
+/// Adds the operation's declared header parameters from `args.header`;
+/// undeclared names are ignored, required ones must be there.
+fn with_headers(
+    mut req: reqwest::RequestBuilder,
+    op: &Operation,
+    args: &Value,
+) -> Result<reqwest::RequestBuilder, String> {
+    let given = args.get("header");
+    for p in op.params.iter().filter(|p| p.location == ParamIn::Header) {
+        if RESERVED_HEADERS.contains(&p.name.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        let Some(value) = given.and_then(|h| h.get(&p.name)).filter(|v| !v.is_null()) else {
+            if p.required {
+                return Err(format!(
+                    "header parameter {} is required (pass {{ header: {{ '{}': … }} }})",
+                    p.name, p.name
+                ));
+            }
+            continue;
+        };
+        let text = scalar(value)
+            .ok_or_else(|| format!("header parameter {} must be a string or a number", p.name))?;
+        let value = reqwest::header::HeaderValue::from_str(&text).map_err(|_| {
+            format!(
+                "header parameter {} has characters a header cannot carry",
+                p.name
+            )
+        })?;
+        req = req.header(p.name.as_str(), value);
+    }
+    Ok(req)
+}
+
+/// A `multipart/form-data` body from the script's object: scalars are text
+/// fields; `{ filename?, contentType?, base64 | text }` is a file part.
+pub fn multipart_form(body: &Value) -> Result<reqwest::multipart::Form, String> {
+    use base64::Engine;
+    let fields = body
+        .as_object()
+        .ok_or("a multipart body must be an object of fields")?;
+    let mut form = reqwest::multipart::Form::new();
+    for (name, value) in fields {
+        if let Some(text) = scalar(value) {
+            form = form.text(name.clone(), text);
+            continue;
+        }
+        let file = value
+            .as_object()
+            .ok_or_else(|| format!("multipart field {name} must be a string or a file object"))?;
+        let bytes = match (file.get("base64"), file.get("text")) {
+            (Some(Value::String(b64)), _) => base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .map_err(|e| format!("multipart field {name}: base64: {e}"))?,
+            (None, Some(Value::String(text))) => text.clone().into_bytes(),
+            _ => {
+                return Err(format!(
+                    "multipart field {name}: a file needs `base64` or `text`"
+                ));
+            }
+        };
+        let mut part = reqwest::multipart::Part::bytes(bytes);
+        let filename = file.get("filename").and_then(Value::as_str).unwrap_or(name);
+        part = part.file_name(filename.to_owned());
+        if let Some(ct) = file.get("contentType").and_then(Value::as_str) {
+            part = part
+                .mime_str(ct)
+                .map_err(|e| format!("multipart field {name}: contentType: {e}"))?;
+        }
+        form = form.part(name.clone(), part);
+    }
+    Ok(form)
 }
 
 /// Builds the request URL from the base, the path template and the args.

@@ -94,9 +94,22 @@ pub struct Config {
     pub limits: Limits,
     /// Egress authority (boot check).
     pub egress: EgressAuthority,
+    /// `OA_API_KEY`, trimmed ([`api_key`]).
+    pub api_key: Option<String>,
 }
 
 impl Config {
+    /// What this configuration needs from its wrapper (see [`crate::egress`]).
+    pub fn egress_needs(&self) -> Result<crate::egress::Needs, McpError> {
+        let exe = crate::egress::current_exe()?;
+        let extra: Vec<&std::path::Path> =
+            [self.extra_ca_certs.as_deref(), self.openapi.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect();
+        crate::egress::Needs::of(&self.api_host()?, &exe, &extra)
+    }
+
     /// The host of [`Config::base_url`], the only host the API client talks to.
     pub fn api_host(&self) -> Result<String, McpError> {
         let url = reqwest::Url::parse(&self.base_url).map_err(|e| McpError::Config {
@@ -122,4 +135,170 @@ pub fn truthy(value: &str) -> bool {
         value.trim().to_ascii_lowercase().as_str(),
         "1" | "true" | "yes" | "on"
     )
+}
+
+/// Every `OA_*` variable this server reads. Any other `OA_*` name is refused
+/// at start (one line), except the reference server's selectors when they
+/// ask for what this server does anyway (`ACCEPTED_FOREIGN`): a setting the
+/// user believes in must never be silently ignored.
+pub const KNOWN_ENV: &[&str] = &[
+    "OA_API_KEY",
+    "OA_API_TIMEOUT_MS",
+    "OA_BASE_URL",
+    "OA_CODE_EGRESS_AUTHORITY",
+    "OA_EXECUTE_DISABLED",
+    "OA_EXEC_MAX_QUEUE",
+    "OA_EXEC_QUEUE_TIMEOUT_MS",
+    "OA_EXTRA_CA_CERTS",
+    "OA_MAX_API_CALLS",
+    "OA_MAX_CONCURRENCY",
+    "OA_OAJAIL",
+    "OA_OPENAPI",
+    "OA_SANDBOX_MEMORY_MB",
+    "OA_SANDBOX_TIMEOUT_MS",
+    "OA_WORKER_POOL",
+    "OA_ALLOW_INSECURE_HTTP",
+];
+
+/// Reference-server variables accepted only with the value that names what
+/// this server does: QuickJS workers, stdio, the sandbox on.
+const ACCEPTED_FOREIGN: &[(&str, &[&str])] = &[
+    ("OA_EXECUTOR", &["quickjs"]),
+    ("OA_MCP_MODE", &["stdio"]),
+    ("OA_LOCAL_NO_SANDBOX", &["", "0", "false", "no", "off"]),
+];
+
+/// Refuses unknown `OA_*` variables and foreign values we do not implement.
+pub fn check_env<I: IntoIterator<Item = (String, String)>>(vars: I) -> Result<(), McpError> {
+    for (name, value) in vars {
+        if !name.starts_with("OA_") || KNOWN_ENV.contains(&name.as_str()) {
+            continue;
+        }
+        let v = value.trim().to_ascii_lowercase();
+        match ACCEPTED_FOREIGN.iter().find(|(n, _)| *n == name) {
+            Some((_, ok)) if ok.contains(&v.as_str()) => {}
+            Some((_, ok)) => {
+                return Err(McpError::Env {
+                    name,
+                    message: format!(
+                        "{value:?} is not supported by this server (accepted: {})",
+                        ok.iter()
+                            .filter(|s| !s.is_empty())
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+            None => {
+                return Err(McpError::Env {
+                    name,
+                    message: "unknown variable; unset it (docs/mcp.md lists the supported ones)"
+                        .into(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads a boolean variable strictly: absent is `false`, anything but a
+/// true or false spelling is refused.
+pub fn env_flag(name: &'static str, value: Option<&str>) -> Result<bool, McpError> {
+    let Some(value) = value else { return Ok(false) };
+    if truthy(value) {
+        return Ok(true);
+    }
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(McpError::Env {
+            name: name.to_owned(),
+            message: format!("{value:?} is not a boolean (1/0, true/false, yes/no, on/off)"),
+        }),
+    }
+}
+
+/// The API key from `OA_API_KEY`: surrounding whitespace (a pasted trailing
+/// newline) is trimmed; a key with whitespace or control characters inside
+/// is refused, since no HTTP header can carry it. Sending a key over plain
+/// `http://` is refused unless `allow_insecure`.
+pub fn api_key(
+    raw: Option<&str>,
+    base_url: &str,
+    allow_insecure: bool,
+) -> Result<Option<String>, McpError> {
+    let Some(key) = raw.map(str::trim).filter(|k| !k.is_empty()) else {
+        return Ok(None);
+    };
+    if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(McpError::Env {
+            name: "OA_API_KEY".into(),
+            message: "contains whitespace or control characters inside the key".into(),
+        });
+    }
+    if base_url
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("http://")
+        && !allow_insecure
+    {
+        return Err(McpError::Env {
+            name: "OA_API_KEY".into(),
+            message: "refusing to send the key over plain http:// (OA_BASE_URL); use https or set OA_ALLOW_INSECURE_HTTP=1".into(),
+        });
+    }
+    Ok(Some(key.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn unknown_and_unsupported_oa_variables_are_refused() {
+        assert!(check_env(vars(&[("OA_BASE_URL", "x"), ("PATH", "/bin")])).is_ok());
+        assert!(
+            check_env(vars(&[
+                ("OA_EXECUTOR", "quickjs"),
+                ("OA_MCP_MODE", "stdio")
+            ]))
+            .is_ok()
+        );
+        for (k, v) in [
+            ("OA_EXECUTOR", "bogus"),
+            ("OA_MCP_MODE", "http"),
+            ("OA_LOCAL_NO_SANDBOX", "1"),
+            ("OA_TYPO_TIMEOUT", "5"),
+        ] {
+            let e = check_env(vars(&[(k, v)])).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("config {k}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn key_is_trimmed_checked_and_kept_off_plain_http() {
+        let https = "https://api.openagenda.com/v3";
+        assert_eq!(
+            api_key(Some("k1\n"), https, false).unwrap().as_deref(),
+            Some("k1")
+        );
+        assert_eq!(api_key(Some(" \n"), https, false).unwrap(), None);
+        assert!(api_key(Some("a b"), https, false).is_err());
+        assert!(api_key(Some("k"), "http://x/v3", false).is_err());
+        assert!(api_key(Some("k"), "http://x/v3", true).is_ok());
+        assert_eq!(api_key(None, "http://x/v3", false).unwrap(), None);
+    }
+
+    #[test]
+    fn flags_are_strict() {
+        assert!(env_flag("OA_EXECUTE_DISABLED", Some("1")).unwrap());
+        assert!(!env_flag("OA_EXECUTE_DISABLED", Some("off")).unwrap());
+        assert!(env_flag("OA_EXECUTE_DISABLED", Some("maybe")).is_err());
+    }
 }

@@ -2,8 +2,17 @@
 //! check that the wrapper really enforces it.
 //!
 //! The policy is srt settings JSON: network allowed only to the API host;
-//! reads denied under `~` but re-allowed for `.` and for the directory of
-//! this binary (it re-executes itself for workers); no writes. Its hash is
+//! reads denied under `~` but re-allowed for exactly the files the server
+//! opens (its binary, the worker binary, the CA bundle and OpenAPI file when
+//! given), by absolute canonical path; no writes. Nothing is relative to the
+//! working directory, so the same server gets the same policy and hash from
+//! any cwd (a `.` entry used to re-open all of `~` when a client started the
+//! server in the home directory).
+//!
+//! Layout for later extensions (key masking, L7 rules): [`Needs`] is what the
+//! server derives from its configuration, [`srt_settings`] the one place that
+//! turns it into policy JSON, [`print()`] the printed forms, [`check_wrapper`]
+//! the boot check against the wrapper's hash. Its hash is
 //! computed by `oajail-policy` from the very JSON text printed, so
 //! `print-egress-policy --format json` and `oajail policy hash` agree by
 //! construction.
@@ -25,29 +34,78 @@ use std::path::{Path, PathBuf};
 /// `PROC_NET_INIT_INO` from the kernel's `proc_ns.h`.
 const INIT_NETNS_INODE: u64 = 0xEFFF_FFF9;
 
-/// The srt settings for an API host, with the binary's directory readable.
-pub fn srt_settings(api_host: &str, run_dir: &Path) -> Value {
+/// What the server needs from its wrapper: the one host it talks to and the
+/// files it reads after start (its own binary, the worker binary, the CA
+/// bundle and OpenAPI file when given). Every path is absolute and
+/// canonical, so the policy (and its hash) is the same from any working
+/// directory and never names a directory the server does not read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Needs {
+    /// The API host (`allowedDomains`).
+    pub api_host: String,
+    /// This server binary (canonical).
+    pub exe: PathBuf,
+    /// Files re-allowed for reading under the denied home.
+    pub files: Vec<PathBuf>,
+}
+
+impl Needs {
+    /// The needs of this process: `exe` and its worker, plus `extra` files
+    /// (CA bundle, OpenAPI document), each made absolute and canonical.
+    pub fn of(api_host: &str, exe: &Path, extra: &[&Path]) -> Result<Self, McpError> {
+        let mut files = vec![exe.to_path_buf()];
+        let worker = crate::worker::worker_exe(exe);
+        if worker != exe {
+            files.push(worker);
+        }
+        for path in extra {
+            files.push(absolute(path)?);
+        }
+        files.sort();
+        files.dedup();
+        Ok(Self {
+            api_host: api_host.to_owned(),
+            exe: exe.to_path_buf(),
+            files,
+        })
+    }
+}
+
+/// `path` resolved against the working directory and its symbolic links, so
+/// the policy names the file the server will really open.
+pub fn absolute(path: &Path) -> Result<PathBuf, McpError> {
+    std::fs::canonicalize(path).map_err(|e| McpError::Io {
+        what: path.display().to_string(),
+        source: e,
+    })
+}
+
+/// The srt settings for these needs. No relative entry: `.` would re-open
+/// the whole home directory when a client starts the server in `~`.
+pub fn srt_settings(needs: &Needs) -> Value {
+    let files: Vec<String> = needs
+        .files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     json!({
-        "network": {"allowedDomains": [api_host], "deniedDomains": []},
+        "network": {"allowedDomains": [needs.api_host], "deniedDomains": []},
         "filesystem": {
             "denyRead": ["~"],
-            "allowRead": [".", run_dir.display().to_string()],
+            "allowRead": files,
             "allowWrite": [],
             "denyWrite": []
         }
     })
 }
 
-/// The directory this binary runs from.
-pub fn run_dir() -> Result<PathBuf, McpError> {
+/// This binary, canonical (what `/proc/self/exe` names).
+pub fn current_exe() -> Result<PathBuf, McpError> {
     let exe = std::env::current_exe().map_err(|e| McpError::Io {
         what: "current executable".into(),
         source: e,
     })?;
-    Ok(exe
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("/")))
+    absolute(&exe)
 }
 
 /// The policy hash of srt settings text, computed by `oajail-policy`.
@@ -58,8 +116,8 @@ pub fn policy_hash(srt_text: &str) -> Result<String, McpError> {
 }
 
 /// The text printed by `print-egress-policy --format srt|json`.
-pub fn print(format: &str, api_host: &str, run_dir: &Path) -> Result<String, McpError> {
-    let settings = srt_settings(api_host, run_dir);
+pub fn print(format: &str, needs: &Needs) -> Result<String, McpError> {
+    let settings = srt_settings(needs);
     let text =
         serde_json::to_string_pretty(&settings).map_err(|e| McpError::Egress(e.to_string()))?;
     match format {
@@ -156,15 +214,12 @@ pub fn parse_interfaces(dev: &str) -> Vec<String> {
 }
 
 /// The boot check for authority `wrapper`.
-pub fn check_wrapper(
-    api_host: &str,
-    run_dir: &Path,
-    wrapper_hash: Option<&str>,
-) -> Result<(), McpError> {
-    let text = print("srt", api_host, run_dir)?;
+pub fn check_wrapper(needs: &Needs, wrapper_hash: Option<&str>) -> Result<(), McpError> {
+    let text = print("srt", needs)?;
     let ours = policy_hash(&text)?;
-    let regenerate = "openagenda-mcp print-egress-policy --format srt > openagenda-egress.json && \
-                      oajail --settings openagenda-egress.json -- openagenda-mcp";
+    let regenerate = "start the server as `openagenda-mcp --jail` (it runs itself under oajail \
+                      with this very policy), or pass `openagenda-mcp print-egress-policy` \
+                      to `oajail --settings`";
     match wrapper_hash {
         None => {
             return Err(McpError::Egress(format!(

@@ -23,6 +23,15 @@ pub enum McpError {
         /// What was wrong.
         message: String,
     },
+    /// An environment variable is unknown or has a value this server does
+    /// not implement.
+    #[error("config {name}: {message}")]
+    Env {
+        /// The variable.
+        name: String,
+        /// What was wrong.
+        message: String,
+    },
     /// The HTTP client could not be built.
     #[error("api client: {0}")]
     Client(String),

@@ -268,6 +268,9 @@ impl Executor {
         let Some(op) = self.catalogue.ops.iter().position(|o| o.id == op_id) else {
             return refuse(format!("unknown operation {op_id}"));
         };
+        if let Some(why) = self.catalogue.refusal(&self.catalogue.ops[op]) {
+            return refuse(why);
+        }
         let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
         queued.push_back((id, op, args));
         None

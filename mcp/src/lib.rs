@@ -4,7 +4,8 @@
 //! operations, [`search`] and [`render`]) and `execute` (model-written
 //! JavaScript run by QuickJS, [`executor`] and [`worker`]), the Rust-side API
 //! client ([`api`]), the egress policy it asks its wrapper for and the boot
-//! check of that wrapper ([`egress`]).
+//! check of that wrapper ([`egress`]), and the one-entry jailed launch
+//! ([`relaunch`]).
 //!
 //! Invariants:
 //! - JavaScript never runs in the server process: every `execute` runs in a
@@ -15,7 +16,13 @@
 //! - the API key lives only in the server's [`api::ApiClient`]; it is never
 //!   sent to a worker, never logged and redacted from every error text;
 //! - stdout carries MCP protocol only; every log line goes to stderr
-//!   ([`log`]); the MCP SDK is only used from [`mcp`].
+//!   ([`log`]); the MCP SDK is only used from [`mcp`], behind the line
+//!   framing of [`stdio`], which answers every input line it refuses;
+//! - the egress policy names absolute files only ([`egress`]), so it is the
+//!   same from every working directory; `--jail` ([`relaunch`]) runs the
+//!   server under oajail with exactly that policy, passed through a pipe;
+//! - configuration fails closed: an unknown `OA_*` variable or an
+//!   unsupported value refuses to start ([`config`]).
 #![deny(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -26,9 +33,11 @@ pub mod error;
 pub mod executor;
 pub mod log;
 pub mod mcp;
+pub mod relaunch;
 pub mod render;
 pub mod search;
 pub mod spec;
+pub mod stdio;
 pub mod tools;
 pub mod worker;
 

@@ -11,7 +11,7 @@ use openagenda_mcp::config::{self, Config, EgressAuthority, Limits};
 use openagenda_mcp::executor::Executor;
 use openagenda_mcp::spec::Catalogue;
 use openagenda_mcp::tools::Tools;
-use openagenda_mcp::{api, egress, log, mcp, worker};
+use openagenda_mcp::{api, egress, log, mcp, relaunch, worker};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,13 +80,34 @@ struct Opts {
     /// Pre-started workers (default: the concurrency).
     #[arg(long, env = "OA_WORKER_POOL")]
     worker_pool: Option<usize>,
+    /// Run under oajail (beside this binary, or `OA_OAJAIL`) with this
+    /// server's own egress policy: the one-entry setup for MCP clients.
+    #[arg(long)]
+    jail: bool,
+    /// Send the API key over plain http:// (tests against a local mock only).
+    #[arg(long, env = "OA_ALLOW_INSECURE_HTTP")]
+    allow_insecure_http: bool,
 }
 
 impl Opts {
     fn config(&self) -> Result<Config> {
+        config::check_env(std::env::vars())?;
         let authority = std::env::var("OA_CODE_EGRESS_AUTHORITY").ok();
-        let egress =
-            EgressAuthority::parse(authority.as_deref(), std::env::var_os("OAJAIL").is_some())?;
+        let jailed = std::env::var_os("OAJAIL").is_some();
+        let mut egress = EgressAuthority::parse(authority.as_deref(), jailed)?;
+        if self.jail && jailed {
+            // `--jail` inside the jail it asked for: the boot check is not optional.
+            egress = EgressAuthority::Wrapper;
+        }
+        let execute_disabled = config::env_flag(
+            "OA_EXECUTE_DISABLED",
+            std::env::var("OA_EXECUTE_DISABLED").ok().as_deref(),
+        )?;
+        let api_key = config::api_key(
+            std::env::var("OA_API_KEY").ok().as_deref(),
+            &self.base_url,
+            self.allow_insecure_http,
+        )?;
         if self.timeout_ms == 0 || self.memory_mb < 8 || self.max_concurrency == 0 {
             bail!("config: timeout must be > 0, memory at least 8 MiB and concurrency at least 1");
         }
@@ -95,9 +116,9 @@ impl Opts {
             extra_ca_certs: self.extra_ca_certs.clone(),
             openapi: self.openapi.clone(),
             allow_writes: self.allow_writes,
-            execute_disabled: self.execute_disabled
-                || std::env::var("OA_EXECUTE_DISABLED").is_ok_and(|v| config::truthy(&v)),
+            execute_disabled: self.execute_disabled || execute_disabled,
             egress,
+            api_key,
             limits: Limits {
                 timeout: Duration::from_millis(self.timeout_ms),
                 memory_mb: self.memory_mb,
@@ -146,18 +167,37 @@ fn run_selftest() -> i32 {
 
 fn run(cli: Cli) -> Result<()> {
     let cfg = cli.opts.config()?;
+    let needs = cfg.egress_needs()?;
     if let Some(Command::PrintEgressPolicy { format }) = &cli.command {
-        let text = egress::print(format, &cfg.api_host()?, &egress::run_dir()?)?;
+        let text = egress::print(format, &needs)?;
         let mut out = std::io::stdout().lock();
         std::io::Write::write_all(&mut out, format!("{text}\n").as_bytes())?;
         return Ok(());
     }
+    if cli.opts.jail && std::env::var_os("OAJAIL").is_none() {
+        let configured = std::env::var(relaunch::OAJAIL_ENV).ok();
+        let oajail = relaunch::oajail_path(&needs.exe, configured.as_deref())?;
+        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+        let mut files = Vec::new();
+        if let Some(p) = &cfg.openapi {
+            files.push(("OA_OPENAPI", egress::absolute(p)?));
+        }
+        if let Some(p) = &cfg.extra_ca_certs {
+            files.push(("OA_EXTRA_CA_CERTS", egress::absolute(p)?));
+        }
+        return Err(relaunch::exec_under_oajail(&oajail, &needs, &args, &files).into());
+    }
     let host = cfg.api_host()?;
+    if cfg.api_key.is_none() && !cfg.execute_disabled {
+        log::line(
+            "warning",
+            "OA_API_KEY is not set: API calls go out without authorization and most will fail",
+        );
+    }
     let egress_note = match cfg.egress {
         EgressAuthority::Wrapper => {
             egress::check_wrapper(
-                &host,
-                &egress::run_dir()?,
+                &needs,
                 std::env::var("OAJAIL_POLICY_SHA256").ok().as_deref(),
             )?;
             format!("Egress is bounded by oajail to {host}.")
@@ -173,13 +213,21 @@ fn run(cli: Cli) -> Result<()> {
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // Workers are spawned from blocking-pool threads and die with the
+        // thread that forked them (PR_SET_PDEATHSIG): those threads must
+        // live as long as the server.
+        .thread_keep_alive(Duration::from_secs(u64::from(u32::MAX)))
         .build()
         .context("tokio runtime")?;
-    rt.block_on(serve(cfg, catalogue, egress_note))
+    let served = rt.block_on(serve(cfg, catalogue, egress_note));
+    // A blocking stdin read (stdin not a pipe) cannot be cancelled: do not
+    // wait for it. Workers were killed when the pool was dropped.
+    rt.shutdown_background();
+    served
 }
 
 async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> Result<()> {
-    let key = std::env::var("OA_API_KEY").ok();
+    let key = cfg.api_key.clone();
     let executor = if cfg.execute_disabled {
         log::line("info", "execute is disabled (OA_EXECUTE_DISABLED)");
         None

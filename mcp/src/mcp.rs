@@ -46,7 +46,30 @@ impl Server {
     /// to a blocking-pool thread and back, three thread wake-ups per request.
     /// Anything else (a terminal, a file, no `/proc`) falls back to those.
     pub async fn serve_stdio(self) -> Result<(), String> {
-        let running = match self.serve(rmcp::transport::stdio_pipes()).await {
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let out = Arc::new(tokio::sync::Mutex::new(stdout));
+        let (to_rmcp, rmcp_in) = tokio::io::duplex(256 * 1024);
+        let (rmcp_out, from_rmcp) = tokio::io::duplex(256 * 1024);
+        let input = tokio::spawn(crate::stdio::pump_input(
+            stdin,
+            to_rmcp,
+            out.clone(),
+            crate::stdio::termination(),
+        ));
+        let output = tokio::spawn(crate::stdio::pump_output(from_rmcp, out));
+        let result = self.serve_on(rmcp_in, rmcp_out).await;
+        input.abort();
+        // rmcp has written its last reply into the pipe: let it reach stdout.
+        let _ = output.await;
+        result
+    }
+
+    async fn serve_on(
+        self,
+        rmcp_in: tokio::io::DuplexStream,
+        rmcp_out: tokio::io::DuplexStream,
+    ) -> Result<(), String> {
+        let running = match self.serve((rmcp_in, rmcp_out)).await {
             Ok(r) => r,
             // stdin closed before any request: nothing to serve, not an error.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
@@ -66,12 +89,16 @@ fn to_rmcp_tool(def: ToolDef) -> Tool {
         Some(def.title.to_owned()),
         Some(def.read_only),
         Some(def.destructive),
-        Some(false),
+        Some(def.idempotent),
         Some(def.open_world),
     );
-    Tool::new(def.name, def.description, Arc::new(schema))
+    let tool = Tool::new(def.name, def.description, Arc::new(schema))
         .with_title(def.title)
-        .with_annotations(annotations)
+        .with_annotations(annotations);
+    match def.output_schema {
+        Some(serde_json::Value::Object(map)) => tool.with_raw_output_schema(Arc::new(map)),
+        _ => tool,
+    }
 }
 
 fn to_rmcp_result(out: ToolOutput) -> CallToolResult {

@@ -107,6 +107,20 @@ fn card(cat: &Catalogue, op: &Operation, used: &mut BTreeSet<String>) -> String 
     let mut s = String::new();
     let _ = writeln!(s, "### {}", op.id);
     let _ = writeln!(s, "`{}` — {} {}", call_signature(op), op.method, op.path);
+    if op.is_write && !cat.writes_enabled {
+        let _ = writeln!(
+            s,
+            "**Write operation: disabled on this server** (read-only; calling it returns an error \
+             unless the server is started with `--allow-writes`)."
+        );
+    }
+    if op.multipart {
+        let _ = writeln!(
+            s,
+            "Body is multipart/form-data: pass text fields as strings and a file as \
+             `{{ filename, contentType, base64 }}` (or `text` instead of `base64`)."
+        );
+    }
     if !op.summary.is_empty() {
         let _ = writeln!(s, "{}", op.summary);
     }

@@ -16,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 const AUDIT_CODE_BYTES: usize = 8 * 1024;
 /// Largest `code` accepted.
 const MAX_CODE_BYTES: usize = 256 * 1024;
+/// Largest `query` accepted by search_docs (a query is "a few words"; the
+/// index cost grows with its length, see docs/mcp.md).
+pub const MAX_QUERY_BYTES: usize = 1024;
 
 /// A tool as listed by `tools/list`.
 #[derive(Clone, Debug)]
@@ -34,6 +37,10 @@ pub struct ToolDef {
     pub destructive: bool,
     /// `openWorldHint`.
     pub open_world: bool,
+    /// `idempotentHint`.
+    pub idempotent: bool,
+    /// JSON Schema of `structuredContent`, when the tool has one.
+    pub output_schema: Option<Value>,
 }
 
 /// What a tool call returns.
@@ -50,7 +57,7 @@ pub struct ToolOutput {
 /// The tool set of one server.
 pub struct Tools {
     catalogue: Arc<Catalogue>,
-    index: SearchIndex,
+    index: Arc<SearchIndex>,
     executor: Option<Executor>,
     timeout: Duration,
     memory_mb: u64,
@@ -66,7 +73,7 @@ impl Tools {
         memory_mb: u64,
         egress_note: String,
     ) -> Self {
-        let index = SearchIndex::build(&catalogue);
+        let index = Arc::new(SearchIndex::build(&catalogue));
         Self {
             catalogue,
             index,
@@ -105,7 +112,8 @@ impl Tools {
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "What you want to do, in a few words."},
+                    "query": {"type": "string", "maxLength": MAX_QUERY_BYTES,
+                              "description": "What you want to do, in a few words."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 30, "default": 8,
                               "description": "How many operations to return."}
                 },
@@ -115,6 +123,8 @@ impl Tools {
             read_only: true,
             destructive: false,
             open_world: false,
+            idempotent: true,
+            output_schema: None,
         });
         defs
     }
@@ -135,7 +145,7 @@ impl Tools {
             mode = if writes {
                 "Write operations are enabled: calls can modify data."
             } else {
-                "Only read operations are exposed."
+                "Read-only: write operations are documented by search_docs but refused (the server must be started with --allow-writes)."
             },
             egress = self.egress_note,
         );
@@ -152,6 +162,8 @@ impl Tools {
             read_only: !writes,
             destructive: writes,
             open_world: true,
+            idempotent: false,
+            output_schema: Some(execute_output_schema()),
         }
     }
 
@@ -164,7 +176,7 @@ impl Tools {
     ) -> Option<ToolOutput> {
         let start = Instant::now();
         let (out, audit) = match name {
-            "search_docs" => self.search_docs(args),
+            "search_docs" => self.search_docs(args).await,
             "execute" => self.execute(args, cancel).await?,
             _ => return None,
         };
@@ -177,8 +189,24 @@ impl Tools {
         Some(out)
     }
 
-    fn search_docs(&self, args: &Map<String, Value>) -> (ToolOutput, Value) {
+    async fn search_docs(&self, args: &Map<String, Value>) -> (ToolOutput, Value) {
+        if let Some(extra) = args.keys().find(|k| *k != "query" && *k != "limit") {
+            return (
+                invalid(&format!(
+                    "search_docs takes `query` and `limit`, not `{extra}`"
+                )),
+                json!({"outcome": "invalid_params"}),
+            );
+        }
         let query = match args.get("query") {
+            Some(Value::String(q)) if q.len() > MAX_QUERY_BYTES => {
+                return (
+                    invalid(&format!(
+                        "`query` is longer than {MAX_QUERY_BYTES} bytes; use a few words"
+                    )),
+                    json!({"outcome": "invalid_params", "queryBytes": q.len()}),
+                );
+            }
             Some(Value::String(q)) => q.clone(),
             _ => {
                 return (
@@ -199,9 +227,22 @@ impl Tools {
                 }
             },
         };
-        let hits = self.index.search(&query, limit);
-        let text = crate::render::render(&self.catalogue, &hits, &query);
-        let audit = json!({"outcome": "ok", "query": query, "hits": hits.len()});
+        // Off the event loop: executes' deadlines and other requests keep
+        // being served while a search runs.
+        let (index, catalogue, q) = (self.index.clone(), self.catalogue.clone(), query.clone());
+        let searched = tokio::task::spawn_blocking(move || {
+            let hits = index.search(&q, limit);
+            let text = crate::render::render(&catalogue, &hits, &q);
+            (text, hits.len())
+        })
+        .await;
+        let Ok((text, hits)) = searched else {
+            return (
+                invalid("search failed"),
+                json!({"outcome": "internal_error"}),
+            );
+        };
+        let audit = json!({"outcome": "ok", "query": query, "hits": hits});
         (
             ToolOutput {
                 text,
@@ -218,6 +259,12 @@ impl Tools {
         cancel: &CancellationToken,
     ) -> Option<(ToolOutput, Value)> {
         let executor = self.executor.as_ref()?;
+        if let Some(extra) = args.keys().find(|k| *k != "code") {
+            return Some((
+                invalid(&format!("execute takes only `code`, not `{extra}`")),
+                json!({"outcome": "invalid_params"}),
+            ));
+        }
         let code = match args.get("code") {
             Some(Value::String(c)) if !c.trim().is_empty() && c.len() <= MAX_CODE_BYTES => {
                 c.clone()
@@ -253,6 +300,27 @@ impl Tools {
         };
         Some((out, audit))
     }
+}
+
+/// `structuredContent` of execute: `{result, logs}` on success,
+/// `{error, logs}` on failure (`isError: true`).
+fn execute_output_schema() -> Value {
+    let logs = json!({"type": "array", "items": {"type": "object",
+        "properties": {"level": {"type": "string"}, "text": {"type": "string"}},
+        "required": ["level", "text"]}});
+    json!({
+        "type": "object",
+        "properties": {
+            "result": {"description": "The script's value (any JSON)."},
+            "logs": logs,
+            "error": {"type": "object", "properties": {
+                "code": {"type": "string"}, "message": {"type": "string"},
+                "retryable": {"type": "boolean"}, "stack": {"type": "string"},
+                "status": {"type": "integer"}, "excerpt": {"type": "string"}},
+                "required": ["code", "message"]}
+        },
+        "required": ["logs"]
+    })
 }
 
 fn invalid(message: &str) -> ToolOutput {

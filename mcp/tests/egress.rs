@@ -31,12 +31,14 @@ fn srt_policy_allows_only_the_api_host() {
     );
     assert_eq!(v["filesystem"]["denyRead"], json!(["~"]));
     assert_eq!(v["filesystem"]["allowWrite"], json!([]));
-    let exe_dir = std::path::Path::new(support::BIN)
-        .parent()
-        .unwrap()
-        .display()
-        .to_string();
-    assert_eq!(v["filesystem"]["allowRead"], json!([".", exe_dir]));
+    // Exactly the server binary and its worker, by absolute path: no "."
+    // (which re-opened all of `~` when a client started the server there).
+    let bin = std::fs::canonicalize(support::BIN).unwrap();
+    let worker = bin.with_file_name("openagenda-mcp-worker");
+    assert_eq!(
+        v["filesystem"]["allowRead"],
+        json!([bin.display().to_string(), worker.display().to_string()])
+    );
 }
 
 #[test]
@@ -109,7 +111,7 @@ fn wrapper_authority_refuses_a_missing_or_different_hash() {
         "both hashes: {err}"
     );
     assert!(
-        err.contains("print-egress-policy --format srt"),
+        err.contains("openagenda-mcp --jail") && err.contains("print-egress-policy"),
         "regenerate command: {err}"
     );
 }

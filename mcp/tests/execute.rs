@@ -232,21 +232,6 @@ fn object_bomb_hits_the_heap_limit() {
     );
 }
 
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        out.extend(
-            text.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
-    }
-    out
-}
-
 #[test]
 fn workers_run_under_seccomp_and_die_with_their_execute() {
     let mock = Mock::start();
@@ -265,7 +250,7 @@ fn workers_run_under_seccomp_and_die_with_their_execute() {
         json!({"_meta": meta(), "name": "execute", "arguments": {"code": "while(true){}"}}),
     );
     std::thread::sleep(Duration::from_millis(500));
-    let kids = children(s.pid());
+    let kids = support::children(s.pid());
     assert!(!kids.is_empty(), "no workers found");
     for k in &kids {
         let status = std::fs::read_to_string(format!("/proc/{k}/status")).unwrap_or_default();
@@ -284,7 +269,7 @@ fn workers_run_under_seccomp_and_die_with_their_execute() {
     let r = s.response(id, Duration::from_secs(10));
     assert_eq!(error_code(&r["result"]), "timeout");
     std::thread::sleep(Duration::from_millis(300));
-    let after = children(s.pid());
+    let after = support::children(s.pid());
     let busy_gone = kids.iter().any(|k| !after.contains(k));
     assert!(
         busy_gone,
@@ -427,7 +412,7 @@ fn a_killed_worker_does_not_take_the_server_down() {
     std::thread::sleep(Duration::from_millis(400));
     let start = Instant::now();
     // The workers are children of the server this test started.
-    for k in children(s.pid()) {
+    for k in support::children(s.pid()) {
         let _ = Command::new("kill").arg("-9").arg(k.to_string()).status();
     }
     let r = s.response(id, Duration::from_secs(10));

@@ -30,7 +30,7 @@ fn execute_through_oajail_and_its_proxy() {
     // Loopback is exempted from the proxy (NO_PROXY) and closed by the jail,
     // so the mock listens on this host's own non-loopback address, which
     // the policy admits deliberately as an IP entry.
-    let ip = host_ip();
+    let ip = support::host_ip();
     let mock = Mock::start_on(ip);
     let base = format!("https://{ip}:{}/v3", mock.port);
     // The jail has a private /tmp: keep our files next to the binary (the
@@ -49,8 +49,13 @@ fn execute_through_oajail_and_its_proxy() {
     let home = TempDir::new("jail-home");
     std::fs::copy(&mock.ca_path, &ca).unwrap();
     let policy = dir.0.join("policy.json");
+    // The CA bundle is one of the files the server reads, so it is in the
+    // policy: print it with the same configuration the server runs with.
     let out = support::command(
-        &[("OA_BASE_URL", &base)],
+        &[
+            ("OA_BASE_URL", &base),
+            ("OA_EXTRA_CA_CERTS", ca.to_str().unwrap()),
+        ],
         &["print-egress-policy", "--format", "srt"],
     )
     .stdin(Stdio::null())
@@ -107,17 +112,6 @@ fn execute_through_oajail_and_its_proxy() {
         !log.contains("egress is NOT bounded"),
         "the server did not see its wrapper:\n{log}"
     );
-}
-
-/// This host's primary IPv4 address (a connected UDP socket sends nothing).
-fn host_ip() -> std::net::Ipv4Addr {
-    let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-    sock.connect("192.0.2.1:9")
-        .expect("a route to pick the host address");
-    match sock.local_addr().unwrap().ip() {
-        std::net::IpAddr::V4(ip) if !ip.is_loopback() => ip,
-        other => panic!("no non-loopback IPv4 address for the mock: {other}"),
-    }
 }
 
 fn oajail_binary() -> Option<std::path::PathBuf> {

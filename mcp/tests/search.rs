@@ -112,9 +112,17 @@ fn fixture_spec_loads_with_and_without_writes() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/petstore.yaml"
     ));
+    // Read-only still loads (and documents) every operation; the writes
+    // are refused when called.
     let ro = Catalogue::from_file(path, false).unwrap();
     let ids: Vec<&str> = ro.ops.iter().map(|o| o.id.as_str()).collect();
-    assert_eq!(ids, vec!["get_pets_petId", "listPets"]);
+    assert_eq!(
+        ids,
+        vec!["createPet", "get_pets_petId", "listPets", "pets.delete"]
+    );
+    assert!(ro.refusal(ro.op("createPet").unwrap()).is_some());
+    assert!(ro.refusal(ro.op("listPets").unwrap()).is_none());
+    assert!(!ro.has_writes());
     let get = ro.op("get_pets_petId").unwrap();
     assert_eq!(get.params[0].name, "petId", "path-level parameter merged");
     let list = ro.op("listPets").unwrap();

@@ -48,6 +48,7 @@ mod json;
 mod model;
 mod normalize;
 pub mod paths;
+pub mod reopen;
 mod schema;
 pub mod srt;
 

@@ -37,6 +37,8 @@ mod forward;
 mod helper;
 mod http;
 mod log;
+mod log_gate;
+mod log_sink;
 mod relay;
 mod resolve;
 mod response;
@@ -103,7 +105,13 @@ pub struct Limits {
     /// real network path needs for its bandwidth-delay product. A caller
     /// that serves clients over a real network should set `None`.
     pub client_send_buffer: Option<usize>,
+    /// Size cap of the `--log-json` output; at the cap one `log_capped`
+    /// line and one stderr line are written, then nothing more.
+    pub log_max_bytes: u64,
 }
+
+/// Default [`Limits::log_max_bytes`]: 64 MiB.
+pub const LOG_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Default [`Limits::client_send_buffer`]: 128 KiB (the kernel doubles it
 /// for its own bookkeeping). Chosen by the bulk runs in docs/benchmarks.md.
@@ -124,6 +132,7 @@ impl Default for Limits {
             relay_buffer: 64 * 1024,
             splice: true,
             client_send_buffer: Some(CLIENT_SEND_BUFFER),
+            log_max_bytes: LOG_MAX_BYTES,
         }
     }
 }

@@ -1,19 +1,52 @@
-//! The decision log and the exit summary.
+//! The decision log, the live refusal lines and the exit summary.
 //!
 //! One JSON line per decision (`"event":"decision"`) and one per closed
-//! tunnel (`"event":"close"`), written with a single `write` each to the
-//! `--log-json` file (opened for append), so lines from concurrent
-//! connections never interleave. Denials are also counted for the short
-//! stderr summary printed when the jail exits.
+//! tunnel (`"event":"close"`), each written whole by the log's writer
+//! thread ([`crate::log_sink`]) to the `--log-json` target, so lines from
+//! concurrent connections never interleave. Refusals go through a
+//! [`Gate`]: up to 5 identical ones (same destination and reason) per
+//! second and 50 in all are written; the rest are counted and the next line
+//! for that destination is preceded by a `"event":"coalesced"` line with
+//! the count (the remaining counts are written at exit). The log stops at a
+//! size cap ([`crate::Limits::log_max_bytes`]).
+//!
+//! Each refused destination is also printed on stderr as it happens, with
+//! the fix the policy suggests (`add "x.y" to network.allowedDomains`): a
+//! long-running command such as an MCP server, whose client logs its
+//! stderr, shows its refusals while it runs, not only at exit. These lines
+//! have their own gate: one per destination per 30 s (then with the count
+//! of repeats), 10 in a burst and 2 per second in all. Denials are also
+//! counted for the summary printed when the jail exits.
+use crate::log_gate::{Gate, Rate};
+use crate::log_sink::Sink;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::File;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Refusal lines in the file: per destination and reason.
+const FILE_PER_KEY: Rate = Rate {
+    burst: 5.0,
+    per_second: 5.0,
+};
+/// Refusal lines in the file: all destinations together.
+const FILE_OVERALL: Rate = Rate {
+    burst: 200.0,
+    per_second: 50.0,
+};
+/// Live stderr lines: one per destination per 30 s.
+const LIVE_PER_KEY: Rate = Rate {
+    burst: 1.0,
+    per_second: 1.0 / 30.0,
+};
+/// Live stderr lines: all destinations together.
+const LIVE_OVERALL: Rate = Rate {
+    burst: 10.0,
+    per_second: 2.0,
+};
 
 /// One log line. Fields that do not apply are left out.
 #[derive(Debug, Default, Serialize)]
@@ -81,6 +114,10 @@ pub struct Summary {
     denied: BTreeMap<String, Denial>,
     /// Decision lines written with `allow`.
     pub allowed: u64,
+    /// Log lines dropped because the log writer fell behind.
+    pub log_dropped: u64,
+    /// Live refusal lines not printed (rate limit); the summary lists them.
+    pub live_suppressed: u64,
 }
 
 impl Summary {
@@ -110,103 +147,185 @@ impl fmt::Display for Summary {
         for (dest, d) in &self.denied {
             writeln!(f, "  {dest} ({}x): {}", d.count, d.reasons.join("; "))?;
         }
+        if self.log_dropped > 0 {
+            writeln!(
+                f,
+                "oajail: {} decision log line(s) were dropped (the log writer fell behind)",
+                self.log_dropped
+            )?;
+        }
         Ok(())
     }
-}
-
-/// Open the decision log for appending. The path may lie in a directory a
-/// jailed command could write during an earlier run, so a planted symlink is
-/// never followed and a planted FIFO never blocks the proxy (attack B5).
-fn open_log_file(path: &Path) -> std::io::Result<File> {
-    use nix::fcntl::OFlag;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = File::options()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    Ok(file)
 }
 
 /// The log sink shared by every connection.
 #[derive(Debug)]
 pub(crate) struct Log {
-    file: Option<Mutex<File>>,
+    sink: Option<Sink>,
+    stderr: Sink,
     summary: Mutex<Summary>,
+    file_gate: Mutex<Gate>,
+    live_gate: Mutex<Gate>,
+}
+
+/// A coalesced-refusals line: `count` refusals like `key` were not written.
+#[derive(Serialize)]
+struct Coalesced<'a> {
+    time: String,
+    event: &'static str,
+    /// `host:port reason`, or empty for refusals beyond the tracked keys.
+    key: &'a str,
+    count: u64,
 }
 
 impl Log {
-    pub(crate) fn open(path: Option<&Path>) -> std::io::Result<Self> {
-        let file = match path {
-            Some(p) => Some(Mutex::new(open_log_file(p)?)),
+    /// Open the log target (`None`: summary and live lines only).
+    pub(crate) fn open(path: Option<&Path>, max_bytes: u64) -> std::io::Result<Self> {
+        let sink = match path {
+            Some(p) => Some(Sink::open(p, max_bytes)?),
             None => None,
         };
+        let now = Instant::now();
         Ok(Self {
-            file,
+            sink,
+            stderr: Sink::stderr()?,
             summary: Mutex::new(Summary::default()),
+            file_gate: Mutex::new(Gate::new(FILE_PER_KEY, FILE_OVERALL, now)),
+            live_gate: Mutex::new(Gate::new(LIVE_PER_KEY, LIVE_OVERALL, now)),
         })
     }
 
-    /// Write one line and count it for the summary.
+    /// Write one line (gated when it is a refusal), print the live line of
+    /// a denial, and count it for the summary.
     pub(crate) fn write(&self, mut rec: Record) {
         rec.time = now_rfc3339();
-        if let Ok(mut s) = self.summary.lock() {
-            match rec.decision {
-                Some("allow") => s.allowed += 1,
-                Some("deny") => {
-                    let dest = match (&rec.host, rec.port) {
-                        (Some(h), Some(p)) => format!("{h}:{p}"),
-                        (Some(h), None) => h.clone(),
-                        _ => format!("({})", rec.proto),
-                    };
-                    let reason = rec.message.clone().unwrap_or_else(|| rec.reason.clone());
-                    // A jailed program must not grow this map without bound.
-                    let dest =
-                        if s.denied.len() >= MAX_DESTINATIONS && !s.denied.contains_key(&dest) {
-                            "(other destinations)".to_owned()
-                        } else {
-                            dest
-                        };
-                    let entry = s.denied.entry(dest).or_insert(Denial {
-                        count: 0,
-                        reasons: Vec::new(),
-                    });
-                    entry.count += 1;
-                    if entry.reasons.len() < MAX_REASONS && !entry.reasons.contains(&reason) {
-                        entry.reasons.push(reason);
-                    }
-                }
-                _ => {}
+        let refusal = matches!(rec.decision, Some("deny" | "error"));
+        let key = format!("{} {}", destination(&rec), rec.reason);
+        if rec.decision == Some("deny") {
+            self.count_denial(&rec);
+            self.live(&rec, &key);
+        } else if rec.decision == Some("allow")
+            && let Ok(mut s) = self.summary.lock()
+        {
+            s.allowed += 1;
+        }
+        let Some(sink) = &self.sink else { return };
+        if refusal {
+            let verdict = self
+                .file_gate
+                .lock()
+                .ok()
+                .and_then(|mut g| g.check(&key, Instant::now()));
+            match verdict {
+                None => return,
+                Some(0) => {}
+                Some(n) => send_coalesced(sink, &key, n),
             }
         }
-        let Some(file) = &self.file else { return };
-        let Ok(mut line) = serde_json::to_vec(&rec) else {
+        if let Ok(mut line) = serde_json::to_vec(&rec) {
+            line.push(b'\n');
+            sink.send(line);
+        }
+    }
+
+    fn count_denial(&self, rec: &Record) {
+        let Ok(mut s) = self.summary.lock() else {
             return;
         };
-        line.push(b'\n');
-        if let Ok(mut f) = file.lock() {
-            // A full disk must not stop the proxy; the summary still counts.
-            let _ = f.write_all(&line);
+        let reason = rec.message.clone().unwrap_or_else(|| rec.reason.clone());
+        let dest = destination(rec);
+        // A jailed program must not grow this map without bound.
+        let dest = if s.denied.len() >= MAX_DESTINATIONS && !s.denied.contains_key(&dest) {
+            "(other destinations)".to_owned()
+        } else {
+            dest
+        };
+        let entry = s.denied.entry(dest).or_insert(Denial {
+            count: 0,
+            reasons: Vec::new(),
+        });
+        entry.count += 1;
+        if entry.reasons.len() < MAX_REASONS && !entry.reasons.contains(&reason) {
+            entry.reasons.push(reason);
         }
+    }
+
+    /// The live stderr line of a denial, when its gate lets it through.
+    fn live(&self, rec: &Record, key: &str) {
+        let Some(repeats) = self
+            .live_gate
+            .lock()
+            .ok()
+            .and_then(|mut g| g.check(key, Instant::now()))
+        else {
+            return;
+        };
+        let mut line = live_line(rec, repeats).into_bytes();
+        line.push(b'\n');
+        self.stderr.send(line);
     }
 
     pub(crate) fn summary(&self) -> Summary {
         let mut out = self.summary.lock().map(|s| s.clone()).unwrap_or_default();
-        if let Some(file) = &self.file
-            && let Ok(mut f) = file.lock()
-        {
-            let _ = f.flush();
+        if let Some(sink) = &self.sink {
+            let left = self
+                .file_gate
+                .lock()
+                .map(|mut g| g.drain())
+                .unwrap_or_default();
+            for (key, n) in left {
+                send_coalesced(sink, &key, n);
+            }
+            sink.flush();
+            out.log_dropped = sink.dropped();
         }
+        self.stderr.flush();
+        out.live_suppressed = self
+            .live_gate
+            .lock()
+            .map(|mut g| g.drain().iter().map(|(_, n)| n).sum())
+            .unwrap_or_default();
         out.denied.retain(|_, d| d.count > 0);
         out
     }
+}
+
+fn send_coalesced(sink: &Sink, key: &str, count: u64) {
+    let line = Coalesced {
+        time: now_rfc3339(),
+        event: "coalesced",
+        key,
+        count,
+    };
+    if let Ok(mut bytes) = serde_json::to_vec(&line) {
+        bytes.push(b'\n');
+        sink.send(bytes);
+    }
+}
+
+/// `host:port` of a record (or the protocol when the request named none).
+fn destination(rec: &Record) -> String {
+    match (&rec.host, rec.port) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.clone(),
+        _ => format!("({})", rec.proto),
+    }
+}
+
+/// `oajail: refused evil.test:443 (connect): evil.test:443 is not on the
+/// allow list; add "evil.test" … to network.allowedDomains to allow it`.
+fn live_line(rec: &Record, repeats: u64) -> String {
+    let why = rec.message.as_deref().unwrap_or(rec.reason.as_str());
+    let more = if repeats > 0 {
+        format!(" [{repeats} more since the last report]")
+    } else {
+        String::new()
+    };
+    format!(
+        "oajail: refused {} ({}): {why}{more}",
+        destination(rec),
+        rec.proto
+    )
 }
 
 /// Client address text for the log.

@@ -27,10 +27,12 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn new(config: ProxyConfig, options: &StartOptions) -> Result<Self, ProxyError> {
-        let log = Log::open(config.log_json.as_deref()).map_err(|source| ProxyError::Log {
-            path: config.log_json.clone().unwrap_or_default(),
-            source,
-        })?;
+        let log = Log::open(config.log_json.as_deref(), config.limits.log_max_bytes).map_err(
+            |source| ProxyError::Log {
+                path: config.log_json.clone().unwrap_or_default(),
+                source,
+            },
+        )?;
         #[cfg(feature = "test-lab")]
         let lab_public = options.lab_public.clone();
         #[cfg(not(feature = "test-lab"))]

@@ -1,10 +1,11 @@
 //! The operations the server exposes, loaded from an OpenAPI document.
 //!
-//! One code path loads both the built-in OpenAgenda v3 read catalogue (a
-//! compact OpenAPI document written for this crate from the public spec's
-//! facts, `openagenda-v3-read.yaml`) and any `--openapi FILE`. Write
-//! operations are dropped unless writes are allowed, so neither the search
-//! index nor the `oa` client of a read-only server ever mentions them.
+//! One code path loads both the built-in catalogue — the public OpenAgenda
+//! v3 OpenAPI document, shipped verbatim in `openagenda-v3/openapi.yaml`
+//! with its MIT licence beside it — and any `--openapi FILE`. Every
+//! operation is loaded and searchable; write operations (POST, PUT, PATCH,
+//! DELETE) are refused by the executor unless writes are allowed, and their
+//! search cards say so.
 
 mod openapi;
 
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 pub use openapi::load_document;
 
 /// The built-in catalogue source.
-pub const BUILTIN_SOURCE: &str = include_str!("openagenda-v3-read.yaml");
+pub const BUILTIN_SOURCE: &str = include_str!("openagenda-v3/openapi.yaml");
 
 /// Where a parameter goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +102,8 @@ pub struct Operation {
     pub example: Option<String>,
     /// POST/PUT/PATCH/DELETE.
     pub is_write: bool,
+    /// The body is `multipart/form-data` (an upload), not JSON.
+    pub multipart: bool,
 }
 
 /// A loaded API description.
@@ -112,10 +115,12 @@ pub struct Catalogue {
     pub ops: Vec<Operation>,
     /// `components.schemas`, for response shapes and enum tables.
     pub schemas: BTreeMap<String, Value>,
+    /// Write operations may be called (`--allow-writes`).
+    pub writes_enabled: bool,
 }
 
 impl Catalogue {
-    /// Loads the built-in OpenAgenda v3 read catalogue.
+    /// Loads the built-in OpenAgenda v3 catalogue.
     pub fn builtin(allow_writes: bool) -> Result<Self, crate::McpError> {
         load_document(BUILTIN_SOURCE, "built-in", allow_writes)
     }
@@ -143,9 +148,20 @@ impl Catalogue {
             .collect()
     }
 
-    /// Whether any exposed operation writes.
+    /// Whether write operations can be called (enabled and present).
     pub fn has_writes(&self) -> bool {
-        self.ops.iter().any(|o| o.is_write)
+        self.writes_enabled && self.ops.iter().any(|o| o.is_write)
+    }
+
+    /// Why `op` cannot be called here, if it cannot.
+    pub fn refusal(&self, op: &Operation) -> Option<String> {
+        (op.is_write && !self.writes_enabled).then(|| {
+            format!(
+                "oa.{} is a write operation ({} {}) and this server runs read-only; \
+                 it must be started with --allow-writes to call it",
+                op.js_path, op.method, op.path
+            )
+        })
     }
 }
 

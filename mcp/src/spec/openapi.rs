@@ -33,10 +33,7 @@ pub fn load_document(text: &str, origin: &str, allow_writes: bool) -> Result<Cat
         let shared = item.get("parameters").cloned().unwrap_or(Value::Null);
         for method in METHODS {
             let Some(op) = item.get(method) else { continue };
-            let op = load_operation(&root, origin, path, method, op, &shared)?;
-            if allow_writes || !op.is_write {
-                ops.push(op);
-            }
+            ops.push(load_operation(&root, origin, path, method, op, &shared)?);
         }
     }
     ops.sort_by(|a, b| a.id.cmp(&b.id));
@@ -49,12 +46,14 @@ pub fn load_document(text: &str, origin: &str, allow_writes: bool) -> Result<Cat
     let title = root
         .pointer("/info/title")
         .and_then(Value::as_str)
-        .unwrap_or("API")
-        .to_owned();
+        .unwrap_or("API");
+    // Texts say "the {title} API": "OpenAgenda API" would read twice.
+    let title = title.strip_suffix(" API").unwrap_or(title).to_owned();
     Ok(Catalogue {
         title,
         ops,
         schemas,
+        writes_enabled: allow_writes,
     })
 }
 
@@ -98,6 +97,7 @@ fn load_operation(
             params.push(p);
         }
     }
+    params.extend(header_credentials(root, op));
     let (body, body_required) = load_body(root, origin, op)?;
     let text = |k: &str| {
         op.get(k)
@@ -122,8 +122,45 @@ fn load_operation(
             .and_then(Value::as_str)
             .map(|s| s.trim_end().to_owned()),
         is_write: method != "get",
+        multipart: is_multipart(root, origin, op)?,
         id,
     })
+}
+
+/// Header credentials other than the bearer token: an operation whose
+/// `security` names an `apiKey` scheme `in: header` (OpenAgenda's
+/// `X-Upload-Ticket` for `uploads.staged`) takes that header from the
+/// script, as a header parameter. The bearer key stays the server's.
+fn header_credentials(root: &Value, op: &Value) -> Vec<Param> {
+    let schemes = root.pointer("/components/securitySchemes");
+    let names = op
+        .get("security")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .flat_map(|req| req.keys());
+    names
+        .filter_map(|n| schemes.and_then(|s| s.get(n)))
+        .filter(|s| {
+            s.get("type") == Some(&Value::from("apiKey"))
+                && s.get("in") == Some(&Value::from("header"))
+        })
+        .filter_map(|s| s.get("name").and_then(Value::as_str))
+        .map(|name| Param {
+            name: name.to_owned(),
+            location: ParamIn::Header,
+            required: false,
+            description: "credential header of this operation".into(),
+            type_name: "string".into(),
+            default: None,
+            minimum: None,
+            maximum: None,
+            enum_values: Vec::new(),
+            style: crate::spec::Style::Form,
+            explode: true,
+        })
+        .collect()
 }
 
 fn load_param(root: &Value, origin: &str, raw: &Value) -> Result<Param, McpError> {
@@ -184,6 +221,20 @@ fn load_body(root: &Value, origin: &str, op: &Value) -> Result<(Option<Value>, b
         .unwrap_or(false);
     let schema = first_content_schema(body);
     Ok((Some(schema.unwrap_or(Value::Object(Map::new()))), required))
+}
+
+/// Whether the request body is sent as `multipart/form-data` (uploads).
+fn is_multipart(root: &Value, origin: &str, op: &Value) -> Result<bool, McpError> {
+    let Some(raw) = op.get("requestBody") else {
+        return Ok(false);
+    };
+    let body = resolve(root, raw, origin)?;
+    Ok(body
+        .get("content")
+        .and_then(Value::as_object)
+        .is_some_and(|c| {
+            !c.keys().any(|k| k.contains("json")) && c.contains_key("multipart/form-data")
+        }))
 }
 
 fn load_response(root: &Value, origin: &str, op: &Value) -> Result<Option<Value>, McpError> {

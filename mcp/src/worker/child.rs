@@ -50,11 +50,13 @@ struct Shared {
 /// `console` and `oa`, the seccomp filter) happens before [`ToServer::Ready`],
 /// while the worker waits in the pool; after it, only the script runs.
 pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
+    die_with_parent()?;
     let cpu_secs = timeout_ms.div_ceil(1000) + 2;
     sandbox::apply_rlimits(memory_mb, cpu_secs)?;
     let (rt, ctx, shared) = engine(memory_mb)?;
-    let init: ToWorker =
-        frame::read_sync(&mut std::io::stdin().lock(), MAX_INIT_FRAME).map_err(pipe_err)?;
+    let Some(init) = read_or_eof(MAX_INIT_FRAME)? else {
+        return Ok(());
+    };
     let ToWorker::Init {
         ops,
         output_cap,
@@ -65,7 +67,11 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     };
     shared.output_cap.set(output_cap);
     shared.max_calls.set(u64::from(max_calls));
-    let outcome = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops))?;
+    let Some(outcome) = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops))? else {
+        // The server closed the pipe before sending code: it is shutting
+        // down and this pooled worker was never used. Not an error.
+        return Ok(());
+    };
     let outcome = near_memory_limit(outcome, &rt, memory_mb);
     let outcome = enforce_output_cap(outcome, &shared);
     let logs = std::mem::take(&mut shared.logs.borrow_mut().lines);
@@ -86,7 +92,7 @@ fn prepare_and_run(
     ctx: &Ctx<'_>,
     shared: &Rc<Shared>,
     ops: &[(String, String)],
-) -> Result<Outcome, McpError> {
+) -> Result<Option<Outcome>, McpError> {
     let settle = install_host(ctx, shared)
         .and_then(|()| ctx.eval::<Function, _>(shim(ops, shared.max_calls.get())))
         .map_err(|e| McpError::Worker {
@@ -95,15 +101,46 @@ fn prepare_and_run(
         })?;
     sandbox::apply_seccomp()?;
     frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready).map_err(pipe_err)?;
-    let exec: ToWorker =
-        frame::read_sync(&mut std::io::stdin().lock(), MAX_IN_FRAME).map_err(pipe_err)?;
+    let Some(exec) = read_or_eof(MAX_IN_FRAME)? else {
+        return Ok(None);
+    };
     let ToWorker::Exec { code, timeout_ms } = exec else {
         return Err(protocol("expected exec"));
     };
     shared
         .deadline
         .set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
-    Ok(run_script(ctx, shared, &code, &settle))
+    Ok(Some(run_script(ctx, shared, &code, &settle)))
+}
+
+/// The next frame from the server, or `None` when the pipe is closed
+/// cleanly between frames (the server is exiting).
+fn read_or_eof(max: usize) -> Result<Option<ToWorker>, McpError> {
+    match frame::read_sync(&mut std::io::stdin().lock(), max) {
+        Ok(msg) => Ok(Some(msg)),
+        Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(pipe_err(e)),
+    }
+}
+
+/// SIGKILL when the server goes away, however it goes (a worker must never
+/// outlive it: run bare, a SIGTERM'd server used to leave its workers
+/// running until their CPU limit). The server spawns workers from
+/// blocking-pool threads that never retire (see `main.rs`), because the
+/// signal follows the thread that forked, not the process.
+fn die_with_parent() -> Result<(), McpError> {
+    let parent = nix::unistd::getppid();
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(|e| {
+        McpError::Worker {
+            step: "pdeathsig",
+            message: e.to_string(),
+        }
+    })?;
+    // The parent may have died before the prctl: then it is no longer ours.
+    if nix::unistd::getppid() != parent {
+        std::process::exit(0);
+    }
+    Ok(())
 }
 
 fn protocol(message: &str) -> McpError {
@@ -202,7 +239,7 @@ fn shim(ops: &[(String, String)], max_calls: u64) -> String {
   const send = globalThis.__oa_send, log = globalThis.__oa_log;
   delete globalThis.__oa_send; delete globalThis.__oa_log;
   const waiting = new Map();
-  const fmt = (a) => typeof a === 'string' ? a : (() => {{ try {{ const s = JSON.stringify(a); return s === undefined ? String(a) : s; }} catch (e) {{ return String(a); }} }})();
+  const fmt = (a) => typeof a === 'string' ? a : a instanceof Error ? `${{a.name}}: ${{a.message}}` : (() => {{ try {{ const s = JSON.stringify(a); return s === undefined ? String(a) : s; }} catch (e) {{ return String(a); }} }})();
   const line = (level) => (...args) => {{ log(level, args.map(fmt).join(' ')); }};
   globalThis.console = Object.freeze({{ log: line('log'), info: line('info'), warn: line('warn'), error: line('error'), debug: line('log') }});
   const oa = {{}};
@@ -268,7 +305,7 @@ fn run_script<'js>(
     code: &str,
     settle: &Function<'js>,
 ) -> Outcome {
-    let (promise, script_mode) = match start(ctx, code) {
+    let promise = match start(ctx, code) {
         Ok(started) => started,
         Err(()) => return classify(ctx, shared, ctx.catch()),
     };
@@ -287,7 +324,7 @@ fn run_script<'js>(
             classify(ctx, shared, ctx.catch())
         }
         PromiseState::Resolved => match promise.result::<Value>() {
-            Some(Ok(v)) => finish(ctx, shared, v, script_mode),
+            Some(Ok(v)) => finish(ctx, shared, v),
             _ => classify(ctx, shared, ctx.catch()),
         },
     }
@@ -295,8 +332,10 @@ fn run_script<'js>(
 
 /// Starts the code: first as a script (last expression is the result, top-
 /// level await allowed); if that does not even parse — typically because of
-/// a top-level `return` — as the body of an async function.
-fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
+/// a top-level `return` — as the body of an async function. Either way the
+/// promise returned settles with the result itself, a promise or thenable
+/// result being awaited (an async function's `return` adopts it already).
+fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<Promise<'js>, ()> {
     let opts = |promise| {
         let mut o = EvalOptions::default();
         o.promise = promise;
@@ -304,7 +343,7 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
         o
     };
     let script_error = match ctx.eval_with_options::<Promise, _>(code, opts(true)) {
-        Ok(p) => return Ok((p, true)),
+        Ok(p) => return adopt_completion(ctx, p),
         Err(rquickjs::Error::Exception) => {
             let exc = ctx.catch();
             if !is_syntax_error(&exc) {
@@ -324,7 +363,7 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
     };
     let wrapped = format!("(async () => {{{code}\n}})()");
     match ctx.eval_with_options::<Promise, _>(wrapped, opts(false)) {
-        Ok(p) => Ok((p, false)),
+        Ok(p) => Ok(p),
         Err(_) => {
             // Both readings fail to parse. The function-body error is the
             // right one when the script reading tripped on `return`; else the
@@ -342,6 +381,15 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), ()> {
             Err(())
         }
     }
+}
+
+/// An async script's promise resolves to `{ value: <completion value> }`;
+/// `then` returning that value adopts it when it is a promise or thenable,
+/// so `Promise.resolve(5)` as the last expression gives 5 and a rejected one
+/// rejects the run.
+fn adopt_completion<'js>(ctx: &Ctx<'js>, script: Promise<'js>) -> Result<Promise<'js>, ()> {
+    let adopt: Function = ctx.eval("(p) => p.then((r) => r.value)").map_err(|_| ())?;
+    adopt.call((script,)).map_err(|_| ())
 }
 
 fn is_syntax_error(exc: &Value<'_>) -> bool {
@@ -380,21 +428,7 @@ fn drive<'js>(
     Ok(())
 }
 
-fn finish<'js>(
-    ctx: &Ctx<'js>,
-    shared: &Rc<Shared>,
-    value: Value<'js>,
-    script_mode: bool,
-) -> Outcome {
-    // An async script's promise resolves to `{ value: <completion value> }`.
-    let value = if script_mode {
-        value
-            .as_object()
-            .and_then(|o| o.get::<_, Value>("value").ok())
-            .unwrap_or(value)
-    } else {
-        value
-    };
+fn finish<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>, value: Value<'js>) -> Outcome {
     match ctx.json_stringify(value) {
         Ok(Some(s)) => match s.to_string() {
             Ok(text) => Outcome::Ok { result_json: text },

@@ -3,7 +3,7 @@
 //
 // usage: node inspector_client.mjs INSPECTOR_BIN SERVER_BIN
 //
-// Environment variables starting with OA_ are passed to the server with the
+// Environment variables starting with OA_ (but not the harness's OA_MCP_*) are passed to the server with the
 // inspector's `-e`. Checks: `--strict` tools/list (schema portability),
 // search_docs, execute with two API calls to the mock named by OA_BASE_URL,
 // and that a timeout makes the inspector exit 5 (isError). Prints one JSON
@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 
 const [inspector, server] = process.argv.slice(2);
 const envArgs = Object.entries(process.env)
-  .filter(([k]) => k.startsWith('OA_'))
+  .filter(([k]) => k.startsWith('OA_') && !k.startsWith('OA_MCP_'))
   .flatMap(([k, v]) => ['-e', `${k}=${v}`]);
 
 function run(extra, ...method) {

@@ -25,7 +25,9 @@ def check(cond, what):
 
 async def main():
     mode, cmd = sys.argv[1], sys.argv[2:]
-    env = {k: v for k, v in os.environ.items() if k.startswith("OA_") or k == "PATH"}
+    # OA_MCP_* are the test harness's own settings, not the server's.
+    env = {k: v for k, v in os.environ.items()
+           if (k.startswith("OA_") and not k.startswith("OA_MCP_")) or k == "PATH"}
     params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=env)
     async with Client(params, mode=mode) as c:
         version = c.protocol_version

@@ -21,6 +21,10 @@ pub struct Seen {
     pub method: String,
     pub target: String,
     pub authorization: Option<String>,
+    /// Every header line, lower-case name and trimmed value.
+    pub headers: Vec<(String, String)>,
+    /// The request body.
+    pub body: Vec<u8>,
 }
 
 /// The running mock.
@@ -172,7 +176,11 @@ async fn serve_conn<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
         let target = first.next().unwrap_or("").to_owned();
         let mut length = 0usize;
         let mut authorization = None;
+        let mut headers = Vec::new();
         for l in lines {
+            if let Some((k, v)) = l.split_once(':') {
+                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+            }
             let lower = l.to_ascii_lowercase();
             if let Some(v) = lower.strip_prefix("content-length:") {
                 length = v.trim().parse().unwrap_or(0);
@@ -188,11 +196,13 @@ async fn serve_conn<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
             }
         }
-        buf.drain(..head_end + length);
+        let body: Vec<u8> = buf.drain(..head_end + length).skip(head_end).collect();
         record.lock().unwrap().push(Seen {
             method: method.clone(),
             target: target.clone(),
             authorization: authorization.clone(),
+            headers,
+            body,
         });
         if target.ends_with("/overview") {
             // A slow route, to see concurrent calls overlap.
@@ -237,6 +247,11 @@ fn route(method: &str, target: &str, auth: Option<&str>) -> (&'static str, Strin
             "302 Found",
             "location: https://elsewhere.invalid/v3/agendas/1\r\n".to_owned(),
             "{}".to_owned(),
+        ),
+        ("POST", ["v3", "agendas", _, "uploads"] | ["v3", "uploads", "staged"]) => (
+            "200 OK",
+            String::new(),
+            serde_json::json!({"ref": "staging/mock-1"}).to_string(),
         ),
         ("GET", ["v3", "agendas", uid]) => (
             "200 OK",

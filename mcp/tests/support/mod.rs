@@ -96,6 +96,40 @@ impl Server {
         stdin.flush().unwrap();
     }
 
+    /// Writes raw bytes to the server's stdin (malformed input).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message the server writes, whatever it is.
+    pub fn next_message(&mut self, timeout: Duration) -> Value {
+        self.lines.recv_timeout(timeout).unwrap_or_else(|_| {
+            panic!(
+                "no message within {timeout:?}; stderr:\n{}",
+                self.stderr.lock().unwrap()
+            )
+        })
+    }
+
+    /// The next message, or `None` after `timeout`.
+    pub fn try_next_message(&mut self, timeout: Duration) -> Option<Value> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
+    /// Waits for the server to exit (without closing stdin).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
     /// Sends a request and returns its id.
     pub fn request(&mut self, method: &str, params: Value) -> i64 {
         let id = self.next_id;
@@ -211,4 +245,33 @@ pub fn error_code(result: &Value) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// Pids of a process's children (a server's pooled workers).
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    out
+}
+
+/// This host's primary IPv4 address (a connected UDP socket sends
+/// nothing): the jail's loopback is its own, so a mock the jailed server
+/// must reach listens there, admitted by the policy as an IP entry.
+pub fn host_ip() -> std::net::Ipv4Addr {
+    let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    sock.connect("192.0.2.1:9")
+        .expect("a route to pick the host address");
+    match sock.local_addr().unwrap().ip() {
+        std::net::IpAddr::V4(ip) if !ip.is_loopback() => ip,
+        other => panic!("no non-loopback IPv4 address for the mock: {other}"),
+    }
 }

@@ -1,0 +1,55 @@
+//! oajail warns, before running and in `policy check`, when an `allowRead`
+//! entry re-opens all of a denied region from where it runs (issue 12: the
+//! old openagenda-mcp policy `denyRead ["~"]` + `allowRead ["."]` started
+//! from `~` denied nothing).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
+
+mod support;
+
+use support::*;
+
+const DOT_UNDER_HOME: &str = r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
+    "filesystem":{"denyRead":["~"],"allowRead":["."],"allowWrite":[],"denyWrite":[]}}"#;
+
+fn write_settings(tag: &str) -> String {
+    let path = scratch_home(tag).join("settings.json");
+    std::fs::write(&path, DOT_UNDER_HOME).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn policy_check_reports_dot_reopening_home_from_home() {
+    let s = write_settings("reopen-check");
+    // `oajail()` runs with cwd = HOME.
+    let o = oajail("reopen-check", &["-s", &s, "policy", "check"])
+        .output()
+        .unwrap();
+    let text = out(&o);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        text.contains(r#"warning: filesystem.allowRead: "." resolves to"#)
+            && text.contains(r#"re-opens all of denyRead "~""#),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_run_from_home_prints_the_warning_and_a_subdirectory_does_not() {
+    let s = write_settings("reopen-run");
+    let o = oajail("reopen-run", &["-s", &s, "-c", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("oajail: warning: filesystem.allowRead"),
+        "{}",
+        err(&o)
+    );
+    let sub = scratch_home("reopen-run").join("project");
+    std::fs::create_dir_all(&sub).unwrap();
+    let o = oajail("reopen-run", &["-s", &s, "policy", "check"])
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    assert!(!out(&o).contains("re-opens"), "{}", out(&o));
+}
