@@ -53,6 +53,7 @@ mod rlimit;
 pub mod seccomp;
 mod spec;
 mod sync;
+pub mod terminal;
 #[allow(unsafe_code)]
 mod sys;
 

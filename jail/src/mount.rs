@@ -104,7 +104,11 @@ impl Stage {
         let root = rustix::mount::open_tree(CWD, "/", flags).ctx(|| "clone new root".into())?;
         mount_setattr(&root, true, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
             .ctx(|| "make new root read-only".into())?;
-        let staging = new_tmpfs("0700", None, ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC)?;
+        let staging = new_tmpfs(
+            "0700",
+            Size::Fixed(1 << 16, 16),
+            ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
+        )?;
         for dir in ["host", "root", "mask"] {
             rustix::fs::mkdirat(&staging, dir, Mode::from_raw_mode(0o700))
                 .ctx(|| format!("staging mkdir {dir}"))?;
@@ -145,7 +149,7 @@ impl Stage {
                 size_bytes,
                 skeleton,
             } => {
-                let fs = new_tmpfs("1777", Some(*size_bytes), ATTR_NOSUID | ATTR_NODEV)?;
+                let fs = new_tmpfs("1777", Size::Bytes(*size_bytes), ATTR_NOSUID | ATTR_NODEV)?;
                 make_skeleton(&fs, skeleton, path)?;
                 self.attach(&fs, path, false)
             }
@@ -174,9 +178,11 @@ impl Stage {
         if skeleton.is_empty() {
             return self.clone_mask(path, "mask/dir");
         }
+        // Every skeleton entry may need all its parent directories.
+        let nodes: usize = skeleton.iter().map(|e| e.path.split('/').count()).sum();
         let fs = new_tmpfs(
             "0755",
-            Some(1 << 20),
+            Size::Fixed(1 << 20, nodes as u64 + 16),
             ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
         )?;
         make_skeleton(&fs, skeleton, path)?;
@@ -230,7 +236,7 @@ fn mask_source() -> Result<OwnedFd, MountError> {
     let what = || "mask source".to_owned();
     let fs = new_tmpfs(
         "0755",
-        Some(1 << 16),
+        Size::Fixed(1 << 16, 16),
         ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
     )?;
     rustix::fs::mkdirat(&fs, "dir", Mode::from_raw_mode(0o755)).ctx(what)?;
@@ -279,14 +285,40 @@ fn move_onto(tree: &OwnedFd, dir: impl AsFd, path: &str) -> io::Result<()> {
     )?)
 }
 
-/// A new detached tmpfs with the given root mode, size and mount attributes.
-fn new_tmpfs(mode: &str, size: Option<u64>, attrs: u64) -> Result<OwnedFd, MountError> {
+/// Bytes of tmpfs per inode allowed: an empty file costs no page but about
+/// 1 KiB of kernel slab (inode, dentry), which no size limit counts, so a
+/// writable tmpfs gets `size / INODE_BYTES` inodes (a 1 GiB `/tmp`: 65,536;
+/// the security suite's 16 MiB `/tmp`: 1,024) and at most [`MAX_INODES`].
+pub const INODE_BYTES: u64 = 16 << 10;
+/// Upper bound of a tmpfs's inodes (about 80 MiB of slab when all are used).
+pub const MAX_INODES: u64 = 65_536;
+
+/// The size and inode limits of a new tmpfs.
+enum Size {
+    /// Writable: `nr_inodes` follows the size ([`INODE_BYTES`]).
+    Bytes(u64),
+    /// Filled by oajail itself: bytes and an exact inode count.
+    Fixed(u64, u64),
+}
+
+/// The `nr_inodes` of a writable tmpfs of `size` bytes.
+pub fn tmpfs_inodes(size: u64) -> u64 {
+    (size / INODE_BYTES).clamp(64, MAX_INODES)
+}
+
+/// A new detached tmpfs with the given root mode, limits and mount
+/// attributes. Every tmpfs the jail mounts has both a size and an inode
+/// limit (the kernel's default `nr_inodes` is half the RAM's pages).
+fn new_tmpfs(mode: &str, size: Size, attrs: u64) -> Result<OwnedFd, MountError> {
     let what = || "create tmpfs".to_owned();
+    let (bytes, inodes) = match size {
+        Size::Bytes(b) => (b, tmpfs_inodes(b)),
+        Size::Fixed(b, i) => (b, i),
+    };
     let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).ctx(what)?;
     rustix::mount::fsconfig_set_string(&fs, "mode", mode).ctx(what)?;
-    if let Some(size) = size {
-        rustix::mount::fsconfig_set_string(&fs, "size", size.to_string()).ctx(what)?;
-    }
+    rustix::mount::fsconfig_set_string(&fs, "size", bytes.to_string()).ctx(what)?;
+    rustix::mount::fsconfig_set_string(&fs, "nr_inodes", inodes.to_string()).ctx(what)?;
     rustix::mount::fsconfig_create(&fs).ctx(what)?;
     let attr = MountAttrFlags::from_bits_retain(attrs as u32);
     rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attr).ctx(what)
