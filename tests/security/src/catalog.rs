@@ -1087,6 +1087,73 @@ pub const ATTACKS: &[Attack] = &[
         "DoH/DoT through public resolvers not on the allowlist (dns.google:443/853, cloudflare-dns.com)",
         "PX (allowlist before DNS)",
     ),
+    // Issue 13, "hold the host": found by an independent attack review.
+    a(
+        "C10-tty-exclusive",
+        'C',
+        "TIOCEXCL on the caller's terminal: exclusive mode outlives the run (sudo, ssh, pinentry fail with EBUSY)",
+        "SC",
+    ),
+    a(
+        "C10-tty-line-discipline",
+        'C',
+        "TIOCSETD on the caller's terminal: a line discipline that outlives the run",
+        "SC",
+    ),
+    a(
+        "C10-tty-restored-after-kill",
+        'C',
+        "echo, canonical mode and signal keys turned around by a process killed with SIGKILL: the terminal must be restored",
+        "SUP (termios saved before, restored after the run)",
+    ),
+    a(
+        "H8-tmpfs-inodes",
+        'H',
+        "100,000 empty files in a 16 MiB /tmp: kernel slab that no size limit counts",
+        "NS (nr_inodes from the tmp size)",
+    ),
+    a(
+        "H8-dev-shm-inodes",
+        'H',
+        "100,000 empty files in /dev/shm",
+        "NS (nr_inodes from the size)",
+    ),
+    a(
+        "A9-root-system-secrets",
+        'A',
+        "built-in default as root: /etc/shadow-, /etc/gshadow-, /etc/ssl/private, /etc/security/opasswd",
+        "NS, LL (default deny list)",
+    ),
+    a(
+        "A9-proc-keys",
+        'A',
+        "/proc/keys lists the host keyring's key descriptions; /proc/key-users the host's key users",
+        "NS (masked in the jail's procfs)",
+    ),
+    a(
+        "G3-secret-values",
+        'G',
+        "SSHPASS, SLACK_HOOK_URL, SONAR_LOGIN, MNEMONIC, a ghp_ token, a URL password and a PEM key under plain names",
+        "ENV (names and value detection)",
+    ),
+    a(
+        "I2-env-keep-bad",
+        'I',
+        "--env-keep '*', 'a=b' and '' on the command line",
+        "SUP (refused like envKeep in a settings file)",
+    ),
+    a(
+        "I2-timeout-zero",
+        'I',
+        "--timeout 0 must mean no timeout (coreutils), not kill at once",
+        "SUP",
+    ),
+    a(
+        "I2-dash-c-bash",
+        'I',
+        "-c runs the string with bash as srt does ([[ ]] exits 2 under /bin/sh)",
+        "SUP",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -112,6 +112,10 @@ pub struct LabResult {
     pub elapsed_ms: u64,
     /// Bytes found in the pty's input queue after the run (TIOCSTI), if a pty was used.
     pub pty_injected: Option<usize>,
+    /// How the pty's terminal state differs after the run from before it
+    /// (termios flags, control characters), if a pty was used and it does.
+    #[serde(default)]
+    pub pty_state_changed: Option<String>,
     /// Processes carrying the daemon marker still alive 1 s after the run.
     pub leftover_daemons: usize,
     /// Set when the lab itself failed; the run then proves nothing.

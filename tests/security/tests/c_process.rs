@@ -163,3 +163,41 @@ fn residual_terminal_escapes_pass_through() {
         "OSC 52, OSC 0 and SGR 8 reach stdout byte for byte",
     );
 }
+
+// C10: the caller's terminal after the run (issue 13). The command shares
+// the user's terminal; whatever it does to it must not outlive the jail.
+
+fn on_pty() -> RunOptions {
+    RunOptions {
+        pty: true,
+        ..RunOptions::default()
+    }
+}
+
+/// TIOCEXCL: exclusive mode outlives the command; sudo, ssh and pinentry
+/// then fail to open the terminal. Refused by seccomp.
+#[test]
+fn blocks_terminal_exclusive_mode() {
+    expect_blocked_with("C10-tty-exclusive", DENY_HOME, &on_pty(), |_| {
+        argv!["tty-ioctl", "excl"]
+    });
+}
+
+/// TIOCSETD: a new line discipline outlives the command. Refused by seccomp.
+#[test]
+fn blocks_terminal_line_discipline() {
+    expect_blocked_with("C10-tty-line-discipline", DENY_HOME, &on_pty(), |_| {
+        argv!["tty-ioctl", "setd"]
+    });
+}
+
+/// A process of the command turns echo, canonical mode and the signal
+/// keys around and is killed with SIGKILL: the supervisor must put the
+/// terminal back. The lab compares the pty's termios before and after the
+/// run (a global post-condition), so the row fails if it was not restored.
+#[test]
+fn restores_the_terminal_after_a_killed_command() {
+    expect_blocked_with("C10-tty-restored-after-kill", DENY_HOME, &on_pty(), |_| {
+        argv!["tty-scramble"]
+    });
+}

@@ -182,3 +182,22 @@ fn instances_taken(r: &oajail_security::verdict::ProbeReport, asked: usize) -> u
         _ => 0,
     }
 }
+
+/// H8: empty files cost a tmpfs no page, only kernel slab (about 1 KiB
+/// each), which no size limit counts. In the 16 MiB `/tmp` of
+/// `attack-limits-tmp.json` the mount's `nr_inodes` (1,024) must stop
+/// 100,000 empty files; without it they all succeed.
+#[test]
+fn blocks_tmpfs_inode_exhaustion() {
+    expect_blocked("H8-tmpfs-inodes", "attack-limits-tmp.json", |_| {
+        argv!["fill-inodes", "/tmp", 100_000]
+    });
+}
+
+/// H8: the same in `/dev/shm`, which every jail has.
+#[test]
+fn blocks_dev_shm_inode_exhaustion() {
+    expect_blocked("H8-dev-shm-inodes", LIMITS, |_| {
+        argv!["fill-inodes", "/dev/shm", 100_000]
+    });
+}

@@ -389,6 +389,7 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         _leaks = Some(leaks);
     }
     let pty = if config.pty { Some(open_pty()?) } else { None };
+    let tty_before = pty.as_ref().map(|p| tty_state(&p.slave));
     match (&pty, &config.stdin_file) {
         (Some(p), _) => cmd.stdin(Stdio::from(p.slave.try_clone()?)),
         (None, Some(_)) => cmd.stdin(Stdio::piped()),
@@ -410,6 +411,10 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         config.kill_after_ms,
     )?;
     if let Some(p) = pty {
+        let after = tty_state(&p.slave);
+        if tty_before.as_ref() != Some(&after) {
+            result.pty_state_changed = Some(format!("before {tty_before:?}, after {after:?}"));
+        }
         result.pty_injected = Some(drain(&p.slave));
     }
     Ok(result)
@@ -441,6 +446,19 @@ fn open_pty() -> Result<Pty> {
         _master: p.master,
         slave: p.slave,
     })
+}
+
+/// The terminal state a jailed command could leave behind: the termios
+/// flags and control characters (exclusive mode is refused by seccomp and
+/// checked by the probe itself).
+fn tty_state(slave: &OwnedFd) -> String {
+    match nix::sys::termios::tcgetattr(slave) {
+        Ok(t) => format!(
+            "iflag {:?} oflag {:?} cflag {:?} lflag {:?} cc {:?}",
+            t.input_flags, t.output_flags, t.control_flags, t.local_flags, t.control_chars
+        ),
+        Err(e) => format!("tcgetattr: {e}"),
+    }
 }
 
 /// Bytes waiting in the terminal's input queue (what TIOCSTI would have pushed).
