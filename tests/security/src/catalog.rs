@@ -1154,6 +1154,24 @@ pub const ATTACKS: &[Attack] = &[
         "-c runs the string with bash as srt does ([[ ]] exits 2 under /bin/sh)",
         "SUP",
     ),
+    a(
+        "B8-allow-write-glob",
+        'B',
+        "allowWrite [\"./out*\"]: a write into ./out1, which srt on Linux never grants (it skips write globs)",
+        "NS, LL (the glob is ignored with a warning)",
+    ),
+    a(
+        "F17-dns-search-list",
+        'F',
+        "an allowed name that does not exist, resolved through resolv.conf's search domain to a host the policy never named",
+        "PX (names resolved as absolute FQDNs)",
+    ),
+    a(
+        "F18-localhost-allowed",
+        'F',
+        "localhost in allowedDomains: the host's loopback (srt opens it; oajail keeps it closed and says how to allow one port)",
+        "PX",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -108,6 +108,9 @@ pub const TABLE: &[(&str, &str)] = &[
     ("loopback.allowed.test", "127.0.0.1"),
     ("zero.allowed.test", "0.0.0.0"),
     ("rebind.test", ALLOWED_V4),
+    // A host in the lab resolv.conf's search domain (E8): reached only if
+    // the proxy resolves `nx.allowed.test` relative to `search corp.test`.
+    ("nx.allowed.test.corp.test", EVIL_V4),
 ];
 
 #[cfg(test)]

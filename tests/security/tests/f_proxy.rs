@@ -500,3 +500,37 @@ fn blocks_doh_and_dot_to_unlisted_resolvers() {
         argv!["proxy-connect", "dns.google:443", "dns.google"]
     });
 }
+
+/// F17: the lab's resolv.conf has `search corp.test`, and
+/// `nx.allowed.test.corp.test` resolves to the evil sink. `nx.allowed.test`
+/// is allowed (by `*.allowed.test`) but does not exist: the proxy must
+/// resolve it as an absolute name and fail, never as a name in the search
+/// domain (the DNS query for it is an event outside `*.allowed.test`).
+#[test]
+fn blocks_names_resolved_through_the_search_list() {
+    proxy_blocked("F17-dns-search-list", |_| {
+        argv!["proxy-get", "http://nx.allowed.test/", "-"]
+    });
+}
+
+/// F18: `localhost` in allowedDomains. srt lets it reach every port of the
+/// host's loopback; oajail keeps the loopback closed (the lab's loopback
+/// has sinks on 8080) and its refusal says how to allow one port.
+#[test]
+fn localhost_stays_closed_and_says_how_to_allow_a_port() {
+    let id = "F18-localhost-allowed";
+    let mut lab = Lab::new(id);
+    let run = lab.jailed(
+        "attack-localhost.json",
+        &["proxy-get", "http://localhost:8080/", "-"],
+        &RunOptions::default(),
+    );
+    let hint = "add \"127.0.0.1:8080\" to network.allowedDomains";
+    assert!(
+        run.stderr.contains(hint) || run.stdout.contains(hint),
+        "the refusal does not say how to allow the port: {} {}",
+        run.stdout,
+        run.stderr
+    );
+    assert_blocked(&mut lab, id, &run);
+}
