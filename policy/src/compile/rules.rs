@@ -113,6 +113,12 @@ impl Rules {
         }
         rules.allow_write = found.drain(..).collect();
         rules.host_tmp(fs, &cwd)?;
+        if policy.network.allow_all_unix_sockets {
+            for socket in super::home_sockets::sockets(fs, &home, &rules.allow_write) {
+                rules.note_kind(fs, &socket);
+                rules.masks.insert(socket);
+            }
+        }
         for entry in &fsp.deny_write {
             found.extend(rules.expand(fs, "denyWrite", entry, &home, &cwd)?);
         }

@@ -1172,6 +1172,12 @@ pub const ATTACKS: &[Attack] = &[
         "localhost in allowedDomains: the host's loopback (srt opens it; oajail keeps it closed and says how to allow one port)",
         "PX",
     ),
+    a(
+        "C11-home-sockets",
+        'C',
+        "allowAllUnixSockets: connect to Docker Desktop, colima and gpg-agent sockets under ~",
+        "NS (sockets under ~ masked unless allowWrite names them)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -201,3 +201,50 @@ fn restores_the_terminal_after_a_killed_command() {
         argv!["tty-scramble"]
     });
 }
+
+/// C11: with `allowAllUnixSockets` the command may create unix sockets, and
+/// a readable home holds sockets to host services: Docker Desktop, colima,
+/// gpg-agent. The test listens on each in the fake home (the control:
+/// without the jail the probe connects); in the jail each is masked.
+#[test]
+fn blocks_home_sockets_with_allow_all_unix_sockets() {
+    let id = "C11-home-sockets";
+    let mut lab = Lab::new(id);
+    let rels = [
+        ".docker/run/docker.sock",
+        ".colima/default/docker.sock",
+        ".gnupg/S.gpg-agent",
+    ];
+    let mut listeners = Vec::new();
+    for rel in rels {
+        let path = lab.home(rel);
+        if let Some(parent) = std::path::Path::new(&path).parent() {
+            std::fs::create_dir_all(parent).expect("socket directory");
+        }
+        listeners.push(std::os::unix::net::UnixListener::bind(&path).expect("listen"));
+        let control = lab.unjailed(&["unix-connect", &path], &RunOptions::default());
+        assert_eq!(
+            control.report.as_ref().map(|r| r.verdict),
+            Some(oajail_security::verdict::Verdict::Succeeded),
+            "control: {rel} unreachable without the jail: {}",
+            control.stdout
+        );
+    }
+    // The sockets are the test's own plants, not changes made by the jail.
+    lab.rebaseline_home();
+    for rel in rels {
+        let run = lab.jailed(
+            "attack-unix-sockets.json",
+            &["unix-connect", &lab.home(rel)],
+            &RunOptions::default(),
+        );
+        let blocked = run
+            .report
+            .as_ref()
+            .is_some_and(|r| r.verdict == oajail_security::verdict::Verdict::Blocked);
+        if !blocked || rel == rels[rels.len() - 1] {
+            assert_blocked(&mut lab, id, &run);
+        }
+    }
+    drop(listeners);
+}
