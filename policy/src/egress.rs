@@ -218,7 +218,8 @@ impl EgressPlan {
             };
             format!(
                 "address {ip} is the host's loopback, closed even when \"localhost\" is allowed; \
-                 add \"{one}\" to network.allowedDomains to allow this one port"
+                 add \"{one}\" to network.allowedDomains to allow this one port (or \"{ip}\" to \
+                 oajail.allowPrivateDestinations for all of them)"
             )
         } else {
             format!(

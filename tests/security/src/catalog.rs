@@ -1178,6 +1178,12 @@ pub const ATTACKS: &[Attack] = &[
         "allowAllUnixSockets: connect to Docker Desktop, colima and gpg-agent sockets under ~",
         "NS (sockets under ~ masked unless allowWrite names them)",
     ),
+    a(
+        "F19-local-route",
+        'F',
+        "an allowed name resolving to a public-looking address the host accepts through a local route (on no interface)",
+        "PX (a connection whose local address is its peer's is refused)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -18,6 +18,12 @@ pub const METADATA_V4: &str = "169.254.169.254";
 pub const METADATA_V6: &str = "fd00:ec2::254";
 /// The lab's DNS responder (also listens on every other lab address).
 pub const DNS_V4: &str = "10.53.0.53";
+/// A public-looking address the lab accepts through a `local` route
+/// (`5.5.5.0/24 dev lo`), on no interface: the sinks listen on every
+/// address, so a connection to it reaches them.
+pub const LOCAL_ROUTE_V4: &str = "5.5.5.5";
+/// The lab's local route holding [`LOCAL_ROUTE_V4`].
+pub const LOCAL_ROUTE_NET: &str = "5.5.5.0/24";
 /// A well-known public resolver address, held by the lab.
 pub const PUBLIC_DNS_V4: &str = "8.8.8.8";
 

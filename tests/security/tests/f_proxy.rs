@@ -534,3 +534,14 @@ fn localhost_stays_closed_and_says_how_to_allow_a_port() {
     );
     assert_blocked(&mut lab, id, &run);
 }
+
+/// F19: `localroute.allowed.test` resolves to 5.5.5.5, which the lab
+/// accepts through `local 5.5.5.0/24 dev lo`: on no interface, public by
+/// its range, yet the host itself (the sinks listen there). The proxy must
+/// refuse once it sees the connection never left the host.
+#[test]
+fn blocks_allowed_names_reaching_the_host_through_a_local_route() {
+    proxy_blocked("F19-local-route", |_| {
+        argv!["proxy-get", "http://localroute.allowed.test:8080/", "-"]
+    });
+}

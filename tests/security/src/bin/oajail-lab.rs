@@ -204,6 +204,11 @@ fn configure_network(dir: &Path, in_userns: bool) -> Result<()> {
         }
     }
     batch.push_str("route add default dev lab0\nroute add ::/0 dev lab0\n");
+    // F19: addresses the lab accepts through a local route, on no interface.
+    batch.push_str(&format!(
+        "route add local {} dev lo\n",
+        oajail_security::labspec::LOCAL_ROUTE_NET
+    ));
     let file = dir.join("etc/ip.batch");
     fs::write(&file, batch)?;
     ip(&["-batch", &file.display().to_string()])?;
