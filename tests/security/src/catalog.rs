@@ -1182,7 +1182,13 @@ pub const ATTACKS: &[Attack] = &[
         "F19-local-route",
         'F',
         "an allowed name resolving to a public-looking address the host accepts through a local route (on no interface)",
-        "PX (a connection whose local address is its peer's is refused)",
+        "PX (the route lookup must not pick the destination as the source)",
+    ),
+    a(
+        "F20-socks-plain-http-host",
+        'F',
+        "plain HTTP through the SOCKS port with a Host header naming another host (allowed.test:80 carrying Host: evil.test); the same request with the right Host passes, as through the HTTP proxy",
+        "PX",
     ),
 ];
 

@@ -545,3 +545,30 @@ fn blocks_allowed_names_reaching_the_host_through_a_local_route() {
         argv!["proxy-get", "http://localroute.allowed.test:8080/", "-"]
     });
 }
+
+/// F20: plain HTTP through the SOCKS port gets the HTTP proxy's answer for
+/// the same entry. `allowed.test` (no port) lets the HTTP proxy forward
+/// `GET http://allowed.test/`, so a SOCKS tunnel to `allowed.test:80`
+/// carrying that request reaches it too (checked first: it must not be
+/// refused); the same tunnel with `Host: evil.test` is refused, as the
+/// HTTP proxy never sends a Host other than the URL's.
+#[test]
+fn socks_plain_http_answers_as_the_http_proxy() {
+    let lab = Lab::new("control-socks-plain-http");
+    let run = lab.jailed(
+        PROXY,
+        &["socks", "http", "allowed.test:80"],
+        &RunOptions::default(),
+    );
+    assert_eq!(
+        run.report.as_ref().map(|r| r.verdict),
+        Some(Verdict::Succeeded),
+        "plain http through socks refused where the http proxy forwards it: {} {}",
+        run.stdout,
+        run.stderr
+    );
+    drop(lab);
+    proxy_blocked("F20-socks-plain-http-host", |_| {
+        argv!["socks", "http-front", "allowed.test:80"]
+    });
+}
