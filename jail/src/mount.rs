@@ -24,6 +24,7 @@
 //! and seccomp denies the whole mount API), `rmdir`/`rename` of any mount
 //! point fails with EBUSY, and `link()` across mounts fails with EXDEV.
 
+mod alias;
 mod dev;
 
 use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
@@ -80,9 +81,21 @@ pub fn apply(plan: &MountPlan) -> Result<(), MountError> {
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
     .ctx(|| "make / private".into())?;
+    // Read before anything is mounted: the host's mounts, as cloned.
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .ctx(|| "read /proc/self/mountinfo".into())?;
     let stage = Stage::new()?;
     for step in &plan.steps {
         stage.apply(step)?;
+    }
+    let masked: Vec<std::path::PathBuf> = plan
+        .steps
+        .iter()
+        .filter(|s| matches!(s, MountStep::MaskDir { .. } | MountStep::MaskFile { .. }))
+        .map(|s| s.path().into())
+        .collect();
+    for path in alias::aliases(&mountinfo, &masked) {
+        stage.mask_alias(&path.to_string_lossy())?;
     }
     stage.pivot()
 }
@@ -188,6 +201,24 @@ impl Stage {
         make_skeleton(&fs, skeleton, path)?;
         mount_setattr(&fs, false, ATTR_RDONLY).ctx(|| format!("mask {path} read-only"))?;
         self.attach(&fs, path, false)
+    }
+
+    /// Mask a second mount's view of a masked path ([`alias`]) like the
+    /// original: a directory with an empty directory, anything else with
+    /// the empty file. A path the new root does not show is left alone.
+    fn mask_alias(&self, path: &str) -> Result<(), MountError> {
+        let what = || format!("mask second mount {path}");
+        let node = match open_path(&self.root, rel(path), true) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).ctx(what),
+        };
+        let stat = rustix::fs::fstat(&node).ctx(what)?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory {
+            self.mask_dir(path, &[])
+        } else {
+            self.mask_file(path)
+        }
     }
 
     /// An empty, mode-000, read-only file over a file, socket or symlink.

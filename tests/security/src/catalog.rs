@@ -1190,6 +1190,12 @@ pub const ATTACKS: &[Attack] = &[
         "plain HTTP through the SOCKS port with a Host header naming another host (allowed.test:80 carrying Host: evil.test); the same request with the right Host passes, as through the HTTP proxy",
         "PX",
     ),
+    a(
+        "A10-second-mount",
+        'A',
+        "read ~/.ssh/id_ed25519 through a second mount of the denied home (a bind elsewhere)",
+        "NS (masks follow every mount of the file system, from mountinfo)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -86,6 +86,10 @@ pub struct LabConfig {
     pub daemon_marker: Option<String>,
     /// Forbid user namespaces for the command (fail-closed test).
     pub no_userns: bool,
+    /// Bind the fake home a second time at `<lab>/home-alias` (in the lab's
+    /// mount namespace) before the run.
+    #[serde(default)]
+    pub alias_home: bool,
     /// Abstract unix socket name the lab listens on.
     pub abstract_name: String,
     /// DNS answering mode.

@@ -306,3 +306,17 @@ fn blocks_proc_keys() {
     let run = lab.jailed(DENY_HOME, &["proc-keys", &desc], &opts);
     assert_blocked(&mut lab, id, &run);
 }
+
+/// A10: the fake home is mounted a second time at `<lab>/home-alias` (a
+/// bind, as `/home` bound elsewhere): `denyRead: ["~"]` masks the home,
+/// and the jail must mask the second mount's view of it too.
+#[test]
+fn blocks_a_second_mount_of_a_denied_directory() {
+    let opts = RunOptions {
+        alias_home: true,
+        ..RunOptions::default()
+    };
+    expect_blocked_with("A10-second-mount", DENY_HOME, &opts, |l| {
+        argv!["read-file", l.path("home-alias/.ssh/id_ed25519")]
+    });
+}

@@ -72,6 +72,9 @@ fn run(config_path: &Path) -> i32 {
 fn lab(config: &LabConfig) -> Result<LabResult> {
     let in_userns = enter_namespaces(config)?;
     bind_resolv_conf(&config.dir)?;
+    if config.alias_home {
+        alias_home(&config.dir)?;
+    }
     configure_network(&config.dir, in_userns)?;
     if config.no_userns {
         // 1 when the command itself needs one nested namespace to drop to its uid.
@@ -119,6 +122,21 @@ fn enter_namespaces(config: &LabConfig) -> Result<bool> {
     )
     .context("make / private")?;
     Ok(flags.contains(CloneFlags::CLONE_NEWUSER))
+}
+
+/// A second mount of the fake home (A10): `<lab>/home-alias`.
+fn alias_home(dir: &Path) -> Result<()> {
+    use nix::mount::{MsFlags, mount};
+    let alias = dir.join("home-alias");
+    fs::create_dir_all(&alias)?;
+    mount(
+        Some(dir.join("home").as_path()),
+        &alias,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .context("bind the fake home a second time")
 }
 
 fn bind_resolv_conf(dir: &Path) -> Result<()> {
