@@ -266,7 +266,10 @@ fn bash() -> Result<std::path::PathBuf, Fail> {
     std::env::split_paths(&path)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join("bash"))
-        .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
         .ok_or_else(|| {
             Fail::usage(anyhow!(
                 "-c: bash not found on PATH (-c runs the command with bash, as srt does); \

@@ -53,9 +53,9 @@ mod rlimit;
 pub mod seccomp;
 mod spec;
 mod sync;
-pub mod terminal;
 #[allow(unsafe_code)]
 mod sys;
+pub mod terminal;
 
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;

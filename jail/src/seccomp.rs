@@ -392,10 +392,20 @@ pub(crate) mod tests {
         assert_eq!(ioctl((1 << 32) | libc::TIOCSTI), EPERM);
         assert_eq!(ioctl(libc::TIOCLINUX), EPERM);
         assert_eq!(ioctl(libc::TIOCGWINSZ), ALLOW);
-        for req in [libc::TIOCEXCL, libc::TIOCSETD, libc::TIOCSCTTY, libc::TIOCCONS] {
+        for req in [
+            libc::TIOCEXCL,
+            libc::TIOCSETD,
+            libc::TIOCSCTTY,
+            libc::TIOCCONS,
+        ] {
             assert_eq!(ioctl(req), EPERM, "{req:#x}");
         }
-        for req in [libc::TCSETS, libc::TIOCSWINSZ, libc::TIOCNXCL, libc::TIOCGPGRP] {
+        for req in [
+            libc::TCSETS,
+            libc::TIOCSWINSZ,
+            libc::TIOCNXCL,
+            libc::TIOCGPGRP,
+        ] {
             assert_eq!(ioctl(req), ALLOW, "{req:#x}");
         }
     }

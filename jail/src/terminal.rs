@@ -74,7 +74,6 @@ impl Saved {
             let _ = old.thread_set_mask();
         }
     }
-
 }
 
 impl Drop for Saved {

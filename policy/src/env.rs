@@ -243,14 +243,12 @@ fn is_secret_name(upper: &str) -> bool {
     }
     SECRET_SUBSTRINGS.iter().any(|s| upper.contains(s))
         || SECRET_PREFIXES.iter().any(|p| upper.starts_with(p))
-        || upper
-            .split('_')
-            .any(|seg| {
-                SECRET_SEGMENTS.contains(&seg)
+        || upper.split('_').any(|seg| {
+            SECRET_SEGMENTS.contains(&seg)
                     || (seg.len() > 3 && seg.ends_with("KEY"))
                     // SSHPASS, MYSQLPASS: a word ending in PASS.
                     || (seg.len() > 4 && seg.ends_with("PASS"))
-            })
+        })
 }
 
 /// True when `value` contains `scheme://user@…` or `scheme://user:pass@…`.

@@ -331,8 +331,18 @@ fn invalid_keep_entries_keep_nothing() {
 
 #[test]
 fn names_the_review_found_are_secret() {
-    for name in ["SSHPASS", "SLACK_HOOK_URL", "SONAR_LOGIN", "MNEMONIC", "WALLET_MNEMONIC"] {
-        assert_eq!(drop_reason(name, "v"), Some(DropReason::SecretName), "{name}");
+    for name in [
+        "SSHPASS",
+        "SLACK_HOOK_URL",
+        "SONAR_LOGIN",
+        "MNEMONIC",
+        "WALLET_MNEMONIC",
+    ] {
+        assert_eq!(
+            drop_reason(name, "v"),
+            Some(DropReason::SecretName),
+            "{name}"
+        );
     }
 }
 

@@ -87,7 +87,9 @@ fn is_jwt(value: &str) -> bool {
         parts.len() == 3
             && parts[0].starts_with("eyJ")
             && parts[1].starts_with("eyJ")
-            && parts.iter().all(|p| p.len() >= 8 && p.bytes().all(token_char))
+            && parts
+                .iter()
+                .all(|p| p.len() >= 8 && p.bytes().all(token_char))
     })
 }
 

@@ -212,23 +212,27 @@ fn check_one(shared: &Shared, host: &Host, ip: IpAddr, port: u16) -> Result<bool
         None
     };
     let public = class.is_none() && !shared.is_lab_public(ip);
-    shared.plan.check_address(ip, port, class).map(|()| public).map_err(|d| {
-        let reason = if d.kind == DenyKind::DenyList {
-            "deny_list"
-        } else {
-            "private_address"
-        };
-        let message = match host {
-            // "address 10.0.0.7 is not public …" → "db.test resolved to
-            // 10.0.0.7, which is not public …"
-            Host::Name(n) => format!(
-                "{n} resolved to {}",
-                d.message
-                    .trim_start_matches("address ")
-                    .replacen(" is ", ", which is ", 1)
-            ),
-            _ => d.message,
-        };
-        Refusal::Denied { reason, message }
-    })
+    shared
+        .plan
+        .check_address(ip, port, class)
+        .map(|()| public)
+        .map_err(|d| {
+            let reason = if d.kind == DenyKind::DenyList {
+                "deny_list"
+            } else {
+                "private_address"
+            };
+            let message = match host {
+                // "address 10.0.0.7 is not public …" → "db.test resolved to
+                // 10.0.0.7, which is not public …"
+                Host::Name(n) => format!(
+                    "{n} resolved to {}",
+                    d.message
+                        .trim_start_matches("address ")
+                        .replacen(" is ", ", which is ", 1)
+                ),
+                _ => d.message,
+            };
+            Refusal::Denied { reason, message }
+        })
 }

@@ -115,7 +115,12 @@ async fn plain_http(
     let head = client
         .read_head(limits.max_head_bytes, limits.header_timeout)
         .await
-        .map_err(|e| format!("plain HTTP through SOCKS to {}: {e:?}", host.authority(port)))?;
+        .map_err(|e| {
+            format!(
+                "plain HTTP through SOCKS to {}: {e:?}",
+                host.authority(port)
+            )
+        })?;
     let req = crate::http::parse_request(&head, limits.max_headers)
         .map_err(|r| format!("plain HTTP through SOCKS: {}", r.message))?;
     let hosts: Vec<&[u8]> = req.values("host").collect();

@@ -42,12 +42,7 @@ fn holder<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Mount> {
         .iter()
         .filter(|m| path.starts_with(&m.point))
         .max_by_key(|m| m.point.components().count())
-        .and_then(|deepest| {
-            mounts
-                .iter()
-                .rev()
-                .find(|m| m.point == deepest.point)
-        })
+        .and_then(|deepest| mounts.iter().rev().find(|m| m.point == deepest.point))
 }
 
 /// Every other path at which `masked` (each a path of the host tree) is
@@ -64,7 +59,10 @@ pub(super) fn aliases(mountinfo: &str, masked: &[PathBuf]) -> Vec<PathBuf> {
             continue;
         };
         let inner = home.root.join(below);
-        for other in mounts.iter().filter(|m| m.dev == home.dev && m.point != home.point) {
+        for other in mounts
+            .iter()
+            .filter(|m| m.dev == home.dev && m.point != home.point)
+        {
             let alias = if let Ok(rest) = inner.strip_prefix(&other.root) {
                 other.point.join(rest)
             } else if other.root.starts_with(&inner) {

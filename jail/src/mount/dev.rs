@@ -39,7 +39,9 @@ pub(super) fn proc(stage: &Stage) -> Result<(), MountError> {
     });
     let present: Vec<&&str> = present.collect();
     stage.attach(&mnt, "/proc", false)?;
-    present.into_iter().try_for_each(|file| stage.mask_file(file))
+    present
+        .into_iter()
+        .try_for_each(|file| stage.mask_file(file))
 }
 
 /// The minimal `/dev`.

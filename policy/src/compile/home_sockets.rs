@@ -40,7 +40,11 @@ pub const SOCKET_DIRS: &[&str] = &[
 ];
 
 /// Sockets to mask under `home`, minus those `allow_write` names.
-pub(crate) fn sockets(fs: &dyn FsView, home: &Path, allow_write: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+pub(crate) fn sockets(
+    fs: &dyn FsView,
+    home: &Path,
+    allow_write: &BTreeSet<PathBuf>,
+) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for pattern in SOCKET_DIRS {
         for dir in expand(fs, home, pattern) {

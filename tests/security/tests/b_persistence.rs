@@ -296,9 +296,14 @@ fn blocks_writes_granted_only_by_an_allow_write_glob() {
     std::fs::create_dir(lab.ws("out1")).expect("mkdir out1");
     let fixture = "attack-allow-write-glob.json";
     let target = lab.ws("out1/planted");
-    let run = lab.jailed(fixture, &["write-file", "create", &target], &RunOptions::default());
+    let run = lab.jailed(
+        fixture,
+        &["write-file", "create", &target],
+        &RunOptions::default(),
+    );
     assert!(
-        run.stderr.contains("allowWrite: out*: globs grant no write"),
+        run.stderr
+            .contains("allowWrite: out*: globs grant no write"),
         "no warning for the ignored glob: {}",
         run.stderr
     );

@@ -23,8 +23,14 @@ fn blocks_secrets_found_by_value_and_newer_names() {
         ("SLACK_HOOK_URL".to_owned(), c("slack-hook")),
         ("SONAR_LOGIN".to_owned(), c("sonar")),
         ("MNEMONIC".to_owned(), c("mnemonic")),
-        ("REPO_HELPER".to_owned(), format!("ghp_0a1B2c3D4e5F6g7H8i9J{}", c("ghp"))),
-        ("DATABASE".to_owned(), format!("postgres://u:{}@db/x", c("url"))),
+        (
+            "REPO_HELPER".to_owned(),
+            format!("ghp_0a1B2c3D4e5F6g7H8i9J{}", c("ghp")),
+        ),
+        (
+            "DATABASE".to_owned(),
+            format!("postgres://u:{}@db/x", c("url")),
+        ),
         (
             "DEPLOY".to_owned(),
             format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n", c("pem")),

@@ -127,7 +127,12 @@ fn timeout_zero_is_no_timeout() {
         ..RunOptions::default()
     };
     let run = lab.jailed(DENY_HOME, &["nnp"], &opts);
-    assert_ne!(run.lab.exit_code, Some(124), "killed by --timeout 0: {}", run.stderr);
+    assert_ne!(
+        run.lab.exit_code,
+        Some(124),
+        "killed by --timeout 0: {}",
+        run.stderr
+    );
     assert_blocked(&mut lab, id, &run);
 }
 

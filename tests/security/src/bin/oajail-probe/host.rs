@@ -22,7 +22,13 @@ pub fn dispatch(id: &str, p: &[String]) -> Option<Outcome> {
 }
 
 /// The ids of this module.
-pub const IDS: &[&str] = &["tty-ioctl", "tty-scramble", "fill-inodes", "read-any", "proc-keys"];
+pub const IDS: &[&str] = &[
+    "tty-ioctl",
+    "tty-scramble",
+    "fill-inodes",
+    "read-any",
+    "proc-keys",
+];
 
 /// `tty-ioctl excl|setd`: a terminal ioctl whose effect outlives the
 /// process, on the terminal of stdin. Exclusive mode makes every later open

@@ -238,9 +238,18 @@ fn socks_http(attack: &str, s: &mut TcpStream, target: &str, front: bool) -> Out
     let _ = s.write_all(req.as_bytes());
     let resp = read_some(s);
     if contains(&resp, ACK) || resp.starts_with(b"HTTP/1.1 200") {
-        Outcome::succeeded(attack, format!("plain http (Host {host}) through socks reached a sink"))
+        Outcome::succeeded(
+            attack,
+            format!("plain http (Host {host}) through socks reached a sink"),
+        )
     } else {
-        Outcome::blocked_plain(attack, format!("plain http (Host {host}) through socks: {}", status_line(&resp)))
+        Outcome::blocked_plain(
+            attack,
+            format!(
+                "plain http (Host {host}) through socks: {}",
+                status_line(&resp)
+            ),
+        )
     }
 }
 
