@@ -1196,6 +1196,12 @@ pub const ATTACKS: &[Attack] = &[
         "read ~/.ssh/id_ed25519 through a second mount of the denied home (a bind elsewhere)",
         "NS (masks follow every mount of the file system, from mountinfo)",
     ),
+    a(
+        "H9-memfd-whole-jail",
+        'H',
+        "1 GiB in memfds under a 512 MiB RLIMIT_AS: memory no per-process limit counts (root: memory cgroup; unprivileged: documented residual)",
+        "RL, SUP (memory cgroup for host root)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -17,6 +17,7 @@ pub fn dispatch(id: &str, p: &[String]) -> Option<Outcome> {
         "fill-inodes" => fill_inodes(id, a(0), a(1)),
         "read-any" => read_any(id, p),
         "proc-keys" => proc_keys(id, a(0)),
+        "memfd-fill" => memfd_fill(id, a(0)),
         _ => return None,
     })
 }
@@ -175,4 +176,48 @@ pub fn proc_keys(attack: &str, desc: &str) -> Outcome {
         (Err(e), _) | (_, Err(e)) => Outcome::failed(attack, "read", io_errno(&e), READ_DENIED),
         _ => Outcome::blocked_plain(attack, "/proc/keys and /proc/key-users are empty"),
     }
+}
+
+/// `memfd-fill MIB`: write that many MiB into memfds (64 MiB each), never
+/// mapped: the pages count against no `RLIMIT_AS`, only against a memory
+/// cgroup, whose limit ends the attack (ENOMEM/ENOSPC, or the OOM killer's
+/// SIGKILL, seen by the parent probe).
+pub fn memfd_fill(attack: &str, mib: &str) -> Outcome {
+    use std::io::Write;
+    let Ok(n) = mib.parse::<usize>() else {
+        return Outcome::unexpected(attack, None, format!("bad size {mib}"));
+    };
+    // Be the OOM killer's first choice, so the parent probe lives to report
+    // (memfd pages are in no process's RSS, so it would pick another).
+    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
+    let chunk = vec![0x5au8; 1 << 20];
+    let mut files = Vec::new();
+    for i in 0..n {
+        if i % 64 == 0 {
+            match nix::sys::memfd::memfd_create("oaj-fill", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
+            {
+                Ok(fd) => files.push(std::fs::File::from(fd)),
+                Err(e) => {
+                    return Outcome::failed(
+                        attack,
+                        "memfd_create",
+                        e,
+                        &[Errno::ENOMEM, Errno::EMFILE],
+                    );
+                }
+            }
+        }
+        let Some(f) = files.last_mut() else {
+            return Outcome::unexpected(attack, None, "no memfd");
+        };
+        if let Err(e) = f.write_all(&chunk) {
+            return Outcome::failed(
+                attack,
+                &format!("write MiB {i}"),
+                io_errno(&e),
+                &[Errno::ENOMEM, Errno::ENOSPC],
+            );
+        }
+    }
+    Outcome::succeeded(attack, format!("{n} MiB held in memfds"))
 }
