@@ -95,6 +95,7 @@ impl Cgroup {
     /// `oajail-<supervisor pid>-<pid 1>` below `root`: unique even when a
     /// degraded retry starts a second jail from the same supervisor.
     fn create(root: &Path, pid: i32, step: Step) -> Result<Cgroup, JailError> {
+        remove_stale(root);
         let dir = root.join(format!("oajail-{}-{pid}", std::process::id()));
         fs::create_dir(&dir).map_err(|e| JailError::io(step, e))?;
         Ok(Cgroup { dir })
@@ -114,6 +115,26 @@ impl Drop for Cgroup {
                 }
                 _ => return,
             }
+        }
+    }
+}
+
+/// A supervisor killed with SIGKILL cannot remove its cgroups; the next run
+/// as root removes every `oajail-<pid>-…` whose supervisor is gone (an
+/// rmdir only succeeds once the cgroup is empty, so a live jail is never
+/// touched).
+fn remove_stale(root: &Path) {
+    for entry in fs::read_dir(root).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("oajail-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if owner.parse::<u32>().is_ok() && !Path::new("/proc").join(owner).exists() {
+            let _ = fs::remove_dir(entry.path());
         }
     }
 }
