@@ -38,7 +38,9 @@ pub struct Common {
 /// Options of a jailed run.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Kill the whole jail after SECS seconds (exit status 124).
+    /// Kill the whole jail after SECS seconds (exit status 124); 0 means no
+    /// timeout from the command line (as coreutils' timeout), the policy's
+    /// `limits.wallSeconds` still applies.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
     /// Keep this environment variable even if its name looks secret (repeatable).
@@ -50,7 +52,7 @@ pub struct RunArgs {
     /// Append the proxy's decision log (JSON lines) to FILE.
     #[arg(long = "log-json", value_name = "FILE")]
     pub log_json: Option<PathBuf>,
-    /// Run CMD with /bin/sh -c.
+    /// Run CMD with bash -c (bash from PATH, as srt does).
     #[arg(short = 'c', value_name = "CMD", conflicts_with = "command")]
     pub shell_command: Option<String>,
     /// The command and its arguments (after --).
@@ -59,6 +61,20 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// Refuse option values the settings file would refuse: every
+    /// `--env-keep` must be a variable name or a `PREFIX*` (not `*`, not
+    /// empty, no `=`).
+    pub fn check(&self) -> Result<(), String> {
+        self.env_keep
+            .iter()
+            .try_for_each(|k| oajail_policy::env::check_keep_name(k))
+    }
+
+    /// The wall-clock timeout asked on the command line; `--timeout 0` is none.
+    pub fn timeout(&self) -> Option<u64> {
+        self.timeout.filter(|&t| t > 0)
+    }
+
     /// The first option given that only a jailed run uses, so that a
     /// subcommand does not silently ignore it.
     pub fn first_run_only_option(&self) -> Option<&'static str> {

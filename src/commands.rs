@@ -64,7 +64,12 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         "guardProtects": guard_protects(&plans.compiled.guard),
         "limits": plans.compiled.limits,
         "egress": plans.egress,
-        "env": { "set": env_names, "dropped": plans.env.dropped, "replaced": plans.env.replaced },
+        "env": {
+            "set": env_names,
+            "dropped": plans.env.dropped,
+            "replaced": plans.env.replaced,
+            "droppedBecause": plans.env.why.iter().map(|(n, w)| format!("{n}: {w}")).collect::<Vec<_>>(),
+        },
     });
     if as_json {
         println!("{}", pretty(&value));

@@ -15,7 +15,10 @@ use std::time::Duration;
 
 /// Run the command of `args` in a jail; returns the exit status to use.
 pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
+    args.check().map_err(|e| Fail::usage(anyhow!(e)))?;
     let argv = command_argv(&args)?;
+    // Put the caller's terminal back however the run ends (drop order: last).
+    let _terminal = oajail_jail::terminal::Saved::capture();
     let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
     settings::print_warnings(&loaded.warnings);
     let policy = loaded.policy;
@@ -37,7 +40,7 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
         plans.compiled.landlock.fs_rules.len(),
         spec.seccomp.as_ref().map_or(0, |p| p.len()),
     ));
-    let timeout = args.timeout.or(plans.compiled.limits.wall_seconds);
+    let timeout = args.timeout().or(plans.compiled.limits.wall_seconds);
     let allow_degraded = args.allow_degraded || policy.oajail.allow_degraded;
     let (jail, listeners) = start(early, layers, &spec, allow_degraded)?;
     supervise(jail, listeners, &plans, &args, timeout, &clock)
@@ -233,10 +236,11 @@ fn build_spec(argv: Vec<CString>, plans: &Plans) -> Result<JailSpec, Fail> {
     Ok(spec)
 }
 
-/// `-c CMD` → `/bin/sh -c CMD`; `-- CMD ARGS…` as given.
+/// `-c CMD` → `<bash> -c CMD`, as srt runs it (its `binShell`: `bash` found
+/// on the caller's `PATH`); `-- CMD ARGS…` as given.
 fn command_argv(args: &RunArgs) -> Result<Vec<CString>, Fail> {
     let words: Vec<OsString> = match &args.shell_command {
-        Some(cmd) => vec!["/bin/sh".into(), "-c".into(), cmd.into()],
+        Some(cmd) => vec![bash()?.into(), "-c".into(), cmd.into()],
         None => args.command.clone(),
     };
     if words.is_empty() {
@@ -251,4 +255,25 @@ fn command_argv(args: &RunArgs) -> Result<Vec<CString>, Fail> {
                 .map_err(|_| Fail::usage(anyhow!("command contains a NUL byte")))
         })
         .collect()
+}
+
+/// The first executable `bash` on the caller's `PATH`. Without one `-c` is
+/// refused rather than run by another shell that would read the string
+/// differently (`[[ ]]`, arrays, `$'…'`).
+fn bash() -> Result<std::path::PathBuf, Fail> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("bash"))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| {
+            Fail::usage(anyhow!(
+                "-c: bash not found on PATH (-c runs the command with bash, as srt does); \
+                 use -- sh -c 'CMD' for another shell"
+            ))
+        })
 }

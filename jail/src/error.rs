@@ -56,6 +56,8 @@ pub enum Step {
     Exec,
     /// Waiting for the jail and forwarding signals.
     Wait,
+    /// The memory cgroup that bounds a host-root jail's memory as a whole.
+    MemoryCgroup,
 }
 
 impl fmt::Display for Step {

@@ -8,7 +8,7 @@
 //! privileges, so a proxy that fails to start means the command never runs
 //! ([`Jail::abort`], or just dropping the [`Jail`]).
 
-use crate::cgroup::PidsCgroup;
+use crate::cgroup::Cgroup;
 use crate::error::{JailError, Step};
 use crate::landlock::Prebuilt;
 use crate::spec::{JailSpec, Layers};
@@ -93,7 +93,9 @@ pub struct Jail {
     spec_file: SpecFile,
     reaped: Option<WaitStatus>,
     /// Held until the jail is dropped (after pid 1 is reaped).
-    pids: Option<PidsCgroup>,
+    pids: Option<Cgroup>,
+    /// The memory cgroup, likewise (host root with `addressSpaceBytes`).
+    memory: Option<Cgroup>,
     layers: Layers,
     /// The Landlock ruleset built ahead for pid 1 (sent with "go").
     landlock: Option<Prebuilt>,
@@ -129,6 +131,7 @@ impl Jail {
                     spec_file,
                     reaped: None,
                     pids: None,
+                    memory: None,
                     layers,
                     landlock: None,
                 })
@@ -152,7 +155,17 @@ impl Jail {
                 .iter()
                 .find(|r| r.resource == Resource::RlimitNproc);
             if let Some(limit) = max {
-                self.pids = Some(PidsCgroup::attach(self.pid.as_raw(), limit.value)?);
+                self.pids = Some(Cgroup::attach(self.pid.as_raw(), limit.value)?);
+            }
+            let mem = spec
+                .rlimits
+                .iter()
+                .find(|r| r.resource == Resource::RlimitAs);
+            if let Some(limit) = mem {
+                match Cgroup::attach_memory(self.pid.as_raw(), limit.value) {
+                    Ok(cg) => self.memory = Some(cg),
+                    Err(e) => eprintln!("oajail: note: memory bounded per process only: {e}"),
+                }
             }
         }
         self.spec_file

@@ -55,6 +55,7 @@ mod spec;
 mod sync;
 #[allow(unsafe_code)]
 mod sys;
+pub mod terminal;
 
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;

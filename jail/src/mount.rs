@@ -24,6 +24,7 @@
 //! and seccomp denies the whole mount API), `rmdir`/`rename` of any mount
 //! point fails with EBUSY, and `link()` across mounts fails with EXDEV.
 
+mod alias;
 mod dev;
 
 use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
@@ -80,9 +81,21 @@ pub fn apply(plan: &MountPlan) -> Result<(), MountError> {
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
     .ctx(|| "make / private".into())?;
+    // Read before anything is mounted: the host's mounts, as cloned.
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .ctx(|| "read /proc/self/mountinfo".into())?;
     let stage = Stage::new()?;
     for step in &plan.steps {
         stage.apply(step)?;
+    }
+    let masked: Vec<std::path::PathBuf> = plan
+        .steps
+        .iter()
+        .filter(|s| matches!(s, MountStep::MaskDir { .. } | MountStep::MaskFile { .. }))
+        .map(|s| s.path().into())
+        .collect();
+    for path in alias::aliases(&mountinfo, &masked) {
+        stage.mask_alias(&path.to_string_lossy())?;
     }
     stage.pivot()
 }
@@ -104,7 +117,11 @@ impl Stage {
         let root = rustix::mount::open_tree(CWD, "/", flags).ctx(|| "clone new root".into())?;
         mount_setattr(&root, true, ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV)
             .ctx(|| "make new root read-only".into())?;
-        let staging = new_tmpfs("0700", None, ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC)?;
+        let staging = new_tmpfs(
+            "0700",
+            Size::Fixed(1 << 16, 16),
+            ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
+        )?;
         for dir in ["host", "root", "mask"] {
             rustix::fs::mkdirat(&staging, dir, Mode::from_raw_mode(0o700))
                 .ctx(|| format!("staging mkdir {dir}"))?;
@@ -145,7 +162,7 @@ impl Stage {
                 size_bytes,
                 skeleton,
             } => {
-                let fs = new_tmpfs("1777", Some(*size_bytes), ATTR_NOSUID | ATTR_NODEV)?;
+                let fs = new_tmpfs("1777", Size::Bytes(*size_bytes), ATTR_NOSUID | ATTR_NODEV)?;
                 make_skeleton(&fs, skeleton, path)?;
                 self.attach(&fs, path, false)
             }
@@ -174,14 +191,34 @@ impl Stage {
         if skeleton.is_empty() {
             return self.clone_mask(path, "mask/dir");
         }
+        // Every skeleton entry may need all its parent directories.
+        let nodes: usize = skeleton.iter().map(|e| e.path.split('/').count()).sum();
         let fs = new_tmpfs(
             "0755",
-            Some(1 << 20),
+            Size::Fixed(1 << 20, nodes as u64 + 16),
             ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
         )?;
         make_skeleton(&fs, skeleton, path)?;
         mount_setattr(&fs, false, ATTR_RDONLY).ctx(|| format!("mask {path} read-only"))?;
         self.attach(&fs, path, false)
+    }
+
+    /// Mask a second mount's view of a masked path ([`alias`]) like the
+    /// original: a directory with an empty directory, anything else with
+    /// the empty file. A path the new root does not show is left alone.
+    fn mask_alias(&self, path: &str) -> Result<(), MountError> {
+        let what = || format!("mask second mount {path}");
+        let node = match open_path(&self.root, rel(path), true) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).ctx(what),
+        };
+        let stat = rustix::fs::fstat(&node).ctx(what)?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory {
+            self.mask_dir(path, &[])
+        } else {
+            self.mask_file(path)
+        }
     }
 
     /// An empty, mode-000, read-only file over a file, socket or symlink.
@@ -230,7 +267,7 @@ fn mask_source() -> Result<OwnedFd, MountError> {
     let what = || "mask source".to_owned();
     let fs = new_tmpfs(
         "0755",
-        Some(1 << 16),
+        Size::Fixed(1 << 16, 16),
         ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
     )?;
     rustix::fs::mkdirat(&fs, "dir", Mode::from_raw_mode(0o755)).ctx(what)?;
@@ -279,14 +316,40 @@ fn move_onto(tree: &OwnedFd, dir: impl AsFd, path: &str) -> io::Result<()> {
     )?)
 }
 
-/// A new detached tmpfs with the given root mode, size and mount attributes.
-fn new_tmpfs(mode: &str, size: Option<u64>, attrs: u64) -> Result<OwnedFd, MountError> {
+/// Bytes of tmpfs per inode allowed: an empty file costs no page but about
+/// 1 KiB of kernel slab (inode, dentry), which no size limit counts, so a
+/// writable tmpfs gets `size / INODE_BYTES` inodes (a 1 GiB `/tmp`: 65,536;
+/// the security suite's 16 MiB `/tmp`: 1,024) and at most [`MAX_INODES`].
+pub const INODE_BYTES: u64 = 16 << 10;
+/// Upper bound of a tmpfs's inodes (about 80 MiB of slab when all are used).
+pub const MAX_INODES: u64 = 65_536;
+
+/// The size and inode limits of a new tmpfs.
+enum Size {
+    /// Writable: `nr_inodes` follows the size ([`INODE_BYTES`]).
+    Bytes(u64),
+    /// Filled by oajail itself: bytes and an exact inode count.
+    Fixed(u64, u64),
+}
+
+/// The `nr_inodes` of a writable tmpfs of `size` bytes.
+pub fn tmpfs_inodes(size: u64) -> u64 {
+    (size / INODE_BYTES).clamp(64, MAX_INODES)
+}
+
+/// A new detached tmpfs with the given root mode, limits and mount
+/// attributes. Every tmpfs the jail mounts has both a size and an inode
+/// limit (the kernel's default `nr_inodes` is half the RAM's pages).
+fn new_tmpfs(mode: &str, size: Size, attrs: u64) -> Result<OwnedFd, MountError> {
     let what = || "create tmpfs".to_owned();
+    let (bytes, inodes) = match size {
+        Size::Bytes(b) => (b, tmpfs_inodes(b)),
+        Size::Fixed(b, i) => (b, i),
+    };
     let fs = rustix::mount::fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).ctx(what)?;
     rustix::mount::fsconfig_set_string(&fs, "mode", mode).ctx(what)?;
-    if let Some(size) = size {
-        rustix::mount::fsconfig_set_string(&fs, "size", size.to_string()).ctx(what)?;
-    }
+    rustix::mount::fsconfig_set_string(&fs, "size", bytes.to_string()).ctx(what)?;
+    rustix::mount::fsconfig_set_string(&fs, "nr_inodes", inodes.to_string()).ctx(what)?;
     rustix::mount::fsconfig_create(&fs).ctx(what)?;
     let attr = MountAttrFlags::from_bits_retain(attrs as u32);
     rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attr).ctx(what)

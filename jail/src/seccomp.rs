@@ -392,6 +392,22 @@ pub(crate) mod tests {
         assert_eq!(ioctl((1 << 32) | libc::TIOCSTI), EPERM);
         assert_eq!(ioctl(libc::TIOCLINUX), EPERM);
         assert_eq!(ioctl(libc::TIOCGWINSZ), ALLOW);
+        for req in [
+            libc::TIOCEXCL,
+            libc::TIOCSETD,
+            libc::TIOCSCTTY,
+            libc::TIOCCONS,
+        ] {
+            assert_eq!(ioctl(req), EPERM, "{req:#x}");
+        }
+        for req in [
+            libc::TCSETS,
+            libc::TIOCSWINSZ,
+            libc::TIOCNXCL,
+            libc::TIOCGPGRP,
+        ] {
+            assert_eq!(ioctl(req), ALLOW, "{req:#x}");
+        }
     }
 
     #[test]
@@ -431,5 +447,16 @@ pub(crate) mod tests {
         assert_eq!(plan::AF_NETLINK, libc::AF_NETLINK as u32);
         assert_eq!(plan::TIOCSTI as u64, libc::TIOCSTI);
         assert_eq!(plan::TIOCLINUX as u64, libc::TIOCLINUX);
+        let libc_values = [
+            libc::TIOCEXCL,
+            libc::TIOCSETD,
+            libc::TIOCSCTTY,
+            libc::TIOCCONS,
+            libc::TIOCVHANGUP,
+            0x5457, // TIOCSLCKTRMIOS: not in the libc crate
+        ];
+        for ((v, name), want) in plan::TERMINAL_STATE_IOCTLS.iter().zip(libc_values) {
+            assert_eq!(u64::from(*v), want, "{name}");
+        }
     }
 }

@@ -128,6 +128,40 @@ pub const DEFAULT_DENY_READ: &[(&str, &str)] = &[
     ("/etc/shadow", "password hashes"),
     ("/etc/gshadow", "group password hashes"),
     ("/etc/ssh/ssh_host_*_key", "ssh host private keys"),
+    ("/etc/shadow-", "backup of the password hashes"),
+    ("/etc/gshadow-", "backup of the group password hashes"),
+    (
+        "/etc/security/opasswd",
+        "previous password hashes (pam_pwhistory)",
+    ),
+    ("/etc/ssl/private", "tls private keys (debian layout)"),
+    ("/etc/pki/tls/private", "tls private keys (red hat layout)"),
+    (
+        "/etc/letsencrypt",
+        "acme account keys and certificate private keys",
+    ),
+    ("/etc/wireguard", "wireguard private keys"),
+    (
+        "/etc/NetworkManager/system-connections",
+        "wifi passwords, vpn secrets and 802.1x credentials",
+    ),
+    (
+        "/var/lib/NetworkManager/secret_key",
+        "networkmanager's own secret key",
+    ),
+    ("/var/lib/iwd", "iwd wifi passphrases"),
+    (
+        "/etc/ipsec.secrets",
+        "ipsec pre-shared keys and private keys",
+    ),
+    ("/etc/ipsec.d/private", "ipsec private keys"),
+    ("/etc/openvpn", "openvpn keys and passwords"),
+    ("/etc/ppp/chap-secrets", "ppp passwords"),
+    ("/etc/ppp/pap-secrets", "ppp passwords"),
+    ("/etc/krb5.keytab", "kerberos host keys"),
+    ("/var/lib/tailscale", "tailscale node and machine keys"),
+    ("/var/lib/zerotier-one", "zerotier identity secret"),
+    ("/var/lib/sss/secrets", "sssd secrets database"),
 ];
 
 impl Policy {

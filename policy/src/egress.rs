@@ -208,12 +208,28 @@ impl EgressPlan {
         {
             return Ok(());
         }
-        Err(Denied {
-            kind: DenyKind::NotAllowed,
-            message: format!(
+        let message = if class == "loopback" {
+            // srt lets an allowed `localhost` reach every port of the
+            // host's loopback; oajail keeps it closed and says how to open
+            // one port (docs/srt-compatibility.md).
+            let one = match ip {
+                IpAddr::V4(v4) => format!("{v4}:{port}"),
+                IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+            };
+            format!(
+                "address {ip} is the host's loopback, closed even when \"localhost\" is allowed; \
+                 add \"{one}\" to network.allowedDomains to allow this one port (or \"{ip}\" to \
+                 oajail.allowPrivateDestinations for all of them)"
+            )
+        } else {
+            format!(
                 "address {ip} is not public ({class}); add \"{ip}\" to oajail.allowPrivateDestinations \
                  (or the address itself to network.allowedDomains) to allow it"
-            ),
+            )
+        };
+        Err(Denied {
+            kind: DenyKind::NotAllowed,
+            message,
         })
     }
 }

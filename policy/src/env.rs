@@ -18,8 +18,10 @@
 //!    [`SECRET_PREFIXES`]), names a socket, agent or display
 //!    ([`SOCKET_NAMES`]), is another proxy setting (`*_PROXY`), carries git
 //!    config (`GIT_CONFIG_*`, which can hold `http.extraHeader` tokens), or
-//!    whose value is a URL with user information (`postgres://u:p@h/db`) is
-//!    dropped;
+//!    whose value is a URL with user information (`postgres://u:p@h/db`) or
+//!    holds a recognisable secret (a well-known token prefix such as `ghp_`,
+//!    `github_pat_`, `xoxb-`, `AKIA`, `sk-`; a PEM private key; a JWT: see
+//!    `env_values.rs`) is dropped; `explain` shows why;
 //! 6. everything else passes unchanged.
 //!
 //! Then oajail's own variables are appended in a fixed order:
@@ -28,6 +30,7 @@
 //! a proxy is configured, and `GIT_CONFIG_*` for `git.safeDirectories`.
 
 use crate::Policy;
+pub use crate::env_values::secret_in_value;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 
@@ -40,6 +43,7 @@ pub const SECRET_SUBSTRINGS: &[&str] = &[
     "PASSPHRASE",
     "CREDENTIAL",
     "APIKEY",
+    "MNEMONIC",
 ];
 
 /// `_`-separated words (of the upper-cased name) that mark a secret; a word
@@ -63,6 +67,8 @@ pub const SECRET_SEGMENTS: &[&str] = &[
     "DSN",
     "WEBHOOK",
     "SIGNING",
+    "HOOK",
+    "LOGIN",
 ];
 
 /// Name prefixes that mark a secret.
@@ -170,6 +176,9 @@ pub struct EnvPlan {
     pub dropped: Vec<String>,
     /// Inherited names whose value oajail replaced (sorted, unique).
     pub replaced: Vec<String>,
+    /// Why each dropped name was dropped (in the order of the inherited
+    /// environment), for `oajail explain`.
+    pub why: Vec<(String, String)>,
 }
 
 /// Why an inherited variable is not passed through.
@@ -189,6 +198,24 @@ pub enum DropReason {
     GitConfig,
     /// The value is a URL with user information (a password or token).
     CredentialUrl,
+    /// The value holds a secret recognised by its form (what it is).
+    SecretValue(&'static str),
+}
+
+impl DropReason {
+    /// The reason in words, as `oajail explain` shows it.
+    pub fn describe(self) -> String {
+        match self {
+            DropReason::Malformed => "malformed or repeated".into(),
+            DropReason::PolicyDeny => "listed in envDeny".into(),
+            DropReason::SecretName => "the name looks secret".into(),
+            DropReason::Socket => "points at a socket, agent or display outside the jail".into(),
+            DropReason::Proxy => "a proxy setting oajail does not own".into(),
+            DropReason::GitConfig => "git configuration through the environment".into(),
+            DropReason::CredentialUrl => "the value is a url with user information".into(),
+            DropReason::SecretValue(what) => format!("the value holds a {what}"),
+        }
+    }
 }
 
 /// Why `name=value` would be dropped if it were not kept, or `None`.
@@ -206,7 +233,7 @@ pub fn drop_reason(name: &str, value: &str) -> Option<DropReason> {
     } else if has_userinfo(value) {
         Some(DropReason::CredentialUrl)
     } else {
-        None
+        crate::env_values::secret_in_value(value).map(DropReason::SecretValue)
     }
 }
 
@@ -216,9 +243,12 @@ fn is_secret_name(upper: &str) -> bool {
     }
     SECRET_SUBSTRINGS.iter().any(|s| upper.contains(s))
         || SECRET_PREFIXES.iter().any(|p| upper.starts_with(p))
-        || upper
-            .split('_')
-            .any(|seg| SECRET_SEGMENTS.contains(&seg) || (seg.len() > 3 && seg.ends_with("KEY")))
+        || upper.split('_').any(|seg| {
+            SECRET_SEGMENTS.contains(&seg)
+                    || (seg.len() > 3 && seg.ends_with("KEY"))
+                    // SSHPASS, MYSQLPASS: a word ending in PASS.
+                    || (seg.len() > 4 && seg.ends_with("PASS"))
+        })
 }
 
 /// True when `value` contains `scheme://user@…` or `scheme://user:pass@…`.
@@ -286,21 +316,28 @@ fn pass_inherited(inputs: &EnvInputs<'_>, owned: &[(String, String)], plan: &mut
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     for (name, value) in inputs.inherited {
         let (Some(name), Some(value)) = (name.to_str(), value.to_str()) else {
-            plan.dropped.push(name.to_string_lossy().into_owned());
+            plan.drop(&name.to_string_lossy(), DropReason::Malformed);
             continue;
         };
         // `insert` is false for a repeated name.
         if name.is_empty() || name.contains(['=', '\0']) || !seen.insert(name) {
-            plan.dropped.push(name.to_owned());
+            plan.drop(name, DropReason::Malformed);
         } else if owned.iter().any(|(n, _)| n == name) {
             plan.replaced.push(name.to_owned());
-        } else if settings.env_deny.iter().any(|d| d == name)
-            || (!is_kept(name, &keep) && drop_reason(name, value).is_some())
-        {
-            plan.dropped.push(name.to_owned());
+        } else if settings.env_deny.iter().any(|d| d == name) {
+            plan.drop(name, DropReason::PolicyDeny);
+        } else if let Some(why) = drop_reason(name, value).filter(|_| !is_kept(name, &keep)) {
+            plan.drop(name, why);
         } else {
             plan.set.push((name.to_owned(), value.to_owned()));
         }
+    }
+}
+
+impl EnvPlan {
+    fn drop(&mut self, name: &str, why: DropReason) {
+        self.dropped.push(name.to_owned());
+        self.why.push((name.to_owned(), why.describe()));
     }
 }
 

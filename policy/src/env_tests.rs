@@ -328,3 +328,39 @@ fn invalid_keep_entries_keep_nothing() {
         "--env-keep \"a b\": not an environment variable name (letters, digits and _, optionally ending in *)"
     );
 }
+
+#[test]
+fn names_the_review_found_are_secret() {
+    for name in [
+        "SSHPASS",
+        "SLACK_HOOK_URL",
+        "SONAR_LOGIN",
+        "MNEMONIC",
+        "WALLET_MNEMONIC",
+    ] {
+        assert_eq!(
+            drop_reason(name, "v"),
+            Some(DropReason::SecretName),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn secrets_are_found_by_value_under_plain_names() {
+    let token = "ghp_0123456789abcdefABCDEF0123456789abcd";
+    assert_eq!(
+        drop_reason("REPO_HELPER", token),
+        Some(DropReason::SecretValue("github personal access token"))
+    );
+    let env = inherited(&[("REPO_HELPER", token), ("EDITOR", "vim")]);
+    let plan = run(&env, &Policy::builtin_default(), &[], None);
+    assert_eq!(plan.dropped, vec!["REPO_HELPER".to_string()]);
+    assert_eq!(
+        plan.why,
+        vec![(
+            "REPO_HELPER".to_string(),
+            "the value holds a github personal access token".to_string()
+        )]
+    );
+}

@@ -41,6 +41,7 @@ mod defaults;
 pub mod domain;
 pub mod egress;
 pub mod env;
+mod env_values;
 pub mod error;
 pub mod hash;
 pub mod host;

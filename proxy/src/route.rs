@@ -128,7 +128,9 @@ async fn open_inner(shared: &Shared, host: &Host, port: u16) -> Result<Route, Re
         other => other.ip().into_iter().collect(),
     };
     for ip in &addrs {
-        check_one(shared, host, *ip, port)?;
+        if check_one(shared, host, *ip, port)? {
+            not_this_host(host, *ip, port)?;
+        }
     }
     let mut last_err = String::from("no address");
     for ip in addrs {
@@ -163,9 +165,37 @@ async fn resolve(shared: &Shared, name: &str) -> Result<Vec<IpAddr>, Refusal> {
     }
 }
 
+/// An address judged public must not be the host itself. A `local` route
+/// (`ip route add local 203.0.113.0/24 dev lo`, AnyIP) makes the host
+/// accept addresses that are on no interface, so the interface list cannot
+/// see them. The kernel's route lookup says it: for a local route with no
+/// preferred source it picks the destination itself as the source address.
+/// A UDP `connect` performs that lookup and sends nothing, so the check
+/// happens before any packet, the TCP handshake included.
+fn not_this_host(host: &Host, ip: IpAddr, port: u16) -> Result<(), Refusal> {
+    let fold = oajail_policy::host::fold_mapped;
+    let unspecified: IpAddr = match ip {
+        IpAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let source = std::net::UdpSocket::bind((unspecified, 0))
+        .and_then(|s| s.connect((ip, port)).and_then(|()| s.local_addr()));
+    if source.is_ok_and(|a| fold(a.ip()) == fold(ip)) {
+        return Err(Refusal::Denied {
+            reason: "private_address",
+            message: format!(
+                "{host} resolved to {ip}, which is this host (a local route); add \"{ip}\" to \
+                 oajail.allowPrivateDestinations to allow it"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// One address: never-dialable → class (with the host's own interfaces)
-/// → the plan's deny entries and opt-ins.
-fn check_one(shared: &Shared, host: &Host, ip: IpAddr, port: u16) -> Result<(), Refusal> {
+/// → the plan's deny entries and opt-ins. `Ok(true)`: judged public by its
+/// class (then [`not_this_host`] asks the route).
+fn check_one(shared: &Shared, host: &Host, ip: IpAddr, port: u16) -> Result<bool, Refusal> {
     let deny = |message: String| Refusal::Denied {
         reason: "private_address",
         message,
@@ -181,23 +211,28 @@ fn check_one(shared: &Shared, host: &Host, ip: IpAddr, port: u16) -> Result<(), 
     } else {
         None
     };
-    shared.plan.check_address(ip, port, class).map_err(|d| {
-        let reason = if d.kind == DenyKind::DenyList {
-            "deny_list"
-        } else {
-            "private_address"
-        };
-        let message = match host {
-            // "address 10.0.0.7 is not public …" → "db.test resolved to
-            // 10.0.0.7, which is not public …"
-            Host::Name(n) => format!(
-                "{n} resolved to {}",
-                d.message
-                    .trim_start_matches("address ")
-                    .replacen(" is ", ", which is ", 1)
-            ),
-            _ => d.message,
-        };
-        Refusal::Denied { reason, message }
-    })
+    let public = class.is_none() && !shared.is_lab_public(ip);
+    shared
+        .plan
+        .check_address(ip, port, class)
+        .map(|()| public)
+        .map_err(|d| {
+            let reason = if d.kind == DenyKind::DenyList {
+                "deny_list"
+            } else {
+                "private_address"
+            };
+            let message = match host {
+                // "address 10.0.0.7 is not public …" → "db.test resolved to
+                // 10.0.0.7, which is not public …"
+                Host::Name(n) => format!(
+                    "{n} resolved to {}",
+                    d.message
+                        .trim_start_matches("address ")
+                        .replacen(" is ", ", which is ", 1)
+                ),
+                _ => d.message,
+            };
+            Refusal::Denied { reason, message }
+        })
 }

@@ -66,13 +66,77 @@ pub(crate) async fn serve(shared: &Shared, ctx: &Ctx, mut client: BufConn) {
     };
     let (host, port) = target;
     match route::open(shared, ctx, "SOCKS5 CONNECT", &host, port).await {
-        Ok(route) => {
+        Ok(mut route) => {
             reply(&mut client, REPLY_OK).await;
+            if !route.allowed.explicit_port {
+                match plain_http(shared, &mut client, &route.stream, &host, port).await {
+                    // The HTTP proxy forwards this request for this entry:
+                    // so does the SOCKS port (a raw relay from here on).
+                    Ok(true) => route.allowed.explicit_port = true,
+                    Ok(false) => {}
+                    Err(message) => {
+                        return log_refusal(shared, ctx, "plain_http_host_mismatch", message);
+                    }
+                }
+            }
             crate::relay::tunnel(shared, ctx, client, route, "SOCKS5 CONNECT", host, port).await;
         }
         Err(Refusal::Denied { .. }) => reply(&mut client, REPLY_NOT_ALLOWED).await,
         Err(Refusal::Unreachable { .. }) => reply(&mut client, REPLY_HOST_UNREACHABLE).await,
     }
+}
+
+/// Plain HTTP through the SOCKS port gets the answer the HTTP proxy gives
+/// `GET http://host:port/` for the same entry: allowed, port named or not,
+/// when the first request's single `Host` header names the destination
+/// (the HTTP proxy rebuilds `Host` from the URL; a raw relay cannot, so a
+/// different one is refused, as a mismatched SNI is). `Ok(false)`: not an
+/// HTTP request (or the server spoke first): the tunnel's TLS check
+/// decides. The head is put back for the relay.
+async fn plain_http(
+    shared: &Shared,
+    client: &mut BufConn,
+    upstream: &tokio::net::TcpStream,
+    host: &Host,
+    port: u16,
+) -> Result<bool, String> {
+    let limits = &shared.limits;
+    if client.buf.is_empty() {
+        tokio::select! {
+            r = client.fill(limits.peek_timeout) => if !matches!(r, Ok(n) if n > 0) {
+                return Ok(false);
+            },
+            _ = upstream.readable() => return Ok(false),
+        }
+    }
+    if !client.buf[0].is_ascii_uppercase() {
+        return Ok(false);
+    }
+    let head = client
+        .read_head(limits.max_head_bytes, limits.header_timeout)
+        .await
+        .map_err(|e| {
+            format!(
+                "plain HTTP through SOCKS to {}: {e:?}",
+                host.authority(port)
+            )
+        })?;
+    let req = crate::http::parse_request(&head, limits.max_headers)
+        .map_err(|r| format!("plain HTTP through SOCKS: {}", r.message))?;
+    let hosts: Vec<&[u8]> = req.values("host").collect();
+    let named = |h: &[u8]| {
+        let h = String::from_utf8_lossy(h);
+        h.eq_ignore_ascii_case(&host.authority(port))
+            || (port == 80 && h.eq_ignore_ascii_case(&host.to_string()))
+    };
+    if req.method == "CONNECT" || hosts.len() != 1 || !named(hosts[0]) {
+        return Err(format!(
+            "plain HTTP through SOCKS to {}: the Host header must name that destination",
+            host.authority(port)
+        ));
+    }
+    client.buf.splice(0..0, head);
+    Ok(true)
 }
 
 type Refused = (u8, &'static str, String);

@@ -7,7 +7,7 @@
 //! the `fd`, `stdin`, `stdout`, `stderr` links into `/proc/self/fd`. A host
 //! device that is missing is left out (that only narrows the jail).
 
-use super::{Context, MountError, Stage, new_tmpfs, open_path};
+use super::{Context, MountError, Size, Stage, new_tmpfs, open_path};
 use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
 use rustix::fs::{Mode, OFlags};
 use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, OpenTreeFlags};
@@ -19,19 +19,34 @@ pub(crate) const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom
 /// Size of `/dev/shm`.
 const SHM_BYTES: u64 = 256 << 20;
 
-/// A fresh procfs for the jail's pid namespace at `/proc`.
+/// `/proc` files that are not per pid namespace and show the host: the
+/// descriptions of every key the caller's uid can view (its session and
+/// user keyrings, kernel keys of its login), and key quotas per uid. They
+/// are masked with an empty file; a kernel without keys has neither.
+pub(crate) const PROC_MASKS: &[&str] = &["/proc/keys", "/proc/key-users"];
+
+/// A fresh procfs for the jail's pid namespace at `/proc`, with
+/// [`PROC_MASKS`] masked.
 pub(super) fn proc(stage: &Stage) -> Result<(), MountError> {
     let what = || "mount /proc".to_owned();
     let fs = rustix::mount::fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC).ctx(what)?;
     rustix::mount::fsconfig_create(&fs).ctx(what)?;
     let attr = MountAttrFlags::from_bits_retain((ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC) as u32);
     let mnt = rustix::mount::fsmount(&fs, FsMountFlags::FSMOUNT_CLOEXEC, attr).ctx(what)?;
-    stage.attach(&mnt, "/proc", false)
+    let present = PROC_MASKS.iter().filter(|file| {
+        let name = file.trim_start_matches("/proc/");
+        rustix::fs::statat(&mnt, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok()
+    });
+    let present: Vec<&&str> = present.collect();
+    stage.attach(&mnt, "/proc", false)?;
+    present
+        .into_iter()
+        .try_for_each(|file| stage.mask_file(file))
 }
 
 /// The minimal `/dev`.
 pub(super) fn dev(stage: &Stage) -> Result<(), MountError> {
-    let fs = new_tmpfs("0755", Some(1 << 20), ATTR_NOSUID | ATTR_NOEXEC)?;
+    let fs = new_tmpfs("0755", Size::Fixed(1 << 20, 64), ATTR_NOSUID | ATTR_NOEXEC)?;
     populate(&fs)?;
     mount_setattr(&fs, false, ATTR_RDONLY).ctx(|| "make /dev read-only".into())?;
     stage.attach(&fs, "/dev", false)?;
@@ -40,7 +55,7 @@ pub(super) fn dev(stage: &Stage) -> Result<(), MountError> {
     }
     let pts = devpts()?;
     stage.attach(&pts, "/dev/pts", false)?;
-    let shm = new_tmpfs("1777", Some(SHM_BYTES), ATTR_NOSUID | ATTR_NODEV)?;
+    let shm = new_tmpfs("1777", Size::Bytes(SHM_BYTES), ATTR_NOSUID | ATTR_NODEV)?;
     stage.attach(&shm, "/dev/shm", false)
 }
 

@@ -26,6 +26,7 @@
 
 mod fsview;
 pub mod guard;
+pub mod home_sockets;
 pub mod landlock;
 pub mod limits;
 pub mod mounts;

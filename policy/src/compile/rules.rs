@@ -113,6 +113,12 @@ impl Rules {
         }
         rules.allow_write = found.drain(..).collect();
         rules.host_tmp(fs, &cwd)?;
+        if policy.network.allow_all_unix_sockets {
+            for socket in super::home_sockets::sockets(fs, &home, &rules.allow_write) {
+                rules.note_kind(fs, &socket);
+                rules.masks.insert(socket);
+            }
+        }
         for entry in &fsp.deny_write {
             found.extend(rules.expand(fs, "denyWrite", entry, &home, &cwd)?);
         }
@@ -153,6 +159,13 @@ impl Rules {
         cwd: &Path,
     ) -> Result<Vec<PathBuf>, CompileError> {
         let mut out = Vec::new();
+        if field == "allowWrite" && write_glob_ignored(fs, entry, home, cwd) {
+            self.warnings.push(format!(
+                "filesystem.allowWrite: {}: globs grant no write on Linux (srt skips them too); ignored (name the directories)",
+                entry.path
+            ));
+            return Ok(out);
+        }
         for lexical in lexical_matches(fs, field, entry, home, cwd)? {
             // Writes: no symlink anywhere (a planted `build -> ~` must not
             // make home writable, nor `build/out` under it). Reads: only the
@@ -413,6 +426,17 @@ fn lexical_matches(
         out.push(literal);
     }
     Ok(out)
+}
+
+/// srt on Linux skips every `allowWrite` glob except a trailing `/**` on a
+/// literal directory, so oajail never grants a write through one either (it
+/// would grant more than srt). A bracket name that exists as written is
+/// read literally, as srt reads it.
+fn write_glob_ignored(fs: &dyn FsView, entry: &PathEntry, home: &Path, cwd: &Path) -> bool {
+    matches!(
+        whole_dir_matcher(entry, home, cwd),
+        PathMatcher::Glob { .. }
+    ) && fs.kind(&entry.resolve(home, cwd)).is_none()
 }
 
 /// `dir/**` (with a literal `dir`) means the directory itself, as in srt: one

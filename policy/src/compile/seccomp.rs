@@ -98,6 +98,25 @@ pub const NETLINK_ROUTE: u32 = 0;
 pub const TIOCSTI: u32 = 0x5412;
 /// `TIOCLINUX`: console ioctls, including a selection paste into input.
 pub const TIOCLINUX: u32 = 0x541C;
+/// Terminal ioctls whose effect outlives the process and that ordinary
+/// programs never need (`docs/threat-model.md`, "Terminal"): the supervisor
+/// restores termios after the run, but these it cannot undo reliably, so
+/// they are refused. Editors, pagers and readline only use `TCSETS*`,
+/// `TIOCSWINSZ` and `TIOCGPGRP`, which stay allowed.
+pub const TERMINAL_STATE_IOCTLS: [(u32, &str); 6] = [
+    // Exclusive mode: sudo, ssh and pinentry then fail to open the terminal.
+    (0x540C, "TIOCEXCL"),
+    // Line discipline: swapped for a serial or network discipline.
+    (0x5423, "TIOCSETD"),
+    // Steal a controlling terminal (the command has none after setsid).
+    (0x540E, "TIOCSCTTY"),
+    // Redirect console output to this terminal.
+    (0x541D, "TIOCCONS"),
+    // Hang up every process on the terminal, the user's shell included.
+    (0x5437, "TIOCVHANGUP"),
+    // Lock termios fields so the user's shell cannot restore them.
+    (0x5457, "TIOCSLCKTRMIOS"),
+];
 
 /// `CLONE_NEW*` flags valid for both `clone` and `unshare`.
 const CLONE_NEW: [(u32, &str); 7] = [
@@ -122,13 +141,17 @@ pub fn compile(policy: &Policy, _facts: &HostFacts) -> Result<SeccompPlan, Compi
     if !nested {
         deny.extend(namespace_rules());
     }
+    let state = TERMINAL_STATE_IOCTLS.iter().map(|(v, _)| *v);
     deny.push(SyscallDeny {
         syscall: "ioctl".into(),
         when: [TIOCSTI, TIOCLINUX]
-            .iter()
-            .map(|&v| vec![cmp(1, ArgOp::Eq, v)])
+            .into_iter()
+            .chain(state)
+            .map(|v| vec![cmp(1, ArgOp::Eq, v)])
             .collect(),
-        why: "TIOCSTI/TIOCLINUX inject input into a terminal".into(),
+        why: "TIOCSTI/TIOCLINUX inject input into a terminal; TIOCEXCL, TIOCSETD, TIOCSCTTY, \
+              TIOCCONS, TIOCVHANGUP, TIOCSLCKTRMIOS change terminal state that outlives the run"
+            .into(),
     });
     let mut families = vec!["AF_INET", "AF_INET6", "AF_NETLINK (NETLINK_ROUTE only)"];
     if unix {

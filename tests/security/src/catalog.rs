@@ -1087,6 +1087,121 @@ pub const ATTACKS: &[Attack] = &[
         "DoH/DoT through public resolvers not on the allowlist (dns.google:443/853, cloudflare-dns.com)",
         "PX (allowlist before DNS)",
     ),
+    // Issue 13, "hold the host": found by an independent attack review.
+    a(
+        "C10-tty-exclusive",
+        'C',
+        "TIOCEXCL on the caller's terminal: exclusive mode outlives the run (sudo, ssh, pinentry fail with EBUSY)",
+        "SC",
+    ),
+    a(
+        "C10-tty-line-discipline",
+        'C',
+        "TIOCSETD on the caller's terminal: a line discipline that outlives the run",
+        "SC",
+    ),
+    a(
+        "C10-tty-restored-after-kill",
+        'C',
+        "echo, canonical mode and signal keys turned around by a process killed with SIGKILL: the terminal must be restored",
+        "SUP (termios saved before, restored after the run)",
+    ),
+    a(
+        "H8-tmpfs-inodes",
+        'H',
+        "100,000 empty files in a 16 MiB /tmp: kernel slab that no size limit counts",
+        "NS (nr_inodes from the tmp size)",
+    ),
+    a(
+        "H8-dev-shm-inodes",
+        'H',
+        "100,000 empty files in /dev/shm",
+        "NS (nr_inodes from the size)",
+    ),
+    a(
+        "A9-root-system-secrets",
+        'A',
+        "built-in default as root: /etc/shadow-, /etc/gshadow-, /etc/ssl/private, /etc/security/opasswd",
+        "NS, LL (default deny list)",
+    ),
+    a(
+        "A9-proc-keys",
+        'A',
+        "/proc/keys lists the host keyring's key descriptions; /proc/key-users the host's key users",
+        "NS (masked in the jail's procfs)",
+    ),
+    a(
+        "G3-secret-values",
+        'G',
+        "SSHPASS, SLACK_HOOK_URL, SONAR_LOGIN, MNEMONIC, a ghp_ token, a URL password and a PEM key under plain names",
+        "ENV (names and value detection)",
+    ),
+    a(
+        "I2-env-keep-bad",
+        'I',
+        "--env-keep '*', 'a=b' and '' on the command line",
+        "SUP (refused like envKeep in a settings file)",
+    ),
+    a(
+        "I2-timeout-zero",
+        'I',
+        "--timeout 0 must mean no timeout (coreutils), not kill at once",
+        "SUP",
+    ),
+    a(
+        "I2-dash-c-bash",
+        'I',
+        "-c runs the string with bash as srt does ([[ ]] exits 2 under /bin/sh)",
+        "SUP",
+    ),
+    a(
+        "B8-allow-write-glob",
+        'B',
+        "allowWrite [\"./out*\"]: a write into ./out1, which srt on Linux never grants (it skips write globs)",
+        "NS, LL (the glob is ignored with a warning)",
+    ),
+    a(
+        "F17-dns-search-list",
+        'F',
+        "an allowed name that does not exist, resolved through resolv.conf's search domain to a host the policy never named",
+        "PX (names resolved as absolute FQDNs)",
+    ),
+    a(
+        "F18-localhost-allowed",
+        'F',
+        "localhost in allowedDomains: the host's loopback (srt opens it; oajail keeps it closed and says how to allow one port)",
+        "PX",
+    ),
+    a(
+        "C11-home-sockets",
+        'C',
+        "allowAllUnixSockets: connect to Docker Desktop, colima and gpg-agent sockets under ~",
+        "NS (sockets under ~ masked unless allowWrite names them)",
+    ),
+    a(
+        "F19-local-route",
+        'F',
+        "an allowed name resolving to a public-looking address the host accepts through a local route (on no interface)",
+        "PX (the route lookup must not pick the destination as the source)",
+    ),
+    a(
+        "F20-socks-plain-http-host",
+        'F',
+        "plain HTTP through the SOCKS port with a Host header naming another host (allowed.test:80 carrying Host: evil.test); the same request with the right Host passes, as through the HTTP proxy",
+        "PX",
+    ),
+    a(
+        "A10-second-mount",
+        'A',
+        "read ~/.ssh/id_ed25519 through a second mount of the denied home (a bind elsewhere)",
+        "NS (masks follow every mount of the file system, from mountinfo)",
+    ),
+    a(
+        "H9-memfd-whole-jail",
+        'H',
+        "1 GiB in memfds under a 512 MiB RLIMIT_AS: memory no per-process limit counts (root: memory cgroup; unprivileged: documented residual)",
+        "RL, SUP (memory cgroup for host root)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -2,7 +2,7 @@
 //! queries from a fixed table (or alternately for rebinding tests), and
 //! says NXDOMAIN to everything else. It never forwards anything anywhere.
 
-use crate::labspec::{ALLOWED_V4, DnsMode, EVIL_V4, METADATA_V4};
+use crate::labspec::{ALLOWED_V4, DnsMode, EVIL_V4, LOCAL_ROUTE_V4, METADATA_V4};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -110,6 +110,11 @@ pub const TABLE: &[(&str, &str)] = &[
     ("loopback.allowed.test", "127.0.0.1"),
     ("zero.allowed.test", "0.0.0.0"),
     ("rebind.test", ALLOWED_V4),
+    // A host in the lab resolv.conf's search domain (E8): reached only if
+    // the proxy resolves `nx.allowed.test` relative to `search corp.test`.
+    ("nx.allowed.test.corp.test", EVIL_V4),
+    // An allowed name resolving to an address of the lab's local route (F19).
+    ("localroute.allowed.test", LOCAL_ROUTE_V4),
 ];
 
 #[cfg(test)]

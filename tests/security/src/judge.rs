@@ -100,6 +100,9 @@ pub fn postconditions_allowing(
     if run.lab.pty_injected.is_some_and(|n| n > 0) {
         v.push("bytes injected into the terminal".into());
     }
+    if let Some(change) = &run.lab.pty_state_changed {
+        v.push(format!("terminal state left changed: {change}"));
+    }
     if run.lab.leftover_daemons > 0 {
         v.push(format!(
             "{} daemon(s) outlived the jail",

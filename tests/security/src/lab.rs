@@ -99,6 +99,8 @@ pub struct RunOptions {
     pub daemon_marker: Option<String>,
     /// Make user namespaces unavailable to the command.
     pub no_userns: bool,
+    /// Mount the fake home a second time at `<lab>/home-alias`.
+    pub alias_home: bool,
     /// DNS answering mode.
     pub dns: DnsMode,
     /// Extra environment for the command.
@@ -422,6 +424,7 @@ impl Lab {
                 .map(|d| (d, canary::canary(&self.token, "keyring"))),
             daemon_marker: opts.daemon_marker.clone(),
             no_userns: opts.no_userns,
+            alias_home: opts.alias_home,
             abstract_name: self.abstract_name.clone(),
             dns: opts.dns,
             timeout_ms: 20_000,

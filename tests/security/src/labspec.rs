@@ -18,6 +18,12 @@ pub const METADATA_V4: &str = "169.254.169.254";
 pub const METADATA_V6: &str = "fd00:ec2::254";
 /// The lab's DNS responder (also listens on every other lab address).
 pub const DNS_V4: &str = "10.53.0.53";
+/// A public-looking address the lab accepts through a `local` route
+/// (`5.5.5.0/24 dev lo`), on no interface: the sinks listen on every
+/// address, so a connection to it reaches them.
+pub const LOCAL_ROUTE_V4: &str = "5.5.5.5";
+/// The lab's local route holding [`LOCAL_ROUTE_V4`].
+pub const LOCAL_ROUTE_NET: &str = "5.5.5.0/24";
 /// A well-known public resolver address, held by the lab.
 pub const PUBLIC_DNS_V4: &str = "8.8.8.8";
 
@@ -84,6 +90,10 @@ pub struct LabConfig {
     pub daemon_marker: Option<String>,
     /// Forbid user namespaces for the command (fail-closed test).
     pub no_userns: bool,
+    /// Bind the fake home a second time at `<lab>/home-alias` (in the lab's
+    /// mount namespace) before the run.
+    #[serde(default)]
+    pub alias_home: bool,
     /// Abstract unix socket name the lab listens on.
     pub abstract_name: String,
     /// DNS answering mode.
@@ -116,6 +126,10 @@ pub struct LabResult {
     pub elapsed_ms: u64,
     /// Bytes found in the pty's input queue after the run (TIOCSTI), if a pty was used.
     pub pty_injected: Option<usize>,
+    /// How the pty's terminal state differs after the run from before it
+    /// (termios flags, control characters), if a pty was used and it does.
+    #[serde(default)]
+    pub pty_state_changed: Option<String>,
     /// Processes carrying the daemon marker still alive 1 s after the run.
     pub leftover_daemons: usize,
     /// Set when the lab itself failed; the run then proves nothing.

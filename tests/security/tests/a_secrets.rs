@@ -253,3 +253,70 @@ fn blocks_read_of_a_bracket_named_deny_read_entry() {
     );
     assert_blocked(&mut lab, id, &run);
 }
+
+/// A9: system secrets the built-in default denies, readable when oajail
+/// runs as root (the paths that exist on the CI host; the list is in
+/// `policy/src/defaults.rs`). As root the same read without the jail must
+/// succeed first, so the row cannot pass on a host that has none of them.
+#[test]
+fn blocks_system_secrets_under_default_policy_as_root() {
+    let id = "A9-root-system-secrets";
+    let mut lab = Lab::new(id);
+    let paths = [
+        "read-any",
+        "/etc/shadow-",
+        "/etc/gshadow-",
+        "/etc/ssl/private",
+        "/etc/security/opasswd",
+    ];
+    if nix::unistd::geteuid().is_root() {
+        let control = lab.unjailed(&paths, &RunOptions::default());
+        let verdict = control.report.as_ref().map(|r| r.verdict);
+        assert_eq!(
+            verdict,
+            Some(oajail_security::verdict::Verdict::Succeeded),
+            "control: root cannot read any of the secrets here: {}",
+            control.stdout
+        );
+    }
+    let run = lab.jailed_default(&paths, &RunOptions::default());
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// A9: the jail's own procfs lists the host's keys in /proc/keys (their
+/// descriptions: here the lab's session-keyring canary key) and key users
+/// in /proc/key-users; both are masked. Without the jail the probe must
+/// find the key, so the row can fail.
+#[test]
+fn blocks_proc_keys() {
+    let id = "A9-proc-keys";
+    let mut lab = Lab::new(id);
+    let desc = format!("oaj_canary_{}", lab.token);
+    let opts = RunOptions {
+        keyring_desc: Some(desc.clone()),
+        ..RunOptions::default()
+    };
+    let control = lab.unjailed(&["proc-keys", &desc], &opts);
+    assert_eq!(
+        control.report.as_ref().map(|r| r.verdict),
+        Some(oajail_security::verdict::Verdict::Succeeded),
+        "control: /proc/keys does not show the canary key: {}",
+        control.stdout
+    );
+    let run = lab.jailed(DENY_HOME, &["proc-keys", &desc], &opts);
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// A10: the fake home is mounted a second time at `<lab>/home-alias` (a
+/// bind, as `/home` bound elsewhere): `denyRead: ["~"]` masks the home,
+/// and the jail must mask the second mount's view of it too.
+#[test]
+fn blocks_a_second_mount_of_a_denied_directory() {
+    let opts = RunOptions {
+        alias_home: true,
+        ..RunOptions::default()
+    };
+    expect_blocked_with("A10-second-mount", DENY_HOME, &opts, |l| {
+        argv!["read-file", l.path("home-alias/.ssh/id_ed25519")]
+    });
+}

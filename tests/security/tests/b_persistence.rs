@@ -284,3 +284,28 @@ fn blocks_log_json_through_planted_symlink() {
     );
     oajail_security::judge::assert_blocked_or_refused(&mut lab, id, &run);
 }
+
+/// B8: `allowWrite: ["./out*"]`. srt skips allowWrite globs on Linux, so
+/// nothing matching it is writable there; oajail must not grant more (it
+/// ignores the glob with a warning). `out1` exists in the workspace and a
+/// write into it must fail.
+#[test]
+fn blocks_writes_granted_only_by_an_allow_write_glob() {
+    let id = "B8-allow-write-glob";
+    let mut lab = Lab::new(id);
+    std::fs::create_dir(lab.ws("out1")).expect("mkdir out1");
+    let fixture = "attack-allow-write-glob.json";
+    let target = lab.ws("out1/planted");
+    let run = lab.jailed(
+        fixture,
+        &["write-file", "create", &target],
+        &RunOptions::default(),
+    );
+    assert!(
+        run.stderr
+            .contains("allowWrite: out*: globs grant no write"),
+        "no warning for the ignored glob: {}",
+        run.stderr
+    );
+    assert_blocked(&mut lab, id, &run);
+}

@@ -163,3 +163,88 @@ fn residual_terminal_escapes_pass_through() {
         "OSC 52, OSC 0 and SGR 8 reach stdout byte for byte",
     );
 }
+
+// C10: the caller's terminal after the run (issue 13). The command shares
+// the user's terminal; whatever it does to it must not outlive the jail.
+
+fn on_pty() -> RunOptions {
+    RunOptions {
+        pty: true,
+        ..RunOptions::default()
+    }
+}
+
+/// TIOCEXCL: exclusive mode outlives the command; sudo, ssh and pinentry
+/// then fail to open the terminal. Refused by seccomp.
+#[test]
+fn blocks_terminal_exclusive_mode() {
+    expect_blocked_with("C10-tty-exclusive", DENY_HOME, &on_pty(), |_| {
+        argv!["tty-ioctl", "excl"]
+    });
+}
+
+/// TIOCSETD: a new line discipline outlives the command. Refused by seccomp.
+#[test]
+fn blocks_terminal_line_discipline() {
+    expect_blocked_with("C10-tty-line-discipline", DENY_HOME, &on_pty(), |_| {
+        argv!["tty-ioctl", "setd"]
+    });
+}
+
+/// A process of the command turns echo, canonical mode and the signal
+/// keys around and is killed with SIGKILL: the supervisor must put the
+/// terminal back. The lab compares the pty's termios before and after the
+/// run (a global post-condition), so the row fails if it was not restored.
+#[test]
+fn restores_the_terminal_after_a_killed_command() {
+    expect_blocked_with("C10-tty-restored-after-kill", DENY_HOME, &on_pty(), |_| {
+        argv!["tty-scramble"]
+    });
+}
+
+/// C11: with `allowAllUnixSockets` the command may create unix sockets, and
+/// a readable home holds sockets to host services: Docker Desktop, colima,
+/// gpg-agent. The test listens on each in the fake home (the control:
+/// without the jail the probe connects); in the jail each is masked.
+#[test]
+fn blocks_home_sockets_with_allow_all_unix_sockets() {
+    let id = "C11-home-sockets";
+    let mut lab = Lab::new(id);
+    let rels = [
+        ".docker/run/docker.sock",
+        ".colima/default/docker.sock",
+        ".gnupg/S.gpg-agent",
+    ];
+    let mut listeners = Vec::new();
+    for rel in rels {
+        let path = lab.home(rel);
+        if let Some(parent) = std::path::Path::new(&path).parent() {
+            std::fs::create_dir_all(parent).expect("socket directory");
+        }
+        listeners.push(std::os::unix::net::UnixListener::bind(&path).expect("listen"));
+        let control = lab.unjailed(&["unix-connect", &path], &RunOptions::default());
+        assert_eq!(
+            control.report.as_ref().map(|r| r.verdict),
+            Some(oajail_security::verdict::Verdict::Succeeded),
+            "control: {rel} unreachable without the jail: {}",
+            control.stdout
+        );
+    }
+    // The sockets are the test's own plants, not changes made by the jail.
+    lab.rebaseline_home();
+    for rel in rels {
+        let run = lab.jailed(
+            "attack-unix-sockets.json",
+            &["unix-connect", &lab.home(rel)],
+            &RunOptions::default(),
+        );
+        let blocked = run
+            .report
+            .as_ref()
+            .is_some_and(|r| r.verdict == oajail_security::verdict::Verdict::Blocked);
+        if !blocked || rel == rels[rels.len() - 1] {
+            assert_blocked(&mut lab, id, &run);
+        }
+    }
+    drop(listeners);
+}

@@ -500,3 +500,75 @@ fn blocks_doh_and_dot_to_unlisted_resolvers() {
         argv!["proxy-connect", "dns.google:443", "dns.google"]
     });
 }
+
+/// F17: the lab's resolv.conf has `search corp.test`, and
+/// `nx.allowed.test.corp.test` resolves to the evil sink. `nx.allowed.test`
+/// is allowed (by `*.allowed.test`) but does not exist: the proxy must
+/// resolve it as an absolute name and fail, never as a name in the search
+/// domain (the DNS query for it is an event outside `*.allowed.test`).
+#[test]
+fn blocks_names_resolved_through_the_search_list() {
+    proxy_blocked("F17-dns-search-list", |_| {
+        argv!["proxy-get", "http://nx.allowed.test/", "-"]
+    });
+}
+
+/// F18: `localhost` in allowedDomains. srt lets it reach every port of the
+/// host's loopback; oajail keeps the loopback closed (the lab's loopback
+/// has sinks on 8080) and its refusal says how to allow one port.
+#[test]
+fn localhost_stays_closed_and_says_how_to_allow_a_port() {
+    let id = "F18-localhost-allowed";
+    let mut lab = Lab::new(id);
+    let run = lab.jailed(
+        "attack-localhost.json",
+        &["proxy-get", "http://localhost:8080/", "-"],
+        &RunOptions::default(),
+    );
+    let hint = "add \"127.0.0.1:8080\" to network.allowedDomains";
+    assert!(
+        run.stderr.contains(hint) || run.stdout.contains(hint),
+        "the refusal does not say how to allow the port: {} {}",
+        run.stdout,
+        run.stderr
+    );
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// F19: `localroute.allowed.test` resolves to 5.5.5.5, which the lab
+/// accepts through `local 5.5.5.0/24 dev lo`: on no interface, public by
+/// its range, yet the host itself (the sinks listen there). The proxy must
+/// refuse once it sees the connection never left the host.
+#[test]
+fn blocks_allowed_names_reaching_the_host_through_a_local_route() {
+    proxy_blocked("F19-local-route", |_| {
+        argv!["proxy-get", "http://localroute.allowed.test:8080/", "-"]
+    });
+}
+
+/// F20: plain HTTP through the SOCKS port gets the HTTP proxy's answer for
+/// the same entry. `allowed.test` (no port) lets the HTTP proxy forward
+/// `GET http://allowed.test/`, so a SOCKS tunnel to `allowed.test:80`
+/// carrying that request reaches it too (checked first: it must not be
+/// refused); the same tunnel with `Host: evil.test` is refused, as the
+/// HTTP proxy never sends a Host other than the URL's.
+#[test]
+fn socks_plain_http_answers_as_the_http_proxy() {
+    let lab = Lab::new("control-socks-plain-http");
+    let run = lab.jailed(
+        PROXY,
+        &["socks", "http", "allowed.test:80"],
+        &RunOptions::default(),
+    );
+    assert_eq!(
+        run.report.as_ref().map(|r| r.verdict),
+        Some(Verdict::Succeeded),
+        "plain http through socks refused where the http proxy forwards it: {} {}",
+        run.stdout,
+        run.stderr
+    );
+    drop(lab);
+    proxy_blocked("F20-socks-plain-http-host", |_| {
+        argv!["socks", "http-front", "allowed.test:80"]
+    });
+}

@@ -7,3 +7,39 @@ use common::*;
 fn blocks_secret_environment_variables() {
     expect_blocked("G1-secret-env", DENY_HOME, |_| argv!["env-scan"]);
 }
+
+/// G3: secrets whose names say little (`SSHPASS`, `SLACK_HOOK_URL`,
+/// `SONAR_LOGIN`, `MNEMONIC`) and secrets recognised only by their value
+/// under plain names: a `ghp_` token, a password in a URL, a PEM private
+/// key. Each value holds a canary, so any of them in the jail's environment
+/// is an escape.
+#[test]
+fn blocks_secrets_found_by_value_and_newer_names() {
+    let id = "G3-secret-values";
+    let mut lab = Lab::new(id);
+    let c = |slug: &str| oajail_security::canary::canary(&lab.token, slug);
+    let env = vec![
+        ("SSHPASS".to_owned(), c("sshpass")),
+        ("SLACK_HOOK_URL".to_owned(), c("slack-hook")),
+        ("SONAR_LOGIN".to_owned(), c("sonar")),
+        ("MNEMONIC".to_owned(), c("mnemonic")),
+        (
+            "REPO_HELPER".to_owned(),
+            format!("ghp_0a1B2c3D4e5F6g7H8i9J{}", c("ghp")),
+        ),
+        (
+            "DATABASE".to_owned(),
+            format!("postgres://u:{}@db/x", c("url")),
+        ),
+        (
+            "DEPLOY".to_owned(),
+            format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n", c("pem")),
+        ),
+    ];
+    let opts = RunOptions {
+        env,
+        ..RunOptions::default()
+    };
+    let run = lab.jailed(DENY_HOME, &["env-scan"], &opts);
+    assert_blocked(&mut lab, id, &run);
+}

@@ -93,3 +93,67 @@ fn refuses_when_the_proxy_cannot_start() {
     );
     assert_refused(&mut lab, id, &run);
 }
+
+/// I2: `--env-keep` values the settings file refuses (`*` keeps every
+/// secret, `a=b` and the empty name are no names) are refused on the
+/// command line too, before the command runs.
+#[test]
+fn refuses_bad_env_keep_values() {
+    for (n, value) in ["*", "a=b", ""].iter().enumerate() {
+        let id = "I2-env-keep-bad";
+        let mut lab = Lab::new(&format!("{id}-{n}"));
+        let opts = RunOptions {
+            oajail_args: vec!["--env-keep".into(), (*value).into()],
+            ..RunOptions::default()
+        };
+        let run = lab.jailed(DENY_HOME, &["env-scan"], &opts);
+        assert!(
+            run.stderr.contains("--env-keep"),
+            "{value:?}: the refusal does not name --env-keep: {}",
+            run.stderr
+        );
+        assert_refused(&mut lab, id, &run);
+    }
+}
+
+/// I2: `--timeout 0` means no timeout (as coreutils' timeout), not "kill at
+/// once": the command runs to its end and its status passes through.
+#[test]
+fn timeout_zero_is_no_timeout() {
+    let id = "I2-timeout-zero";
+    let mut lab = Lab::new(id);
+    let opts = RunOptions {
+        oajail_args: vec!["--timeout".into(), "0".into()],
+        ..RunOptions::default()
+    };
+    let run = lab.jailed(DENY_HOME, &["nnp"], &opts);
+    assert_ne!(
+        run.lab.exit_code,
+        Some(124),
+        "killed by --timeout 0: {}",
+        run.stderr
+    );
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// I2: `-c` runs the string with bash, as srt does (`[[ ]]` is bash
+/// syntax; /bin/sh as dash exits 2 or 127 on it), inside the jail.
+#[test]
+fn dash_c_runs_bash() {
+    let id = "I2-dash-c-bash";
+    let mut lab = Lab::new(id);
+    let policy = lab.policy(DENY_HOME);
+    let script = format!(
+        "[[ -n \"$BASH_VERSION\" && 1 == 1 ]] && exec {} nnp",
+        lab.tools.probe.display()
+    );
+    let argv = vec![
+        lab.tools.oajail.display().to_string(),
+        "-s".into(),
+        policy,
+        "-c".into(),
+        script,
+    ];
+    let run = lab.run(argv, &RunOptions::default());
+    assert_blocked(&mut lab, id, &run);
+}

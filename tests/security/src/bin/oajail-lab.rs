@@ -78,6 +78,9 @@ fn run(config_path: &Path) -> i32 {
 fn lab(config: &LabConfig) -> Result<LabResult> {
     let in_userns = enter_namespaces(config)?;
     bind_resolv_conf(&config.dir)?;
+    if config.alias_home {
+        alias_home(&config.dir)?;
+    }
     configure_network(&config.dir, in_userns)?;
     if config.no_userns {
         // 1 when the command itself needs one nested namespace to drop to its uid.
@@ -127,6 +130,21 @@ fn enter_namespaces(config: &LabConfig) -> Result<bool> {
     Ok(flags.contains(CloneFlags::CLONE_NEWUSER))
 }
 
+/// A second mount of the fake home (A10): `<lab>/home-alias`.
+fn alias_home(dir: &Path) -> Result<()> {
+    use nix::mount::{MsFlags, mount};
+    let alias = dir.join("home-alias");
+    fs::create_dir_all(&alias)?;
+    mount(
+        Some(dir.join("home").as_path()),
+        &alias,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .context("bind the fake home a second time")
+}
+
 fn bind_resolv_conf(dir: &Path) -> Result<()> {
     use nix::mount::{MsFlags, mount};
     let etc = dir.join("etc");
@@ -135,7 +153,9 @@ fn bind_resolv_conf(dir: &Path) -> Result<()> {
     fs::write(
         &resolv,
         format!(
-            "nameserver {}\noptions timeout:1 attempts:1\n",
+            // The search domain is for E8: an allowed name that does not
+            // exist must not be retried as `<name>.corp.test`.
+            "nameserver {}\nsearch corp.test\noptions timeout:1 attempts:1\n",
             oajail_security::labspec::DNS_V4
         ),
     )?;
@@ -208,6 +228,11 @@ fn configure_network(dir: &Path, in_userns: bool) -> Result<()> {
         }
     }
     batch.push_str("route add default dev lab0\nroute add ::/0 dev lab0\n");
+    // F19: addresses the lab accepts through a local route, on no interface.
+    batch.push_str(&format!(
+        "route add local {} dev lo\n",
+        oajail_security::labspec::LOCAL_ROUTE_NET
+    ));
     let file = dir.join("etc/ip.batch");
     fs::write(&file, batch)?;
     ip(&["-batch", &file.display().to_string()])?;
@@ -395,6 +420,7 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         _leaks = Some(leaks);
     }
     let pty = if config.pty { Some(open_pty()?) } else { None };
+    let tty_before = pty.as_ref().map(|p| tty_state(&p.slave));
     match (&pty, &config.stdin_file) {
         (Some(p), _) => cmd.stdin(Stdio::from(p.slave.try_clone()?)),
         (None, Some(_)) => cmd.stdin(Stdio::piped()),
@@ -416,6 +442,10 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         config.kill_after_ms,
     )?;
     if let Some(p) = pty {
+        let after = tty_state(&p.slave);
+        if tty_before.as_ref() != Some(&after) {
+            result.pty_state_changed = Some(format!("before {tty_before:?}, after {after:?}"));
+        }
         result.pty_injected = Some(drain(&p.slave));
     }
     Ok(result)
@@ -447,6 +477,19 @@ fn open_pty() -> Result<Pty> {
         _master: p.master,
         slave: p.slave,
     })
+}
+
+/// The terminal state a jailed command could leave behind: the termios
+/// flags and control characters (exclusive mode is refused by seccomp and
+/// checked by the probe itself).
+fn tty_state(slave: &OwnedFd) -> String {
+    match nix::sys::termios::tcgetattr(slave) {
+        Ok(t) => format!(
+            "iflag {:?} oflag {:?} cflag {:?} lflag {:?} cc {:?}",
+            t.input_flags, t.output_flags, t.control_flags, t.local_flags, t.control_chars
+        ),
+        Err(e) => format!("tcgetattr: {e}"),
+    }
 }
 
 /// Bytes waiting in the terminal's input queue (what TIOCSTI would have pushed).

@@ -12,6 +12,7 @@
 mod exfil;
 mod fs;
 mod guard;
+mod host;
 mod late;
 mod lifecycle;
 mod limits;
@@ -61,6 +62,7 @@ const IN_CHILD: &[&str] = &[
     "tiocsti-high",
     "alloc",
     "fill-file",
+    "memfd-fill",
     "tioclinux",
     "socket-family",
     "socket-families",
@@ -82,6 +84,7 @@ fn main() {
         Some((id, p)) if id == "guarded-sleeper" && p.len() == 1 => guard::guarded_sleeper(&p[0]),
         Some((id, _)) if id == "orphan-parent" => late::orphan_parent(),
         Some((id, _)) if id == "orphan-child" => late::orphan_child(),
+        Some((id, _)) if id == "tty-scramble-child" => host::tty_scramble_child(),
         Some((id, params)) if IN_CHILD.contains(&id.as_str()) => in_child(id, params).emit(),
         Some((id, params)) => dispatch(id, params).emit(),
         None => usage(),
@@ -212,6 +215,9 @@ fn ids() -> Vec<&'static str> {
         "race-link-hook",
         "append-text",
     ]
+    .into_iter()
+    .chain(host::IDS.iter().copied())
+    .collect()
 }
 
 /// Run one attack in this process.
@@ -325,7 +331,9 @@ fn dispatch_guard(id: &str, p: &[String]) -> Outcome {
         "deputy-open" => guard::deputy_open(id, a(0), a(1)),
         "race-link-hook" => guard::race_link_hook(id, a(0), a(1), a(2), a(3)),
         "append-text" => guard::append_text(id, a(0), a(1)),
-        other => Outcome::unexpected(other, None, "unknown attack id (oajail-probe list)"),
+        other => host::dispatch(other, p).unwrap_or_else(|| {
+            Outcome::unexpected(other, None, "unknown attack id (oajail-probe list)")
+        }),
     }
 }
 
@@ -339,7 +347,8 @@ fn arity_ok(id: &str, n: usize) -> bool {
         "opath-dir-create" | "deputy-open" | "append-text" => 2,
         "opath-reopen" => 1,
         "proxy-connect" | "proxy-get" | "socks" | "fill-file" => 2,
-        "alloc" | "daemonize-wait" => 1,
+        "alloc" | "daemonize-wait" | "tty-ioctl" | "proc-keys" | "memfd-fill" => 1,
+        "fill-inodes" => 2,
         "fork-bomb" => 2,
         "print-escapes" | "reap-orphans" | "inotify-instances" => 1,
         "proxy-raw" => 1,
@@ -348,7 +357,7 @@ fn arity_ok(id: &str, n: usize) -> bool {
         | "kill" | "unix-connect" | "unix-sendto" | "abstract-connect" | "umount" | "open-tree"
         | "keyctl-read" | "resolve" | "icmp-ping" | "socket-family" => 1,
         // Variadic: at least one path.
-        "read-files" => return n >= 1,
+        "read-files" | "read-any" => return n >= 1,
         // Channel, target, then at least one source.
         "exfil" => return n >= 3,
         _ => 0,

@@ -194,7 +194,7 @@ pub fn socks(attack: &str, cmd: &str, target: &str) -> Outcome {
         Err(o) => return o,
     };
     let code = match cmd {
-        "connect" => 1,
+        "connect" | "http" | "http-front" => 1,
         "bind" => 2,
         "udp" => 3,
         other => {
@@ -217,11 +217,40 @@ pub fn socks(attack: &str, cmd: &str, target: &str) -> Outcome {
     if reply[1] != 0 {
         return Outcome::blocked_plain(attack, format!("socks reply code {}", reply[1]));
     }
+    if cmd != "connect" {
+        return socks_http(attack, &mut s, target, cmd == "http-front");
+    }
     let _ = s.write_all(b"OAJ-EXFIL-PROBE\n");
     if contains(&read_some(&mut s), ACK) {
         Outcome::succeeded(attack, "socks tunnel reached a sink")
     } else {
         Outcome::succeeded(attack, format!("socks {cmd} accepted (reply 0)"))
+    }
+}
+
+/// `socks http|http-front HOST:PORT`: after the SOCKS reply, one plain
+/// HTTP request whose Host header names the destination (`http`) or
+/// `evil.test` (`http-front`). Succeeded when an answer from a sink comes
+/// back.
+fn socks_http(attack: &str, s: &mut TcpStream, target: &str, front: bool) -> Outcome {
+    let host = target.rsplit_once(':').map_or(target, |(h, _)| h);
+    let host = if front { "evil.test" } else { host };
+    let req = format!("GET /oaj HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    let _ = s.write_all(req.as_bytes());
+    let resp = read_some(s);
+    if contains(&resp, ACK) || resp.starts_with(b"HTTP/1.1 200") {
+        Outcome::succeeded(
+            attack,
+            format!("plain http (Host {host}) through socks reached a sink"),
+        )
+    } else {
+        Outcome::blocked_plain(
+            attack,
+            format!(
+                "plain http (Host {host}) through socks: {}",
+                status_line(&resp)
+            ),
+        )
     }
 }
 

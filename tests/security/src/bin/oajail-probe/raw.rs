@@ -358,3 +358,12 @@ pub fn join_new_session_keyring() -> Result<i32, Errno> {
     })?;
     i32::try_from(ret).map_err(|_| Errno::EOVERFLOW)
 }
+
+/// `ioctl(fd, req, &arg)` with an `int` argument (TIOCSETD) or none that
+/// the kernel reads (TIOCEXCL ignores it).
+pub fn tty_ioctl_int(fd: BorrowedFd<'_>, req: u64, arg: i32) -> Result<(), Errno> {
+    // SAFETY: the kernel reads at most one int from `&arg`, alive for the
+    // call; `fd` is borrowed from a live descriptor.
+    check(unsafe { libc::syscall(libc::SYS_ioctl, fd.as_raw_fd(), req, &arg as *const i32) })
+        .map(drop)
+}
