@@ -3,9 +3,9 @@
 //! jail's own /proc shows (A9) and system secrets of the built-in default
 //! (A9).
 
+use crate::raw as sys;
 use crate::report::{Outcome, READ_DENIED, io_errno};
 use nix::errno::Errno;
-use crate::raw as sys;
 use std::os::fd::AsFd;
 
 /// Dispatch this module's attacks; `None` when `id` is not one of them.
