@@ -45,6 +45,7 @@ pub mod error;
 pub mod hash;
 pub mod host;
 mod json;
+pub mod l7;
 mod model;
 mod normalize;
 pub mod paths;
