@@ -155,7 +155,10 @@ fn draft_from_policy(policy: &Policy) -> Draft {
             "allowPrivateDestinations",
             o.allow_private_destinations.iter().cloned(),
         ),
-        tls_terminate: n.tls_terminate.as_ref().map(|t| tls_draft(&net.key("tlsTerminate"), t)),
+        tls_terminate: n
+            .tls_terminate
+            .as_ref()
+            .map(|t| tls_draft(&net.key("tlsTerminate"), t)),
         http_allow: list(
             &settings.key("httpRules"),
             "allow",
@@ -178,7 +181,11 @@ fn tls_draft(path: &JsonPath, t: &crate::l7::TlsTerminate) -> crate::l7::TlsDraf
             "excludeDomains",
             t.exclude_domains.iter().map(|d| d.as_str().to_owned()),
         ),
-        extra_ca_cert_paths: list(path, "extraCaCertPaths", t.extra_ca_cert_paths.iter().cloned()),
+        extra_ca_cert_paths: list(
+            path,
+            "extraCaCertPaths",
+            t.extra_ca_cert_paths.iter().cloned(),
+        ),
         max_tunnels: Some(t.max_tunnels),
         handshake_timeout_ms: Some(t.handshake_timeout_ms),
     }

@@ -91,7 +91,12 @@ impl HttpRule {
         let method = match method {
             "*" => None,
             m if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => Some(m.to_owned()),
-            m => return Err(format!("method {} must be upper-case letters or *", quote(m))),
+            m => {
+                return Err(format!(
+                    "method {} must be upper-case letters or *",
+                    quote(m)
+                ));
+            }
         };
         let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
             (true, rest)
@@ -102,18 +107,23 @@ impl HttpRule {
         };
         let slash = rest.find('/').ok_or("the url needs a path (at least /)")?;
         let (authority, path) = rest.split_at(slash);
-        let host = DomainPattern::parse(authority, ListKind::Allow).map_err(|e| e.to_string())?;
-        let port = host.port().unwrap_or(if https { 443 } else { 80 });
+        let parse = |a: &str| DomainPattern::parse(a, ListKind::Allow).map_err(|e| e.to_string());
+        let mut host = parse(authority)?;
+        let default_port = if https { 443 } else { 80 };
+        // `https://a.test:443/` and `https://a.test/` are one rule.
+        if host.port() == Some(default_port) {
+            let bare = host.as_str().trim_end_matches(&format!(":{default_port}"));
+            host = parse(bare)?;
+        }
+        let port = host.port().unwrap_or(default_port);
         let path = parse_path_pattern(path)?;
         let method_text = method.as_deref().unwrap_or("*");
         let scheme = if https { "https" } else { "http" };
-        // `https://a.test:443/` and `https://a.test/` are one rule.
-        let default_port = if https { 443 } else { 80 };
-        let authority = match host.port() {
-            Some(p) if p == default_port => host.as_str().trim_end_matches(&format!(":{p}")).to_owned(),
-            _ => host.as_str().to_owned(),
-        };
-        let text = format!("{method_text} {scheme}://{authority}/{}", path.join("/"));
+        let text = format!(
+            "{method_text} {scheme}://{}/{}",
+            host.as_str(),
+            path.join("/")
+        );
         Ok(Self {
             text,
             method,
@@ -194,7 +204,9 @@ fn glob_segments(pattern: &[String], path: &[&str]) -> bool {
             (0..=path.len()).any(|skip| glob_segments(rest, &path[skip..]))
         }
         Some((first, rest)) => match path.split_first() {
-            Some((seg, tail)) => glob_one(first.as_bytes(), seg.as_bytes()) && glob_segments(rest, tail),
+            Some((seg, tail)) => {
+                glob_one(first.as_bytes(), seg.as_bytes()) && glob_segments(rest, tail)
+            }
             None => false,
         },
     }
@@ -249,7 +261,10 @@ pub enum RuleVerdict {
 impl HttpRules {
     /// Whether any rule names `host`.
     pub fn governs(&self, host: &Host) -> bool {
-        self.allow.iter().chain(&self.deny).any(|r| r.names_host(host))
+        self.allow
+            .iter()
+            .chain(&self.deny)
+            .any(|r| r.names_host(host))
     }
 
     /// Deny rules first, then allow rules; a governed host's request that
@@ -300,13 +315,17 @@ impl TlsDraft {
     /// srt: the CA paths come together or not at all.
     pub(crate) fn build(self, rules: &HttpRules, path: &JsonPath) -> Result<TlsTerminate, Problem> {
         let out_of_range = |key: &str, n: Option<u32>, lo: u32, hi: u32| {
-            n.filter(|n| !(lo..=hi).contains(n)).map(|_| {
-                Problem::new(&path.key(key), format!("must be between {lo} and {hi}"))
-            })
+            n.filter(|n| !(lo..=hi).contains(n))
+                .map(|_| Problem::new(&path.key(key), format!("must be between {lo} and {hi}")))
         };
-        if let Some(p) = out_of_range("maxTunnels", self.max_tunnels, 1, 65_536)
-            .or_else(|| out_of_range("handshakeTimeoutMs", self.handshake_timeout_ms, 100, 600_000))
-        {
+        if let Some(p) = out_of_range("maxTunnels", self.max_tunnels, 1, 65_536).or_else(|| {
+            out_of_range(
+                "handshakeTimeoutMs",
+                self.handshake_timeout_ms,
+                100,
+                600_000,
+            )
+        }) {
             return Err(p);
         }
         if self.ca_cert_path.is_some() != self.ca_key_path.is_some() {
@@ -331,7 +350,11 @@ impl TlsDraft {
         }
         exclude.sort();
         exclude.dedup();
-        let mut extra: Vec<String> = self.extra_ca_cert_paths.into_iter().map(|(_, t)| t).collect();
+        let mut extra: Vec<String> = self
+            .extra_ca_cert_paths
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
         extra.sort();
         extra.dedup();
         Ok(TlsTerminate {
@@ -390,7 +413,10 @@ mod tests {
         assert!(!ok("GET", "/v3/%2e%2e/admin"));
         assert!(!ok("GET", "/v3//x"));
         assert!(!ok("GET", "/v3%2fme"));
-        assert_eq!(rules.judge(&facts(&other, "POST", "/")), RuleVerdict::Ungoverned);
+        assert_eq!(
+            rules.judge(&facts(&other, "POST", "/")),
+            RuleVerdict::Ungoverned
+        );
     }
 
     #[test]
