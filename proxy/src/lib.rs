@@ -36,13 +36,17 @@ mod flow;
 mod forward;
 mod helper;
 mod http;
+mod inspect;
 mod log;
+mod mitm;
 mod relay;
 mod resolve;
 mod response;
+mod rewind;
 mod route;
 mod server;
 mod socks;
+mod terminate;
 mod tls;
 
 pub use addr::{LocalAddrs, classify};
@@ -150,6 +154,10 @@ pub enum ProxyError {
     /// The ssh helper could not reach the proxy or relay.
     #[error("ssh-proxy: {0}")]
     Helper(String),
+    /// The TLS-termination CA could not be loaded or made, or the upstream
+    /// roots could not be read.
+    #[error("proxy: {0}")]
+    Ca(String),
 }
 
 /// Extra start-up options; [`start`] uses the defaults (system resolver).
@@ -210,6 +218,14 @@ impl ProxyHandle {
     /// summary of denials.
     pub fn shutdown(self) -> Summary {
         self.inner.shutdown()
+    }
+
+    /// The run's TLS-termination CA certificate (PEM), when the policy
+    /// terminates TLS for some host (`tlsTerminate` or `httpRules`): the
+    /// jail's trust bundle adds it to the system roots. Its private key
+    /// never leaves the proxy.
+    pub fn ca_cert_pem(&self) -> Option<String> {
+        self.inner.ca_pem()
     }
 
     /// Whether no client ever connected. The supervisor then skips the
