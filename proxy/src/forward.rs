@@ -16,7 +16,7 @@ use oajail_policy::host::{self, Host};
 use tokio::io::AsyncWriteExt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Body {
+pub(crate) enum Body {
     None,
     Length(u64),
     Chunked,
@@ -173,7 +173,7 @@ fn parse_absolute(target: &str) -> Result<Url, Reject> {
 }
 
 /// The request body's framing; every ambiguity is refused.
-fn request_body(req: &Request) -> Result<Body, Reject> {
+pub(crate) fn request_body(req: &Request) -> Result<Body, Reject> {
     let te: Vec<&[u8]> = req.values("transfer-encoding").collect();
     let cl: Vec<&[u8]> = req.values("content-length").collect();
     if !te.is_empty() {

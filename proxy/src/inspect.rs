@@ -49,10 +49,7 @@ pub(crate) fn check<B>(
     }
     check_framing(req.version(), req.headers())?;
     check_names(tunnel, req)?;
-    let path = req
-        .uri()
-        .path_and_query()
-        .map_or("/", |p| p.as_str());
+    let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
     let facts = RequestFacts {
         https: true,
         host: tunnel.host,
@@ -66,14 +63,21 @@ pub(crate) fn check<B>(
         RuleVerdict::Refused(why) => Err(refuse(
             403,
             "http_rule",
-            format!("{} https://{}{path} is refused: {why}", req.method(), tunnel.host.authority(tunnel.port)),
+            format!(
+                "{} https://{}{path} is refused: {why}",
+                req.method(),
+                tunnel.host.authority(tunnel.port)
+            ),
         )),
     }
 }
 
 fn check_framing(version: Version, headers: &HeaderMap) -> Result<(), Refused> {
     let bad = |m: &str| Err(refuse(400, "bad_request", m.to_owned()));
-    let te: Vec<_> = headers.get_all(http::header::TRANSFER_ENCODING).iter().collect();
+    let te: Vec<_> = headers
+        .get_all(http::header::TRANSFER_ENCODING)
+        .iter()
+        .collect();
     if te.is_empty() {
         return Ok(());
     }
@@ -108,7 +112,11 @@ fn check_names<B>(tunnel: &Dest<'_>, req: &Request<B>) -> Result<(), Refused> {
     };
     let hosts: Vec<_> = req.headers().get_all(http::header::HOST).iter().collect();
     if hosts.len() > 1 {
-        return Err(refuse(400, "bad_request", "more than one Host header".into()));
+        return Err(refuse(
+            400,
+            "bad_request",
+            "more than one Host header".into(),
+        ));
     }
     if let Some(authority) = req.uri().authority()
         && !same_destination(tunnel, authority.as_str())
@@ -162,7 +170,13 @@ mod tests {
         for ok in ["api.test", "API.test.", "api.test:443"] {
             assert!(same_destination(&t, ok), "{ok}");
         }
-        for bad in ["evil.test", "api.test:8443", "user@api.test", "api.test:", "api.test.evil"] {
+        for bad in [
+            "evil.test",
+            "api.test:8443",
+            "user@api.test",
+            "api.test:",
+            "api.test.evil",
+        ] {
             assert!(!same_destination(&t, bad), "{bad}");
         }
     }

@@ -45,6 +45,7 @@ mod response;
 mod rewind;
 mod route;
 mod server;
+mod sniff;
 mod socks;
 mod terminate;
 mod tls;

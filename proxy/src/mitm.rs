@@ -50,12 +50,15 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 impl Mitm {
     /// Load or make the CA and build the upstream configuration.
     pub(crate) fn new(tls: Option<&TlsTerminate>) -> Result<Self, ProxyError> {
-        let (issuer, ca_der) = match tls.and_then(|t| t.ca_cert_path.as_ref().zip(t.ca_key_path.as_ref())) {
-            Some((cert, key)) => load_ca(cert, key)?,
-            None => ephemeral_ca()?,
-        };
+        let (issuer, ca_der) =
+            match tls.and_then(|t| t.ca_cert_path.as_ref().zip(t.ca_key_path.as_ref())) {
+                Some((cert, key)) => load_ca(cert, key)?,
+                None => ephemeral_ca()?,
+            };
         let ca_pem = pem_of(&ca_der);
-        let extra = tls.map(|t| t.extra_ca_cert_paths.as_slice()).unwrap_or_default();
+        let extra = tls
+            .map(|t| t.extra_ca_cert_paths.as_slice())
+            .unwrap_or_default();
         let defaults = oajail_policy::l7::DEFAULT_MAX_TUNNELS;
         let max = tls.map_or(defaults, |t| t.max_tunnels);
         let ms = tls.map_or(oajail_policy::l7::DEFAULT_HANDSHAKE_TIMEOUT_MS, |t| {
@@ -154,8 +157,11 @@ fn load_ca(
     key_path: &str,
 ) -> Result<(Issuer<'static, KeyPair>, CertificateDer<'static>), ProxyError> {
     let read = |path: &str, what: &str| {
-        std::fs::read_to_string(path)
-            .map_err(|e| ca_error(format!("network.tlsTerminate.{what}: cannot read {path}: {e}")))
+        std::fs::read_to_string(path).map_err(|e| {
+            ca_error(format!(
+                "network.tlsTerminate.{what}: cannot read {path}: {e}"
+            ))
+        })
     };
     let cert_pem = read(cert_path, "caCertPath")?;
     let key = KeyPair::from_pem(&read(key_path, "caKeyPath")?)
@@ -175,7 +181,9 @@ fn upstream_config(extra: &[String]) -> Result<ClientConfig, ProxyError> {
     roots.add_parsable_certificates(native.certs);
     for path in extra {
         let text = std::fs::read(path).map_err(|e| {
-            ca_error(format!("network.tlsTerminate.extraCaCertPaths: cannot read {path}: {e}"))
+            ca_error(format!(
+                "network.tlsTerminate.extraCaCertPaths: cannot read {path}: {e}"
+            ))
         })?;
         let certs: Vec<_> = CertificateDer::pem_slice_iter(&text)
             .filter_map(Result::ok)

@@ -148,8 +148,12 @@ async fn terminated(
             "error"
         }
     };
-    guard.up.store(counters.up.load(Ordering::Relaxed), Ordering::Relaxed);
-    guard.down.store(counters.down.load(Ordering::Relaxed), Ordering::Relaxed);
+    guard
+        .up
+        .store(counters.up.load(Ordering::Relaxed), Ordering::Relaxed);
+    guard
+        .down
+        .store(counters.down.load(Ordering::Relaxed), Ordering::Relaxed);
     guard.finish(reason);
 }
 

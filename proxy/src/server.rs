@@ -41,7 +41,9 @@ impl Shared {
         #[cfg(not(feature = "test-lab"))]
         let lab_public = Vec::new();
         let mitm = if config.egress.needs_ca() {
-            Some(crate::mitm::Mitm::new(config.egress.tls_terminate.as_ref())?)
+            Some(crate::mitm::Mitm::new(
+                config.egress.tls_terminate.as_ref(),
+            )?)
         } else {
             None
         };

@@ -81,7 +81,10 @@ async fn upstream_tls(
     let connector = tokio_rustls::TlsConnector::from(mitm.upstream.clone());
     match tokio::time::timeout(mitm.handshake_timeout, connector.connect(name, stream)).await {
         Ok(Ok(tls)) => Ok(tls),
-        Ok(Err(e)) => Err(failed("upstream_tls", format!("TLS with {host} failed: {e}"))),
+        Ok(Err(e)) => Err(failed(
+            "upstream_tls",
+            format!("TLS with {host} failed: {e}"),
+        )),
         Err(_) => Err(failed("upstream_tls", format!("TLS with {host} timed out"))),
     }
 }
@@ -91,7 +94,9 @@ async fn handshake_upstream(tls: TlsStream<TcpStream>) -> Result<Sender, Failed>
     let io = TokioIo::new(tls);
     let err = |e: hyper::Error| failed("upstream_error", format!("upstream HTTP: {e}"));
     if h2 {
-        let (send, conn) = http2::handshake(TokioExecutor::new(), io).await.map_err(err)?;
+        let (send, conn) = http2::handshake(TokioExecutor::new(), io)
+            .await
+            .map_err(err)?;
         tokio::spawn(conn);
         Ok(Sender::H2(send))
     } else {
@@ -115,10 +120,20 @@ async fn prepare(
     shared: &Shared,
     host: &Host,
     stream: TcpStream,
-) -> Result<(tokio::sync::OwnedSemaphorePermit, Sender, Arc<rustls::ServerConfig>), Failed> {
+) -> Result<
+    (
+        tokio::sync::OwnedSemaphorePermit,
+        Sender,
+        Arc<rustls::ServerConfig>,
+    ),
+    Failed,
+> {
     let mitm = shared.mitm()?;
     let permit = mitm.tunnels.clone().try_acquire_owned().map_err(|_| {
-        failed("tunnel_limit", "too many terminated tunnels (network.tlsTerminate.maxTunnels)")
+        failed(
+            "tunnel_limit",
+            "too many terminated tunnels (network.tlsTerminate.maxTunnels)",
+        )
     })?;
     let upstream = upstream_tls(shared, host, stream).await?;
     let sender = handshake_upstream(upstream).await?;
@@ -143,7 +158,10 @@ pub(crate) async fn run(
         Err(f) => {
             // The client is still in its handshake: a TLS alert, never
             // plaintext.
-            let _ = client.stream.write_all(&crate::tls::ALERT_ACCESS_DENIED).await;
+            let _ = client
+                .stream
+                .write_all(&crate::tls::ALERT_ACCESS_DENIED)
+                .await;
             return Err(f);
         }
     };
@@ -164,21 +182,39 @@ pub(crate) async fn run(
         sni,
         sender: Mutex::new(sender),
     });
+    let idle = shared.limits.idle_timeout;
+    if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+        return Ok(serve_io(tls, conn, idle).await);
+    }
+    let (limits, log_conn) = (&shared.limits, conn.clone());
+    let guard = crate::sniff::H1Guard::new(limits.max_head_bytes, limits.max_headers);
+    let guarded = crate::sniff::Guarded::new(tls, guard, move |why| log_conn.malformed(why));
+    Ok(serve_io(guarded, conn, idle).await)
+}
+
+/// hyper serves the client (HTTP/1.1 or HTTP/2) until it is done or idle.
+async fn serve_io<I>(io: I, conn: Arc<Conn>, idle: std::time::Duration) -> &'static str
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = hyper::service::service_fn(move |req| {
         let conn = conn.clone();
         async move { Ok::<_, std::convert::Infallible>(conn.handle(req).await) }
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    let served = builder.serve_connection(TokioIo::new(tls), service);
-    let idle = shared.limits.idle_timeout;
+    let served = builder.serve_connection(TokioIo::new(io), service);
     match tokio::time::timeout(idle, served).await {
-        Ok(Ok(())) => Ok("closed"),
-        Ok(Err(_)) => Ok("error"),
-        Err(_) => Ok("idle"),
+        Ok(Ok(())) => "closed",
+        Ok(Err(_)) => "error",
+        Err(_) => "idle",
     }
 }
 
-fn answer(status: u16, extra: Option<(&'static str, &'static str)>, message: &str) -> Response<Body> {
+fn answer(
+    status: u16,
+    extra: Option<(&'static str, &'static str)>,
+    message: &str,
+) -> Response<Body> {
     let body = Full::new(Bytes::from(format!("{message}\n")))
         .map_err(|never| match never {})
         .boxed();
@@ -237,6 +273,22 @@ impl Conn {
         resp
     }
 
+    /// A request head the strict parser refused (`sniff.rs`): the
+    /// connection is dropped before hyper or the upstream sees it.
+    fn malformed(&self, why: String) {
+        let message = format!(
+            "a malformed request in the tunnel to {}: {why}",
+            self.host.authority(self.port)
+        );
+        eprintln!("oajail: proxy refused {message}");
+        let mut rec = self.record("", "");
+        rec.method = None;
+        rec.decision = Some("deny");
+        rec.reason = "bad_request".into();
+        rec.message = Some(message);
+        self.shared.log.write(rec);
+    }
+
     fn refuse(&self, mut rec: Record, r: Refused) -> Response<Body> {
         // A live line: the user sees the refusal while the command runs.
         eprintln!("oajail: proxy refused {}", r.message);
@@ -257,7 +309,11 @@ impl Conn {
         } else {
             self.host.authority(self.port)
         };
-        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+        let path = parts
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned();
         let mut sender = self.sender.lock().await;
         if let Sender::H1(slot) = &*sender
             && slot.as_ref().is_none_or(|s| s.is_closed())
@@ -268,10 +324,13 @@ impl Conn {
             Sender::H2(send) => {
                 parts.version = Version::HTTP_2;
                 parts.headers.remove(http::header::HOST);
-                parts.uri = Uri::try_from(format!("https://{authority}{path}")).map_err(|e| e.to_string())?;
+                parts.uri = Uri::try_from(format!("https://{authority}{path}"))
+                    .map_err(|e| e.to_string())?;
                 let send = send.clone();
                 drop(sender);
-                send.clone().send_request(Request::from_parts(parts, body)).await
+                send.clone()
+                    .send_request(Request::from_parts(parts, body))
+                    .await
             }
             Sender::H1(slot) => {
                 let Some(send) = slot.as_mut() else {
@@ -301,7 +360,9 @@ impl Conn {
             .map_err(|_| format!("{}: connect timed out", self.addr))?
             .map_err(|e| format!("{}: {e}", self.addr))?;
         let _ = stream.set_nodelay(true);
-        let tls = upstream_tls(&self.shared, &self.host, stream).await.map_err(|f| f.message)?;
+        let tls = upstream_tls(&self.shared, &self.host, stream)
+            .await
+            .map_err(|f| f.message)?;
         handshake_upstream(tls).await.map_err(|f| f.message)
     }
 }
@@ -330,7 +391,14 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in proxy {
         headers.remove(name);
     }
-    for name in ["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"] {
+    for name in [
+        "connection",
+        "keep-alive",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    ] {
         headers.remove(name);
     }
 }
