@@ -55,8 +55,9 @@ pub fn compile_all(policy: &Policy, origin: &Origin, env_keep: &[String]) -> Res
     let facts = host_facts(origin)?;
     let compiled = compile::compile(policy, &facts, &HostFs)
         .map_err(|e| Fail::usage(anyhow!("{origin}: {e}")))?;
-    let egress =
+    let mut egress =
         EgressPlan::from_policy(policy).map_err(|e| Fail::usage(anyhow!("{origin}: {e}")))?;
+    crate::settings::print_warnings(&without_jail_ca(&mut egress));
     let proxy = ProxyEnv {
         url: format!("http://127.0.0.1:{PROXY_PORT}"),
         ssh_helper: vec![facts.exe.to_string_lossy().into_owned(), "ssh-proxy".into()],
@@ -74,6 +75,27 @@ pub fn compile_all(policy: &Policy, origin: &Origin, env_keep: &[String]) -> Res
         egress,
         env,
     })
+}
+
+/// The jail does not install a trust bundle with the run's CA yet
+/// (docs/proxy.md, "TLS termination"). A per-run CA would then only break
+/// https inside the jail, so srt's `tlsTerminate` without CA paths keeps
+/// the opaque tunnel (as before termination existed). A CA from
+/// `caCertPath` is kept: the host's roots, which the jail reads, may trust
+/// it. Hosts governed by `httpRules` stay terminated: their requests must
+/// be checked, so a client that cannot verify the CA is refused, never let
+/// through unchecked.
+fn without_jail_ca(egress: &mut EgressPlan) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let per_run = |t: &oajail_policy::l7::TlsTerminate| t.ca_cert_path.is_none();
+    if egress.tls_terminate.as_ref().is_some_and(per_run) {
+        egress.tls_terminate = None;
+        warnings.push("network.tlsTerminate: without caCertPath the jail cannot trust a per-run ca yet, so https stays end to end (opaque, sni-checked tunnels)".to_owned());
+    }
+    if !egress.http_rules.is_empty() && egress.tls_terminate.is_none() {
+        warnings.push("oajail.httpRules: https to the hosts they govern is terminated with a per-run ca that the jail does not trust yet: those requests fail the client's certificate check (plain http is checked by the rules)".to_owned());
+    }
+    warnings
 }
 
 fn exe_path() -> Result<PathBuf, Fail> {

@@ -465,3 +465,42 @@ fn a_tunnel_to_a_governed_host_must_be_tls() {
             .contains("oajail.httpRules")
     );
 }
+
+#[test]
+fn plain_http_requests_are_checked_by_the_same_rules_before_dns() {
+    let up = Upstream::http(public(3));
+    let name = "plain.lab.test";
+    let base = format!("http://{name}:{}", up.addr.port());
+    let mut egress = plan(&[name], &[]);
+    egress.http_rules = HttpRules {
+        allow: vec![HttpRule::parse(&format!("GET {base}/ok/**")).unwrap()],
+        deny: Vec::new(),
+    };
+    let lab = Lab::with(egress, Limits::default());
+    lab.resolver.map(name, public(3));
+    let run = |url: &str, method: &str| {
+        let out = Command::new("curl")
+            .args(["-sS", "-i", "--max-time", "10", "--proxy", &lab.proxy_url()])
+            .args(["-X", method, url])
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let refused = run(&format!("{base}/admin"), "GET");
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    assert!(
+        refused.contains("X-Proxy-Error: blocked-by-http-rules"),
+        "{refused}"
+    );
+    let refused = run(&format!("{base}/ok/1"), "DELETE");
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    assert_eq!(
+        lab.resolver.count(name),
+        0,
+        "refused requests never reach DNS"
+    );
+    assert_eq!(up.hits(), 0);
+    let ok = run(&format!("{base}/ok/1"), "GET");
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    assert_eq!(up.hits(), 1);
+}
