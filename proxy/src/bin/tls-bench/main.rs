@@ -73,7 +73,7 @@ fn main() -> Res<()> {
         let port: u16 = args.get(2).ok_or("port")?.parse()?;
         let ca = args.get(3).ok_or("upstream ca")?;
         let out = args.get(4).ok_or("ca output")?;
-        return serve(port, ca, (args.len() > 5).then(|| out.as_str()));
+        return serve(port, ca, (args.len() > 5).then_some(out.as_str()));
     }
     let rounds = arg(&args, "--rounds", 5)?;
     let mib = arg(&args, "--mib", 256)?;
@@ -153,8 +153,15 @@ impl Proxy {
 
     fn rss_kib(&self) -> Res<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        let line = status.lines().find(|l| l.starts_with("VmRSS:")).ok_or("VmRSS")?;
-        Ok(line.split_whitespace().nth(1).ok_or("VmRSS value")?.parse()?)
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .ok_or("VmRSS")?;
+        Ok(line
+            .split_whitespace()
+            .nth(1)
+            .ok_or("VmRSS value")?
+            .parse()?)
     }
 }
 
@@ -180,7 +187,10 @@ async fn upstream(dir: &Path) -> Res<(u16, PathBuf)> {
     let config = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], PrivateKeyDer::try_from(key.serialize_der())?)?;
+        .with_single_cert(
+            vec![cert.der().clone()],
+            PrivateKeyDer::try_from(key.serialize_der())?,
+        )?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
@@ -188,14 +198,18 @@ async fn upstream(dir: &Path) -> Res<(u16, PathBuf)> {
         while let Ok((tcp, _)) = listener.accept().await {
             let acceptor = acceptor.clone();
             tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else { return };
-                let service = hyper::service::service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
-                    let mib: usize = (req.uri().query())
-                        .and_then(|q| q.strip_prefix("mib="))
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(0);
-                    Ok::<_, std::convert::Infallible>(hyper::Response::new(body(mib)))
-                });
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(
+                    |req: hyper::Request<hyper::body::Incoming>| async move {
+                        let mib: usize = (req.uri().query())
+                            .and_then(|q| q.strip_prefix("mib="))
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(0);
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(body(mib)))
+                    },
+                );
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(tls), service)
                     .await;
@@ -243,12 +257,17 @@ type Client = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
 
 /// CONNECT through `proxy`, TLS (trusting both CAs), HTTP/1.1; returns the
 /// client and the time the TLS handshake completed after the start.
-async fn open(proxy: SocketAddr, port: u16, tls: &tokio_rustls::TlsConnector) -> Res<(Client, Duration)> {
+async fn open(
+    proxy: SocketAddr,
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+) -> Res<(Client, Duration)> {
     let started = Instant::now();
     let mut tcp = TcpStream::connect(proxy).await?;
     tcp.set_nodelay(true)?;
     let target = format!("{NAME}:{port}");
-    tcp.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes()).await?;
+    tcp.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+        .await?;
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         let mut b = [0u8; 1];
@@ -268,7 +287,9 @@ async fn open(proxy: SocketAddr, port: u16, tls: &tokio_rustls::TlsConnector) ->
 async fn get(client: &mut Client, path: &str) -> Res<u64> {
     client.ready().await?;
     let host = HOST.get().map_or(NAME, String::as_str);
-    let req = hyper::Request::get(path).header("host", host).body(Empty::new())?;
+    let req = hyper::Request::get(path)
+        .header("host", host)
+        .body(Empty::new())?;
     let mut body = client.send_request(req).await?.into_body();
     let mut n = 0u64;
     while let Some(frame) = body.frame().await {
@@ -303,7 +324,13 @@ struct Round {
     handshake_us: f64,
 }
 
-async fn round(proxy: SocketAddr, port: u16, tls: &tokio_rustls::TlsConnector, mib: usize, requests: usize) -> Res<Round> {
+async fn round(
+    proxy: SocketAddr,
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+    mib: usize,
+    requests: usize,
+) -> Res<Round> {
     let (mut c, _) = open(proxy, port, tls).await?;
     let t = Instant::now();
     let n = get(&mut c, &format!("/bulk?mib={mib}")).await?;
@@ -327,7 +354,12 @@ async fn round(proxy: SocketAddr, port: u16, tls: &tokio_rustls::TlsConnector, m
     })
 }
 
-async fn idle_kib(proxy: &Proxy, port: u16, tls: &tokio_rustls::TlsConnector, n: usize) -> Res<f64> {
+async fn idle_kib(
+    proxy: &Proxy,
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+    n: usize,
+) -> Res<f64> {
     let before = proxy.rss_kib()?;
     let mut open_conns = Vec::with_capacity(n);
     for _ in 0..n {
@@ -366,18 +398,35 @@ async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<(
             a.bulk_mib_s, b.bulk_mib_s, a.p50_us, b.p50_us, a.handshake_us, b.handshake_us
         );
     }
-    let ratios: Vec<f64> = o.iter().zip(&t).map(|(a, b)| b.bulk_mib_s / a.bulk_mib_s).collect();
+    let ratios: Vec<f64> = o
+        .iter()
+        .zip(&t)
+        .map(|(a, b)| b.bulk_mib_s / a.bulk_mib_s)
+        .collect();
     let added: Vec<f64> = o.iter().zip(&t).map(|(a, b)| b.p50_us - a.p50_us).collect();
     let pick = |v: &[Round], f: fn(&Round) -> f64| median(v.iter().map(f).collect());
-    println!("bulk: opaque {:.0} MiB/s, terminated {:.0} MiB/s, ratio median {:.2} (target >= 0.5)",
-        pick(&o, |r| r.bulk_mib_s), pick(&t, |r| r.bulk_mib_s), median(ratios));
-    println!("keep-alive p50: opaque {:.0} us, terminated {:.0} us, added median {:.0} us (target <= 300)",
-        pick(&o, |r| r.p50_us), pick(&t, |r| r.p50_us), median(added));
-    println!("handshake p50 (CONNECT + TLS, cached leaf): opaque {:.0} us, terminated {:.0} us (target <= 2000)",
-        pick(&o, |r| r.handshake_us), pick(&t, |r| r.handshake_us));
+    println!(
+        "bulk: opaque {:.0} MiB/s, terminated {:.0} MiB/s, ratio median {:.2} (target >= 0.5)",
+        pick(&o, |r| r.bulk_mib_s),
+        pick(&t, |r| r.bulk_mib_s),
+        median(ratios)
+    );
+    println!(
+        "keep-alive p50: opaque {:.0} us, terminated {:.0} us, added median {:.0} us (target <= 300)",
+        pick(&o, |r| r.p50_us),
+        pick(&t, |r| r.p50_us),
+        median(added)
+    );
+    println!(
+        "handshake p50 (CONNECT + TLS, cached leaf): opaque {:.0} us, terminated {:.0} us (target <= 2000)",
+        pick(&o, |r| r.handshake_us),
+        pick(&t, |r| r.handshake_us)
+    );
     let idle_o = idle_kib(&opaque, port, &tls, idle).await?;
     let idle_t = idle_kib(&term, port, &tls, idle).await?;
-    println!("idle: {idle} connections, proxy RSS per connection: opaque {idle_o:.1} KiB, terminated {idle_t:.1} KiB (target <= 64)");
+    println!(
+        "idle: {idle} connections, proxy RSS per connection: opaque {idle_o:.1} KiB, terminated {idle_t:.1} KiB (target <= 64)"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
