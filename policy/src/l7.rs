@@ -88,23 +88,8 @@ impl HttpRule {
         let (method, url) = text
             .split_once(' ')
             .ok_or("expected \"METHOD https://host/path\"")?;
-        let method = match method {
-            "*" => None,
-            m if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => Some(m.to_owned()),
-            m => {
-                return Err(format!(
-                    "method {} must be upper-case letters or *",
-                    quote(m)
-                ));
-            }
-        };
-        let (https, rest) = if let Some(rest) = url.strip_prefix("https://") {
-            (true, rest)
-        } else if let Some(rest) = url.strip_prefix("http://") {
-            (false, rest)
-        } else {
-            return Err("the url must start with https:// or http://".into());
-        };
+        let method = parse_method(method)?;
+        let (https, rest) = split_scheme(url)?;
         let slash = rest.find('/').ok_or("the url needs a path (at least /)")?;
         let (authority, path) = rest.split_at(slash);
         let parse = |a: &str| DomainPattern::parse(a, ListKind::Allow).map_err(|e| e.to_string());
@@ -151,6 +136,28 @@ impl HttpRule {
             && self.host.matches(req.host, req.port)
             && self.method.as_deref().is_none_or(|m| m == req.method)
             && glob_segments(&self.path, &req.path_segments())
+    }
+}
+
+fn parse_method(method: &str) -> Result<Option<String>, String> {
+    match method {
+        "*" => Ok(None),
+        m if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => Ok(Some(m.to_owned())),
+        m => Err(format!(
+            "method {} must be upper-case letters or *",
+            quote(m)
+        )),
+    }
+}
+
+/// `(https?, the rest after "scheme://")`.
+fn split_scheme(url: &str) -> Result<(bool, &str), String> {
+    if let Some(rest) = url.strip_prefix("https://") {
+        Ok((true, rest))
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        Ok((false, rest))
+    } else {
+        Err("the url must start with https:// or http://".into())
     }
 }
 
@@ -335,21 +342,7 @@ impl TlsDraft {
                 "caCertPath and caKeyPath must be given together (or neither, for a per-run ca)",
             ));
         }
-        let mut exclude = Vec::new();
-        for (path, text) in &self.exclude_domains {
-            let p = DomainPattern::parse(text, ListKind::Allow)
-                .map_err(|e| Problem::new(path, e.to_string()))?;
-            if let Some(rule) = (rules.allow.iter().chain(&rules.deny)).find(|r| overlaps(&p, r)) {
-                let message = format!(
-                    "excludes a host that oajail.httpRules governs ({}); its requests could not be checked",
-                    quote(rule.as_str())
-                );
-                return Err(Problem::new(path, message));
-            }
-            exclude.push(p);
-        }
-        exclude.sort();
-        exclude.dedup();
+        let exclude = excludes(&self.exclude_domains, rules)?;
         let mut extra: Vec<String> = self
             .extra_ca_cert_paths
             .into_iter()
@@ -368,6 +361,29 @@ impl TlsDraft {
                 .unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT_MS),
         })
     }
+}
+
+/// `excludeDomains`, none of which may cover a host the rules govern.
+fn excludes(
+    items: &[(JsonPath, String)],
+    rules: &HttpRules,
+) -> Result<Vec<DomainPattern>, Problem> {
+    let mut exclude = Vec::new();
+    for (path, text) in items {
+        let p = DomainPattern::parse(text, ListKind::Allow)
+            .map_err(|e| Problem::new(path, e.to_string()))?;
+        if let Some(rule) = (rules.allow.iter().chain(&rules.deny)).find(|r| overlaps(&p, r)) {
+            let message = format!(
+                "excludes a host that oajail.httpRules governs ({}); its requests could not be checked",
+                quote(rule.as_str())
+            );
+            return Err(Problem::new(path, message));
+        }
+        exclude.push(p);
+    }
+    exclude.sort();
+    exclude.dedup();
+    Ok(exclude)
 }
 
 /// Could an exclude pattern cover a host a rule names? Checked on the

@@ -309,9 +309,7 @@ impl Conn {
         } else {
             self.host.authority(self.port)
         };
-        let path = parts
-            .uri
-            .path_and_query()
+        let path = (parts.uri.path_and_query())
             .map_or("/", |p| p.as_str())
             .to_owned();
         let mut sender = self.sender.lock().await;
@@ -326,16 +324,13 @@ impl Conn {
                 parts.headers.remove(http::header::HOST);
                 parts.uri = Uri::try_from(format!("https://{authority}{path}"))
                     .map_err(|e| e.to_string())?;
-                let send = send.clone();
+                let mut send = send.clone();
+                // HTTP/2 multiplexes: the next request need not wait.
                 drop(sender);
-                send.clone()
-                    .send_request(Request::from_parts(parts, body))
-                    .await
+                send.send_request(Request::from_parts(parts, body)).await
             }
             Sender::H1(slot) => {
-                let Some(send) = slot.as_mut() else {
-                    return Err("no upstream connection".into());
-                };
+                let send = slot.as_mut().ok_or("no upstream connection")?;
                 send.ready().await.map_err(|e| e.to_string())?;
                 parts.version = Version::HTTP_11;
                 parts.uri = Uri::try_from(path).map_err(|e| e.to_string())?;
