@@ -314,6 +314,15 @@ fn draft_from_srt(root: &Map<String, Value>, warnings: &mut Vec<String>) -> Resu
     draft.tls_terminate = net
         .and_then(|n| object(n, "tlsTerminate"))
         .map(|t| tls_draft(t, &net_path.key("tlsTerminate")));
+    // The CA's private key is read by the supervisor only: the jail never
+    // reads it, whatever the other filesystem rules say.
+    if let Some((path, key)) = draft
+        .tls_terminate
+        .as_ref()
+        .and_then(|t| t.ca_key_path.clone())
+    {
+        draft.deny_read.push((path, (key, false)));
+    }
     read_credentials(root, &mut draft, warnings)?;
     read_oajail(object(root, "oajail"), &top.key("oajail"), &mut draft);
     Ok(draft)
