@@ -18,7 +18,9 @@
 //!   exists; no client byte reaches the upstream before the allow;
 //! - malformed input gets an error answer and a close, never a panic, and
 //!   other connections keep being served;
-//! - every decision and every closed tunnel writes one JSON log line.
+//! - every decision and every closed tunnel writes one JSON log line;
+//! - a terminated tunnel passes every check above first, its upstream is
+//!   the checked socket, and every request in it is checked and logged.
 //!
 //! Modules: `server` (runtime, accept, first-byte dispatch, limits),
 //! `http` (strict head parser, answers, CONNECT), `forward` + `response`
@@ -26,7 +28,13 @@
 //! `addr` (which addresses are public), `tls` (ClientHello peek), `relay` +
 //! `flow` (tunnels: splice or copy, half-close, idle), `conn` (buffered
 //! reads and body framing), `log` (decision log and summary), `resolve`
-//! (the resolver trait), `helper` (the ssh ProxyCommand client).
+//! (the resolver trait), `helper` (the ssh ProxyCommand client);
+//! TLS termination (`tlsTerminate`, `oajail.httpRules`): `terminate` (the
+//! terminated tunnel: upstream TLS over the checked socket, then the
+//! client's, hyper both ways), `mitm` (the run's CA, cached leaves, the
+//! upstream roots), `inspect` (per-request name, framing and rule checks),
+//! `sniff` (client-side streams: replayed ClientHello bytes, the strict
+//! HTTP/1.1 framing check before hyper).
 //! Design, answers and log format: docs/proxy.md.
 #![deny(missing_docs)]
 
@@ -42,7 +50,6 @@ mod mitm;
 mod relay;
 mod resolve;
 mod response;
-mod rewind;
 mod route;
 mod server;
 mod sniff;

@@ -25,7 +25,17 @@ struct CloseGuard<'a> {
     down: AtomicU64,
 }
 
-impl CloseGuard<'_> {
+impl<'a> CloseGuard<'a> {
+    fn new(shared: &'a Shared, close: Record) -> Self {
+        Self {
+            shared,
+            rec: Some(close),
+            started: Instant::now(),
+            up: AtomicU64::new(0),
+            down: AtomicU64::new(0),
+        }
+    }
+
     fn finish(&mut self, reason: &str) {
         if let Some(mut rec) = self.rec.take() {
             rec.reason = reason.to_owned();
@@ -121,17 +131,11 @@ async fn terminated(
     (host, port, sni): (Host, u16, Option<String>),
     close: Record,
 ) {
-    let mut guard = CloseGuard {
-        shared,
-        rec: Some(close),
-        started: Instant::now(),
-        up: AtomicU64::new(0),
-        down: AtomicU64::new(0),
-    };
+    let mut guard = CloseGuard::new(shared, close);
     let Some(arc) = shared.arc() else {
         return guard.finish("shutdown");
     };
-    let counters = std::sync::Arc::new(crate::rewind::Counters::default());
+    let counters = std::sync::Arc::new(crate::sniff::Counters::default());
     let tunnel = crate::terminate::Tunnel {
         host,
         port,
@@ -224,13 +228,7 @@ fn close_record(r: &Record) -> Record {
 }
 
 async fn run(shared: &Shared, close: Record, client: &mut BufConn, upstream: &mut BufConn) {
-    let mut guard = CloseGuard {
-        shared,
-        rec: Some(close),
-        started: Instant::now(),
-        up: AtomicU64::new(0),
-        down: AtomicU64::new(0),
-    };
+    let mut guard = CloseGuard::new(shared, close);
     let mode = if shared.limits.splice {
         Mode::Splice
     } else {

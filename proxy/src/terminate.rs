@@ -13,9 +13,9 @@
 //! address, never resolved again.
 use crate::inspect::{self, Dest, Refused};
 use crate::log::Record;
-use crate::rewind::{Counters, Rewind};
 use crate::route::Ctx;
 use crate::server::Shared;
+use crate::sniff::{Counters, Rewind};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, Uri, Version};
 use http_body_util::combinators::BoxBody;
