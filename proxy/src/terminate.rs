@@ -166,6 +166,10 @@ pub(crate) async fn run(
         }
     };
     let (host, port, sni) = (t.host, t.port, t.sni);
+    let watch = Idle {
+        counters: t.counters.clone(),
+        after: shared.limits.idle_timeout,
+    };
     let io = Rewind::new(client.buf, client.stream, t.counters);
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
     let tls = match tokio::time::timeout(mitm.handshake_timeout, acceptor.accept(io)).await {
@@ -182,18 +186,17 @@ pub(crate) async fn run(
         sni,
         sender: Mutex::new(sender),
     });
-    let idle = shared.limits.idle_timeout;
     if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-        return Ok(serve_io(tls, conn, idle).await);
+        return Ok(serve_io(tls, conn, watch).await);
     }
     let (limits, log_conn) = (&shared.limits, conn.clone());
     let guard = crate::sniff::H1Guard::new(limits.max_head_bytes, limits.max_headers);
     let guarded = crate::sniff::Guarded::new(tls, guard, move |why| log_conn.malformed(why));
-    Ok(serve_io(guarded, conn, idle).await)
+    Ok(serve_io(guarded, conn, watch).await)
 }
 
 /// hyper serves the client (HTTP/1.1 or HTTP/2) until it is done or idle.
-async fn serve_io<I>(io: I, conn: Arc<Conn>, idle: std::time::Duration) -> &'static str
+async fn serve_io<I>(io: I, conn: Arc<Conn>, idle: Idle) -> &'static str
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -203,10 +206,35 @@ where
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let served = builder.serve_connection(TokioIo::new(io), service);
-    match tokio::time::timeout(idle, served).await {
-        Ok(Ok(())) => "closed",
-        Ok(Err(_)) => "error",
-        Err(_) => "idle",
+    tokio::select! {
+        r = served => if r.is_ok() { "closed" } else { "error" },
+        () = idle.wait() => "idle",
+    }
+}
+
+/// The tunnel's idle watchdog: no byte either way for `after` (as for the
+/// opaque tunnel; a long download that keeps moving is never cut).
+struct Idle {
+    counters: Arc<Counters>,
+    after: std::time::Duration,
+}
+
+impl Idle {
+    async fn wait(&self) {
+        let moved = || {
+            let c = &self.counters;
+            c.up.load(std::sync::atomic::Ordering::Relaxed)
+                + c.down.load(std::sync::atomic::Ordering::Relaxed)
+        };
+        let mut last = moved();
+        loop {
+            tokio::time::sleep(self.after).await;
+            let now = moved();
+            if now == last {
+                return;
+            }
+            last = now;
+        }
     }
 }
 

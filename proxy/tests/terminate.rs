@@ -37,6 +37,16 @@ fn temp_dir(tag: &str) -> PathBuf {
 /// A lab where `api.lab.test` is terminated and governed by `allow`/`deny`
 /// (`{url}` stands for `https://api.lab.test:PORT`).
 fn setup(tag: &str, allow: &[&str], deny: &[&str], trust_upstream: bool) -> Setup {
+    setup_with(tag, allow, deny, trust_upstream, Limits::default())
+}
+
+fn setup_with(
+    tag: &str,
+    allow: &[&str],
+    deny: &[&str],
+    trust_upstream: bool,
+    limits: Limits,
+) -> Setup {
     let dir = temp_dir(tag);
     let files = dir.join("files");
     std::fs::create_dir_all(&files).unwrap();
@@ -65,7 +75,7 @@ fn setup(tag: &str, allow: &[&str], deny: &[&str], trust_upstream: bool) -> Setu
         max_tunnels: 64,
         handshake_timeout_ms: 5000,
     });
-    let lab = Lab::with(egress, Limits::default());
+    let lab = Lab::with(egress, limits);
     lab.resolver.map(NAME, public(2));
     let ca = dir.join("proxy-ca.pem");
     std::fs::write(&ca, lab.ca_pem().expect("a ca for a terminating plan")).unwrap();
@@ -503,4 +513,71 @@ fn plain_http_requests_are_checked_by_the_same_rules_before_dns() {
     let ok = run(&format!("{base}/ok/1"), "GET");
     assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
     assert_eq!(up.hits(), 1);
+}
+
+#[test]
+fn an_idle_terminated_tunnel_is_closed_a_busy_one_is_not() {
+    let limits = Limits {
+        idle_timeout: std::time::Duration::from_millis(400),
+        ..Limits::default()
+    };
+    let s = setup_with("idle", &["GET {url}/**"], &[], true, limits);
+    // Busy for 1.5 s (a request every 100 ms), then idle until closed.
+    let head = format!(
+        "GET /busy HTTP/1.1\r\nHost: {NAME}:{}\r\n\r\n",
+        s.up.addr.port()
+    );
+    let script = r#"
+import socket, ssl, sys, time
+proxy, host, port, ca, req = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+ph, pp = proxy.rsplit(':', 1)
+sock = socket.create_connection((ph, int(pp)), timeout=10)
+sock.sendall(f'CONNECT {host}:{port} HTTP/1.1\r\n\r\n'.encode())
+head = b''
+while not head.endswith(b'\r\n\r\n'):
+    head += sock.recv(1)
+ctx = ssl.create_default_context(cafile=ca)
+ctx.set_alpn_protocols(['http/1.1'])
+tls = ctx.wrap_socket(sock, server_hostname=host)
+ok = 0
+for _ in range(15):
+    tls.sendall(req.encode())
+    data = tls.recv(65536)
+    ok += data.startswith(b'HTTP/1.1 200')
+    time.sleep(0.1)
+start = time.time()
+try:
+    while tls.recv(65536):
+        pass
+except Exception:
+    pass
+print(ok, round(time.time() - start, 1))
+"#;
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            script,
+            &s.lab.proxy.to_string(),
+            NAME,
+            &s.up.addr.port().to_string(),
+        ])
+        .arg(s.ca.display().to_string())
+        .arg(&head)
+        .output()
+        .expect("python3");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut words = text.split_whitespace();
+    assert_eq!(
+        words.next(),
+        Some("15"),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let closed_after: f64 = words.next().unwrap().parse().unwrap();
+    assert!(
+        closed_after < 2.0,
+        "closed {closed_after} s after going idle"
+    );
+    let closes = s.lab.wait_log("close", 1);
+    assert_eq!(closes[0]["reason"], "idle", "{closes:#?}");
 }
