@@ -55,21 +55,23 @@ pub fn compile_all(policy: &Policy, origin: &Origin, env_keep: &[String]) -> Res
     let facts = host_facts(origin)?;
     let compiled = compile::compile(policy, &facts, &HostFs)
         .map_err(|e| Fail::usage(anyhow!("{origin}: {e}")))?;
-    let mut egress =
+    let egress =
         EgressPlan::from_policy(policy).map_err(|e| Fail::usage(anyhow!("{origin}: {e}")))?;
-    crate::settings::print_warnings(&without_jail_ca(&mut egress));
     let proxy = ProxyEnv {
         url: format!("http://127.0.0.1:{PROXY_PORT}"),
         ssh_helper: vec![facts.exe.to_string_lossy().into_owned(), "ssh-proxy".into()],
     };
     let inherited: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let env = oajail_policy::env::plan(&EnvInputs {
+    let mut env = oajail_policy::env::plan(&EnvInputs {
         inherited: &inherited,
         policy,
         extra_keep: env_keep,
         policy_sha256: &compiled.policy_sha256,
         proxy: Some(&proxy),
     });
+    if egress.needs_ca() {
+        add_ca_vars(&mut env);
+    }
     Ok(Plans {
         compiled,
         egress,
@@ -77,25 +79,39 @@ pub fn compile_all(policy: &Policy, origin: &Origin, env_keep: &[String]) -> Res
     })
 }
 
-/// The jail does not install a trust bundle with the run's CA yet
-/// (docs/proxy.md, "TLS termination"). A per-run CA would then only break
-/// https inside the jail, so srt's `tlsTerminate` without CA paths keeps
-/// the opaque tunnel (as before termination existed). A CA from
-/// `caCertPath` is kept: the host's roots, which the jail reads, may trust
-/// it. Hosts governed by `httpRules` stay terminated: their requests must
-/// be checked, so a client that cannot verify the CA is refused, never let
-/// through unchecked.
-fn without_jail_ca(egress: &mut EgressPlan) -> Vec<String> {
-    let mut warnings = Vec::new();
-    let per_run = |t: &oajail_policy::l7::TlsTerminate| t.ca_cert_path.is_none();
-    if egress.tls_terminate.as_ref().is_some_and(per_run) {
-        egress.tls_terminate = None;
-        warnings.push("network.tlsTerminate: without caCertPath the jail cannot trust a per-run ca yet, so https stays end to end (opaque, sni-checked tunnels)".to_owned());
+/// The variables srt points at its trust bundle (`CA_TRUST_VARS`): each
+/// names the jail's bundle of the host's roots plus the run's CA.
+const CA_VARS: &[&str] = &[
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "CURL_CA_BUNDLE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "GIT_SSL_CAINFO",
+    "AWS_CA_BUNDLE",
+    "CARGO_HTTP_CAINFO",
+    "DENO_CERT",
+    "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+    "NIX_SSL_CERT_FILE",
+];
+
+/// When some tunnel may be terminated, point every CA variable at the
+/// bundle pid 1 installs (an inherited value is replaced: the command must
+/// trust the run's CA to reach a terminated host at all).
+fn add_ca_vars(env: &mut EnvPlan) {
+    let path = oajail_jail::mount::trust::BUNDLE_PATH;
+    for name in CA_VARS {
+        match env.set.iter_mut().find(|(k, _)| k == name) {
+            Some(entry) => {
+                entry.1 = path.to_owned();
+                if !env.replaced.iter().any(|r| r == name) {
+                    env.replaced.push((*name).to_owned());
+                }
+            }
+            None => env.set.push(((*name).to_owned(), path.to_owned())),
+        }
     }
-    if !egress.http_rules.is_empty() && egress.tls_terminate.is_none() {
-        warnings.push("oajail.httpRules: https to the hosts they govern is terminated with a per-run ca that the jail does not trust yet: those requests fail the client's certificate check (plain http is checked by the rules)".to_owned());
-    }
-    warnings
+    env.replaced.sort();
 }
 
 fn exe_path() -> Result<PathBuf, Fail> {

@@ -25,6 +25,7 @@
 //! point fails with EBUSY, and `link()` across mounts fails with EXDEV.
 
 mod dev;
+pub mod trust;
 
 use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
 use oajail_policy::compile::mounts::{MountPlan, MountStep, NodeKind, SkeletonEntry};

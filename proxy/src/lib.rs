@@ -173,6 +173,7 @@ pub enum ProxyError {
 pub struct StartOptions {
     resolver: Arc<dyn Resolver>,
     worker_threads: usize,
+    authority: Option<Authority>,
     #[cfg(feature = "test-lab")]
     lab_public: Vec<std::net::IpAddr>,
 }
@@ -182,6 +183,7 @@ impl Default for StartOptions {
         Self {
             resolver: Arc::new(SystemResolver),
             worker_threads: 2,
+            authority: None,
             #[cfg(feature = "test-lab")]
             lab_public: Vec::new(),
         }
@@ -201,6 +203,13 @@ impl StartOptions {
         self
     }
 
+    /// Terminate with `ca`, made ahead by the caller (whose jail trusts its
+    /// certificate), instead of a CA made at start from the plan.
+    pub fn authority(mut self, ca: Authority) -> Self {
+        self.authority = Some(ca);
+        self
+    }
+
     /// Test-only (`test-lab` feature): treat exactly these addresses as
     /// public internet hosts, so hermetic tests can exercise the real
     /// public-address check against loopback stand-ins.
@@ -208,6 +217,42 @@ impl StartOptions {
     pub fn lab_public(mut self, addrs: Vec<std::net::IpAddr>) -> Self {
         self.lab_public = addrs;
         self
+    }
+}
+
+/// The run's TLS-termination CA and upstream TLS configuration. The
+/// supervisor makes it before the jail is set up, so the jail's trust
+/// bundle can carry the certificate, and hands it to the proxy with
+/// [`StartOptions::authority`]. The private key stays inside this value:
+/// nothing returns it.
+#[derive(Clone)]
+pub struct Authority(Arc<mitm::Mitm>);
+
+impl Authority {
+    /// The CA `egress` terminates with (`tlsTerminate`'s `caCertPath`/
+    /// `caKeyPath`, else an ephemeral one made in memory), or `None` when
+    /// no tunnel may be terminated.
+    pub fn for_plan(egress: &EgressPlan) -> Result<Option<Self>, ProxyError> {
+        if !egress.needs_ca() {
+            return Ok(None);
+        }
+        let mitm = mitm::Mitm::new(egress.tls_terminate.as_ref())?;
+        Ok(Some(Self(Arc::new(mitm))))
+    }
+
+    /// The CA certificate (PEM) the jail's trust bundle adds to the roots.
+    pub fn cert_pem(&self) -> &str {
+        self.0.ca_pem()
+    }
+
+    /// The jail's trust bundle (PEM): the host's roots, then
+    /// [`Authority::cert_pem`].
+    pub fn trust_bundle(&self) -> String {
+        self.0.trust_bundle()
+    }
+
+    pub(crate) fn mitm(&self) -> Arc<mitm::Mitm> {
+        self.0.clone()
     }
 }
 

@@ -80,6 +80,21 @@ impl Mitm {
         &self.ca_pem
     }
 
+    /// The jail's trust bundle: the host's roots (as the upstream side reads
+    /// them) followed by the CA certificate. Clients inside the jail reach
+    /// real hosts only through this proxy, so these roots are what a
+    /// non-terminated (opaque) tunnel needs, and the CA is what a terminated
+    /// one needs.
+    pub(crate) fn trust_bundle(&self) -> String {
+        let native = rustls_native_certs::load_native_certs();
+        let mut out = String::new();
+        for cert in &native.certs {
+            out.push_str(&pem_of(cert));
+        }
+        out.push_str(&self.ca_pem);
+        out
+    }
+
     /// The server configuration presenting a leaf for `host` (cached).
     pub(crate) fn server_config(&self, host: &Host) -> Result<Arc<ServerConfig>, String> {
         let key = host.to_string();

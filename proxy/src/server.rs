@@ -25,7 +25,7 @@ pub(crate) struct Shared {
     next_id: AtomicU64,
     /// The run's CA and TLS configurations, when some tunnel may be
     /// terminated (`tlsTerminate` or `httpRules`).
-    mitm: Option<crate::mitm::Mitm>,
+    mitm: Option<Arc<crate::mitm::Mitm>>,
     /// This value's own `Arc` (hyper's services must own what they use).
     me: std::sync::Weak<Shared>,
 }
@@ -40,12 +40,9 @@ impl Shared {
         let lab_public = options.lab_public.clone();
         #[cfg(not(feature = "test-lab"))]
         let lab_public = Vec::new();
-        let mitm = if config.egress.needs_ca() {
-            Some(crate::mitm::Mitm::new(
-                config.egress.tls_terminate.as_ref(),
-            )?)
-        } else {
-            None
+        let mitm = match &options.authority {
+            Some(ca) => Some(ca.mitm()),
+            None => crate::Authority::for_plan(&config.egress)?.map(|ca| ca.mitm()),
         };
         Ok(Self {
             plan: config.egress,
@@ -64,7 +61,7 @@ impl Shared {
     /// `test-lab` feature).
     /// The termination state; only asked for on a path that needs it.
     pub(crate) fn mitm(&self) -> Result<&crate::mitm::Mitm, crate::terminate::Failed> {
-        self.mitm.as_ref().ok_or(crate::terminate::Failed {
+        self.mitm.as_deref().ok_or(crate::terminate::Failed {
             reason: "no_ca",
             message: "tls termination was asked for without a ca".into(),
         })
@@ -72,7 +69,7 @@ impl Shared {
 
     /// The CA certificate the jail must trust, when there is one.
     pub(crate) fn ca_pem(&self) -> Option<&str> {
-        self.mitm.as_ref().map(crate::mitm::Mitm::ca_pem)
+        self.mitm.as_deref().map(crate::mitm::Mitm::ca_pem)
     }
 
     /// The `Arc` this value lives in (always there while it is used).
