@@ -33,7 +33,9 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let authority = oajail_proxy::Authority::for_plan(&plans.egress)
         .map_err(|e| Fail::setup(anyhow!("{e}")))?;
     let mut spec = build_spec(argv, &plans)?;
-    spec.trust_bundle = authority.as_ref().map(|a| a.trust_bundle().into_bytes());
+    spec.trust_bundle = authority
+        .as_ref()
+        .map(oajail_proxy::Authority::trust_bundle);
     clock.note(&format!(
         "policy from {origin} (sha256 {}); layers {layers:?}; {} mount steps, {} landlock \
          rules, {} seccomp instructions; compiled",

@@ -116,7 +116,10 @@ fn install_trust_bundle(layers: Layers, spec: &JailSpec) -> StepResult {
         return Ok(());
     };
     match spec.mounts.as_ref().filter(|_| layers.mount_view()) {
-        Some(plan) => at(Step::Mounts, crate::mount::trust::install(plan, pem)),
+        Some(plan) => at(
+            Step::Mounts,
+            crate::mount::trust::install(plan, pem.as_bytes()),
+        ),
         None => Err((
             Step::Mounts,
             Failure::msg("trust bundle: the run's ca bundle needs the jail's own mount view"),

@@ -100,7 +100,7 @@ pub struct JailSpec {
     /// The trust bundle (system roots + the run's TLS-termination CA
     /// certificate, PEM) that pid 1 installs at
     /// [`crate::mount::trust::BUNDLE_PATH`]; `None` when nothing is terminated.
-    pub trust_bundle: Option<Vec<u8>>,
+    pub trust_bundle: Option<String>,
 }
 
 impl JailSpec {

@@ -30,6 +30,9 @@ pub(crate) struct Mitm {
     ca_der: CertificateDer<'static>,
     ca_pem: String,
     leaves: Mutex<HashMap<String, Arc<ServerConfig>>>,
+    /// The host's roots as read once at start: the upstream verifies with
+    /// them and the jail's trust bundle repeats them.
+    native: Vec<CertificateDer<'static>>,
     /// Upstream TLS: the host's roots plus `extraCaCertPaths`, ALPN h2 and
     /// http/1.1.
     pub upstream: Arc<ClientConfig>,
@@ -56,6 +59,7 @@ impl Mitm {
                 None => ephemeral_ca()?,
             };
         let ca_pem = pem_of(&ca_der);
+        let native = rustls_native_certs::load_native_certs().certs;
         let extra = tls
             .map(|t| t.extra_ca_cert_paths.as_slice())
             .unwrap_or_default();
@@ -69,7 +73,8 @@ impl Mitm {
             ca_der,
             ca_pem,
             leaves: Mutex::new(HashMap::new()),
-            upstream: Arc::new(upstream_config(extra)?),
+            upstream: Arc::new(upstream_config(&native, extra)?),
+            native,
             tunnels: Arc::new(tokio::sync::Semaphore::new(max as usize)),
             handshake_timeout: Duration::from_millis(u64::from(ms)),
         })
@@ -86,9 +91,8 @@ impl Mitm {
     /// non-terminated (opaque) tunnel needs, and the CA is what a terminated
     /// one needs.
     pub(crate) fn trust_bundle(&self) -> String {
-        let native = rustls_native_certs::load_native_certs();
         let mut out = String::new();
-        for cert in &native.certs {
+        for cert in &self.native {
             out.push_str(&pem_of(cert));
         }
         out.push_str(&self.ca_pem);
@@ -190,10 +194,12 @@ fn load_ca(
 
 /// The host's roots (as `SSL_CERT_FILE`/`SSL_CERT_DIR` or the system store
 /// name them) plus every certificate of `extraCaCertPaths`.
-fn upstream_config(extra: &[String]) -> Result<ClientConfig, ProxyError> {
+fn upstream_config(
+    native: &[CertificateDer<'static>],
+    extra: &[String],
+) -> Result<ClientConfig, ProxyError> {
     let mut roots = RootCertStore::empty();
-    let native = rustls_native_certs::load_native_certs();
-    roots.add_parsable_certificates(native.certs);
+    roots.add_parsable_certificates(native.iter().cloned());
     for path in extra {
         let text = std::fs::read(path).map_err(|e| {
             ca_error(format!(
