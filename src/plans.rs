@@ -93,6 +93,11 @@ const CA_VARS: &[&str] = &[
     "DENO_CERT",
     "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
     "NIX_SSL_CERT_FILE",
+    // Not in srt's list: these replace a client's roots too, and hosts
+    // set them (a value naming the host's store would fail every
+    // terminated host).
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "HTTPLIB2_CA_CERTS",
 ];
 
 /// When some tunnel may be terminated, point every CA variable at the
@@ -101,14 +106,17 @@ const CA_VARS: &[&str] = &[
 fn add_ca_vars(env: &mut EnvPlan) {
     let path = oajail_jail::mount::trust::BUNDLE_PATH;
     for name in CA_VARS {
-        match env.set.iter_mut().find(|(k, _)| k == name) {
-            Some(entry) => {
-                entry.1 = path.to_owned();
-                if !env.replaced.iter().any(|r| r == name) {
-                    env.replaced.push((*name).to_owned());
-                }
-            }
-            None => env.set.push(((*name).to_owned(), path.to_owned())),
+        // Inherited (kept or dropped as secret-looking, like AWS_*): the
+        // value is replaced by the bundle's path.
+        let dropped = env.dropped.iter().position(|d| d == name);
+        let inherited = dropped.is_some() || env.set.iter().any(|(k, _)| k == name);
+        if let Some(i) = dropped {
+            env.dropped.remove(i);
+        }
+        env.set.retain(|(k, _)| k != name);
+        env.set.push(((*name).to_owned(), path.to_owned()));
+        if inherited && !env.replaced.iter().any(|r| r == name) {
+            env.replaced.push((*name).to_owned());
         }
     }
     env.replaced.sort();
@@ -130,4 +138,32 @@ fn mem_total() -> Option<u64> {
         .parse()
         .ok()?;
     Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+    use super::*;
+
+    #[test]
+    fn ca_vars_name_the_bundle_whatever_was_inherited() {
+        let mut env = EnvPlan {
+            set: vec![
+                ("PATH".into(), "/bin".into()),
+                ("SSL_CERT_FILE".into(), "/etc/ssl/host.pem".into()),
+            ],
+            dropped: vec!["AWS_CA_BUNDLE".into(), "AWS_SECRET_ACCESS_KEY".into()],
+            replaced: Vec::new(),
+        };
+        add_ca_vars(&mut env);
+        let bundle = oajail_jail::mount::trust::BUNDLE_PATH;
+        for name in CA_VARS {
+            let values: Vec<_> = env.set.iter().filter(|(k, _)| k == name).collect();
+            assert_eq!(values.len(), 1, "{name}");
+            assert_eq!(values[0].1, bundle, "{name}");
+        }
+        assert_eq!(env.dropped, ["AWS_SECRET_ACCESS_KEY"]);
+        assert_eq!(env.replaced, ["AWS_CA_BUNDLE", "SSL_CERT_FILE"]);
+        assert!(env.set.contains(&("PATH".into(), "/bin".into())));
+    }
 }
