@@ -1087,6 +1087,12 @@ pub const ATTACKS: &[Attack] = &[
         "DoH/DoT through public resolvers not on the allowlist (dns.google:443/853, cloudflare-dns.com)",
         "PX (allowlist before DNS)",
     ),
+    a(
+        "B8-trust-bundle-tamper",
+        'B',
+        "append a CA to the jail's TLS trust bundle (tlsTerminate on; every CA variable names it)",
+        "NS (read-only tmpfs), SC (mount API)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does
