@@ -32,6 +32,13 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     // certificate (its key stays in this process, with the proxy).
     let authority = oajail_proxy::Authority::for_plan(&plans.egress)
         .map_err(|e| Fail::setup(anyhow!("{e}")))?;
+    if authority.as_ref().is_some_and(|a| a.host_roots() == 0) {
+        settings::print_warnings(&[
+            "tls termination: no system root certificates found on this host; \
+            the jail trusts only the run's ca, so https to hosts that are not terminated fails"
+                .to_owned(),
+        ]);
+    }
     let mut spec = build_spec(argv, &plans)?;
     spec.trust_bundle = authority
         .as_ref()

@@ -251,6 +251,12 @@ impl Authority {
         self.0.trust_bundle()
     }
 
+    /// How many of the host's roots the bundle (and the upstream check)
+    /// holds; 0 means only the run's CA is trusted inside the jail.
+    pub fn host_roots(&self) -> usize {
+        self.0.host_roots()
+    }
+
     pub(crate) fn mitm(&self) -> Arc<mitm::Mitm> {
         self.0.clone()
     }

@@ -85,6 +85,11 @@ impl Mitm {
         &self.ca_pem
     }
 
+    /// How many of the host's roots were found.
+    pub(crate) fn host_roots(&self) -> usize {
+        self.native.len()
+    }
+
     /// The jail's trust bundle: the host's roots (as the upstream side reads
     /// them) followed by the CA certificate. Clients inside the jail reach
     /// real hosts only through this proxy, so these roots are what a
