@@ -62,18 +62,64 @@ pub fn compile_all(policy: &Policy, origin: &Origin, env_keep: &[String]) -> Res
         ssh_helper: vec![facts.exe.to_string_lossy().into_owned(), "ssh-proxy".into()],
     };
     let inherited: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let env = oajail_policy::env::plan(&EnvInputs {
+    let mut env = oajail_policy::env::plan(&EnvInputs {
         inherited: &inherited,
         policy,
         extra_keep: env_keep,
         policy_sha256: &compiled.policy_sha256,
         proxy: Some(&proxy),
     });
+    if egress.needs_ca() {
+        add_ca_vars(&mut env);
+    }
     Ok(Plans {
         compiled,
         egress,
         env,
     })
+}
+
+/// The variables srt points at its trust bundle (`CA_TRUST_VARS`): each
+/// names the jail's bundle of the host's roots plus the run's CA.
+const CA_VARS: &[&str] = &[
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "CURL_CA_BUNDLE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "GIT_SSL_CAINFO",
+    "AWS_CA_BUNDLE",
+    "CARGO_HTTP_CAINFO",
+    "DENO_CERT",
+    "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+    "NIX_SSL_CERT_FILE",
+    // Not in srt's list: these replace a client's roots too, and hosts
+    // set them (a value naming the host's store would fail every
+    // terminated host).
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "HTTPLIB2_CA_CERTS",
+];
+
+/// When some tunnel may be terminated, point every CA variable at the
+/// bundle pid 1 installs (an inherited value is replaced: the command must
+/// trust the run's CA to reach a terminated host at all).
+fn add_ca_vars(env: &mut EnvPlan) {
+    let path = oajail_jail::mount::trust::BUNDLE_PATH;
+    for name in CA_VARS {
+        // Inherited (kept or dropped as secret-looking, like AWS_*): the
+        // value is replaced by the bundle's path.
+        let dropped = env.dropped.iter().position(|d| d == name);
+        let inherited = dropped.is_some() || env.set.iter().any(|(k, _)| k == name);
+        if let Some(i) = dropped {
+            env.dropped.remove(i);
+        }
+        env.set.retain(|(k, _)| k != name);
+        env.set.push(((*name).to_owned(), path.to_owned()));
+        if inherited && !env.replaced.iter().any(|r| r == name) {
+            env.replaced.push((*name).to_owned());
+        }
+    }
+    env.replaced.sort();
 }
 
 fn exe_path() -> Result<PathBuf, Fail> {
@@ -92,4 +138,32 @@ fn mem_total() -> Option<u64> {
         .parse()
         .ok()?;
     Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+    use super::*;
+
+    #[test]
+    fn ca_vars_name_the_bundle_whatever_was_inherited() {
+        let mut env = EnvPlan {
+            set: vec![
+                ("PATH".into(), "/bin".into()),
+                ("SSL_CERT_FILE".into(), "/etc/ssl/host.pem".into()),
+            ],
+            dropped: vec!["AWS_CA_BUNDLE".into(), "AWS_SECRET_ACCESS_KEY".into()],
+            replaced: Vec::new(),
+        };
+        add_ca_vars(&mut env);
+        let bundle = oajail_jail::mount::trust::BUNDLE_PATH;
+        for name in CA_VARS {
+            let values: Vec<_> = env.set.iter().filter(|(k, _)| k == name).collect();
+            assert_eq!(values.len(), 1, "{name}");
+            assert_eq!(values[0].1, bundle, "{name}");
+        }
+        assert_eq!(env.dropped, ["AWS_SECRET_ACCESS_KEY"]);
+        assert_eq!(env.replaced, ["AWS_CA_BUNDLE", "SSL_CERT_FILE"]);
+        assert!(env.set.contains(&("PATH".into(), "/bin".into())));
+    }
 }

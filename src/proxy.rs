@@ -18,6 +18,7 @@ pub struct Running {
 /// clone: the supervisor was single-threaded until now).
 pub fn start(
     plans: &Plans,
+    authority: Option<oajail_proxy::Authority>,
     log_json: Option<PathBuf>,
     listeners: Vec<TcpListener>,
 ) -> anyhow::Result<Running> {
@@ -29,7 +30,12 @@ pub fn start(
             ..Limits::default()
         },
     };
-    let handle = oajail_proxy::start(config, listeners).map_err(|e| anyhow!("{e}"))?;
+    let mut options = oajail_proxy::StartOptions::default();
+    if let Some(ca) = authority {
+        options = options.authority(ca);
+    }
+    let handle =
+        oajail_proxy::start_with(config, listeners, options).map_err(|e| anyhow!("{e}"))?;
     Ok(Running { handle })
 }
 

@@ -31,7 +31,21 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     // Entries the filesystem plan dropped or narrowed (missing, symlinked…).
     settings::print_warnings(&plans.compiled.mounts.warnings);
-    let spec = build_spec(argv, &plans)?;
+    // The CA is made before the spec: the jail's trust bundle carries its
+    // certificate (its key stays in this process, with the proxy).
+    let authority = oajail_proxy::Authority::for_plan(&plans.egress)
+        .map_err(|e| Fail::setup(anyhow!("{e}")))?;
+    if authority.as_ref().is_some_and(|a| a.host_roots() == 0) {
+        settings::print_warnings(&[
+            "tls termination: no system root certificates found on this host; \
+            the jail trusts only the run's ca, so https to hosts that are not terminated fails"
+                .to_owned(),
+        ]);
+    }
+    let mut spec = build_spec(argv, &plans)?;
+    spec.trust_bundle = authority
+        .as_ref()
+        .map(oajail_proxy::Authority::trust_bundle);
     clock.note(&format!(
         "policy from {origin} (sha256 {}); layers {layers:?}; {} mount steps, {} landlock \
          rules, {} seccomp instructions; compiled",
@@ -43,7 +57,7 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let timeout = args.timeout().or(plans.compiled.limits.wall_seconds);
     let allow_degraded = args.allow_degraded || policy.oajail.allow_degraded;
     let (jail, listeners) = start(early, layers, &spec, allow_degraded)?;
-    supervise(jail, listeners, &plans, &args, timeout, &clock)
+    supervise(jail, listeners, &plans, authority, &args, timeout, &clock)
 }
 
 /// `-d`: timestamped notes on stderr.
@@ -118,11 +132,12 @@ fn supervise(
     mut jail: Jail,
     listeners: Vec<TcpListener>,
     plans: &Plans,
+    authority: Option<oajail_proxy::Authority>,
     args: &RunArgs,
     timeout: Option<u64>,
     clock: &Clock,
 ) -> Result<i32, Fail> {
-    let proxy = match proxy::start(plans, args.log_json.clone(), listeners) {
+    let proxy = match proxy::start(plans, authority, args.log_json.clone(), listeners) {
         Ok(p) => p,
         Err(e) => {
             jail.abort();

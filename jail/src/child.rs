@@ -76,6 +76,7 @@ fn setup(
         // Includes pivot_root into the new root (see mount.rs).
         at(Step::Mounts, crate::mount::apply(plan))?;
     }
+    install_trust_bundle(layers, &spec)?;
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
     let prebuilt = at(Step::Supervisor, chan.wait_byte_with_fd(sync::GO))?;
     let report = lock_down(layers, &spec, prebuilt.map(Prebuilt::from_fd))?;
@@ -105,6 +106,25 @@ fn setup(
         _ => None,
     };
     Ok((command, signals, server))
+}
+
+/// The run's CA bundle, inside the jail's own mount view only (without one
+/// it would land on the host's file system): refused rather than skipped,
+/// since the command's CA variables name it.
+fn install_trust_bundle(layers: Layers, spec: &JailSpec) -> StepResult {
+    let Some(pem) = &spec.trust_bundle else {
+        return Ok(());
+    };
+    match spec.mounts.as_ref().filter(|_| layers.mount_view()) {
+        Some(plan) => at(
+            Step::Mounts,
+            crate::mount::trust::install(plan, pem.as_bytes()),
+        ),
+        None => Err((
+            Step::Mounts,
+            Failure::msg("trust bundle: the run's ca bundle needs the jail's own mount view"),
+        )),
+    }
 }
 
 /// The namespace steps that need no plan: id maps, parent death, pid 1's own

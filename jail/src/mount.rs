@@ -26,6 +26,7 @@
 
 mod alias;
 mod dev;
+pub mod trust;
 
 use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
 use oajail_policy::compile::mounts::{MountPlan, MountStep, NodeKind, SkeletonEntry};

@@ -97,6 +97,10 @@ pub struct JailSpec {
     /// If the policy hides it inside the jail, `GIT_SSH_COMMAND` is removed
     /// and a warning printed (ssh would fail obscurely otherwise).
     pub ssh_helper: Option<PathBuf>,
+    /// The trust bundle (system roots + the run's TLS-termination CA
+    /// certificate, PEM) that pid 1 installs at
+    /// [`crate::mount::trust::BUNDLE_PATH`]; `None` when nothing is terminated.
+    pub trust_bundle: Option<String>,
 }
 
 impl JailSpec {
@@ -112,6 +116,7 @@ impl JailSpec {
             mounts: None,
             landlock: None,
             ssh_helper: None,
+            trust_bundle: None,
         }
     }
 }

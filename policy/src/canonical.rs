@@ -155,6 +155,39 @@ fn draft_from_policy(policy: &Policy) -> Draft {
             "allowPrivateDestinations",
             o.allow_private_destinations.iter().cloned(),
         ),
+        tls_terminate: n
+            .tls_terminate
+            .as_ref()
+            .map(|t| tls_draft(&net.key("tlsTerminate"), t)),
+        http_allow: list(
+            &settings.key("httpRules"),
+            "allow",
+            o.http_rules.allow.iter().map(|r| r.as_str().to_owned()),
+        ),
+        http_deny: list(
+            &settings.key("httpRules"),
+            "deny",
+            o.http_rules.deny.iter().map(|r| r.as_str().to_owned()),
+        ),
+    }
+}
+
+fn tls_draft(path: &JsonPath, t: &crate::l7::TlsTerminate) -> crate::l7::TlsDraft {
+    crate::l7::TlsDraft {
+        ca_cert_path: (t.ca_cert_path.clone()).map(|p| (path.key("caCertPath"), p)),
+        ca_key_path: (t.ca_key_path.clone()).map(|p| (path.key("caKeyPath"), p)),
+        exclude_domains: list(
+            path,
+            "excludeDomains",
+            t.exclude_domains.iter().map(|d| d.as_str().to_owned()),
+        ),
+        extra_ca_cert_paths: list(
+            path,
+            "extraCaCertPaths",
+            t.extra_ca_cert_paths.iter().cloned(),
+        ),
+        max_tunnels: Some(t.max_tunnels),
+        handshake_timeout_ms: Some(t.handshake_timeout_ms),
     }
 }
 

@@ -300,7 +300,7 @@ mod tests {
     fn ignored_and_unknown_keys_warn_once_each() {
         let mut doc = minimal();
         doc["network"]["allowMachLookup"] = json!(["com.x.*"]);
-        doc["network"]["tlsTerminate"] = json!({"maxTunnels": 3, "bogus": 1});
+        doc["network"]["parentProxy"] = json!({"noProxy": "x", "bogus": 1});
         doc["fooBar"] = json!(1);
         let warnings = check_document(&doc).unwrap();
         assert_eq!(
@@ -308,7 +308,7 @@ mod tests {
             vec![
                 "fooBar: unknown key (ignored, as srt does)",
                 "network.allowMachLookup: accepted but not implemented on linux (ignored)",
-                "network.tlsTerminate: tls termination is not implemented; https stays end to end (ignored)",
+                "network.parentProxy: chaining to a parent proxy is not implemented; destinations are dialled directly (ignored)",
             ]
         );
     }

@@ -188,6 +188,7 @@ impl Policy {
                 allow_local_binding: false,
                 http_proxy_port: None,
                 socks_proxy_port: None,
+                tls_terminate: None,
             },
             filesystem: FilesystemPolicy {
                 deny_read,

@@ -12,6 +12,7 @@
 use crate::Policy;
 use crate::domain::{DomainError, DomainPattern, IpNet};
 use crate::host::Host;
+use crate::l7::{HttpRules, TlsTerminate};
 use serde::Serialize;
 use std::net::IpAddr;
 
@@ -43,6 +44,14 @@ pub struct EgressPlan {
     pub http_proxy_port: Option<u16>,
     /// srt `socksProxyPort`: the same for SOCKS5 clients.
     pub socks_proxy_port: Option<u16>,
+    /// srt `network.tlsTerminate`: terminate every allowed TLS tunnel
+    /// except `excludeDomains`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_terminate: Option<TlsTerminate>,
+    /// `oajail.httpRules`: checked on every request to a governed host;
+    /// a governed host's TLS tunnels are always terminated.
+    #[serde(skip_serializing_if = "HttpRules::is_empty")]
+    pub http_rules: HttpRules,
 }
 
 /// Why a destination was refused; the snake_case name is the log's `reason`.
@@ -115,7 +124,26 @@ impl EgressPlan {
             allow_private: parse_all(&policy.oajail.allow_private_destinations)?,
             http_proxy_port: net.http_proxy_port,
             socks_proxy_port: net.socks_proxy_port,
+            tls_terminate: net.tls_terminate.clone(),
+            http_rules: policy.oajail.http_rules.clone(),
         })
+    }
+
+    /// Whether the proxy needs a CA (some tunnel may be terminated).
+    pub fn needs_ca(&self) -> bool {
+        self.tls_terminate.is_some() || !self.http_rules.is_empty()
+    }
+
+    /// Whether a TLS tunnel to `host:port` is terminated: always when
+    /// `httpRules` govern the host (its requests must be seen), else when
+    /// `tlsTerminate` is on and `excludeDomains` does not name it.
+    pub fn terminates(&self, host: &Host, port: u16) -> bool {
+        if self.http_rules.governs(host) {
+            return true;
+        }
+        self.tls_terminate
+            .as_ref()
+            .is_some_and(|t| !t.exclude_domains.iter().any(|d| d.matches(host, port)))
     }
 
     /// Decide on a canonical host and port: deny list (wins) → allow list →

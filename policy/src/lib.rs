@@ -46,6 +46,7 @@ pub mod error;
 pub mod hash;
 pub mod host;
 mod json;
+pub mod l7;
 mod model;
 mod normalize;
 pub mod paths;

@@ -43,6 +43,10 @@ pub struct NetworkPolicy {
     pub http_proxy_port: Option<u16>,
     /// Hand the jail's SOCKS traffic to the user's own proxy on this host port.
     pub socks_proxy_port: Option<u16>,
+    /// srt `tlsTerminate`: terminate TLS in the proxy. Absent from the
+    /// canonical form when off, so policies without it keep their hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_terminate: Option<crate::l7::TlsTerminate>,
 }
 
 /// srt `filesystem`.
@@ -104,6 +108,10 @@ pub struct OajailSettings {
     pub allow_degraded: bool,
     /// IPs/CIDRs the proxy may reach even though they are not public.
     pub allow_private_destinations: Vec<String>,
+    /// Method and path rules per host (`docs/policy-format.md`); absent from
+    /// the canonical form when empty.
+    #[serde(default, skip_serializing_if = "crate::l7::HttpRules::is_empty")]
+    pub http_rules: crate::l7::HttpRules,
 }
 
 /// Resource limits; `None` leaves the inherited limit in place.

@@ -42,12 +42,26 @@ pub(crate) struct Draft {
     pub(crate) env_deny: Vec<At<String>>,
     pub(crate) allow_degraded: bool,
     pub(crate) allow_private_destinations: Vec<At<String>>,
+    pub(crate) tls_terminate: Option<crate::l7::TlsDraft>,
+    pub(crate) http_allow: Vec<At<String>>,
+    pub(crate) http_deny: Vec<At<String>>,
 }
 
 impl Draft {
     /// Validates and normalises; warnings are appended to `warnings`.
     pub(crate) fn build(self, warnings: &mut Vec<String>) -> Result<Policy, Problem> {
         let denied_domains = domains(&self.denied_domains, ListKind::Deny)?;
+        let http_rules = crate::l7::HttpRules {
+            allow: crate::l7::rules(&self.http_allow)?,
+            deny: crate::l7::rules(&self.http_deny)?,
+        };
+        let tls_terminate = match self.tls_terminate {
+            Some(draft) => {
+                let path = JsonPath::root().key("network").key("tlsTerminate");
+                Some(draft.build(&http_rules, &path)?)
+            }
+            None => None,
+        };
         let network = NetworkPolicy {
             allowed_domains: domains(&self.allowed_domains, ListKind::Allow)?,
             denied_domain_reasons: reasons(&self.denied_domain_reasons, &denied_domains, warnings)?,
@@ -57,6 +71,7 @@ impl Draft {
             allow_local_binding: self.allow_local_binding,
             http_proxy_port: port(self.http_proxy_port)?,
             socks_proxy_port: port(self.socks_proxy_port)?,
+            tls_terminate,
         };
         let filesystem = FilesystemPolicy {
             deny_read: entries(&self.deny_read)?,
@@ -77,6 +92,7 @@ impl Draft {
             env_deny,
             allow_degraded: self.allow_degraded,
             allow_private_destinations: addresses(&self.allow_private_destinations)?,
+            http_rules,
         };
         Ok(Policy {
             network,

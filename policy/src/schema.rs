@@ -203,11 +203,7 @@ static NETWORK: Obj = Obj {
             Ty::OneOf(&["refuse", "asSpelled", "normalize"]),
             L7,
         ),
-        ign(
-            "tlsTerminate",
-            Ty::Object(&TLS_TERMINATE),
-            "tls termination is not implemented; https stays end to end (ignored)",
-        ),
+        opt("tlsTerminate", Ty::Object(&TLS_TERMINATE)),
         ign(
             "parentProxy",
             Ty::Object(&PARENT_PROXY),
@@ -362,6 +358,16 @@ static OAJAIL: Obj = Obj {
         opt("envDeny", Ty::List(&Ty::EnvName)),
         opt("allowDegraded", Ty::Bool),
         opt("allowPrivateDestinations", Ty::List(&Ty::Address)),
+        opt("httpRules", Ty::Object(&HTTP_RULES)),
+    ],
+};
+
+/// `oajail.httpRules`: each string is checked by `l7.rs` during validation.
+static HTTP_RULES: Obj = Obj {
+    strict: true,
+    fields: &[
+        opt("allow", Ty::List(&Ty::NonEmpty)),
+        opt("deny", Ty::List(&Ty::NonEmpty)),
     ],
 };
 

@@ -118,6 +118,31 @@ fn network_json(policy: &Policy) -> Value {
     if let Some(port) = net.socks_proxy_port {
         out.insert("socksProxyPort".into(), json!(port));
     }
+    if let Some(t) = &net.tls_terminate {
+        out.insert("tlsTerminate".into(), tls_json(t));
+    }
+    Value::Object(out)
+}
+
+fn tls_json(t: &crate::l7::TlsTerminate) -> Value {
+    let mut out = Map::new();
+    if let (Some(cert), Some(key)) = (&t.ca_cert_path, &t.ca_key_path) {
+        out.insert("caCertPath".into(), json!(cert));
+        out.insert("caKeyPath".into(), json!(key));
+    }
+    if !t.exclude_domains.is_empty() {
+        let names: Vec<&str> = t.exclude_domains.iter().map(|d| d.as_str()).collect();
+        out.insert("excludeDomains".into(), json!(names));
+    }
+    if !t.extra_ca_cert_paths.is_empty() {
+        out.insert("extraCaCertPaths".into(), json!(t.extra_ca_cert_paths));
+    }
+    if t.max_tunnels != crate::l7::DEFAULT_MAX_TUNNELS {
+        out.insert("maxTunnels".into(), json!(t.max_tunnels));
+    }
+    if t.handshake_timeout_ms != crate::l7::DEFAULT_HANDSHAKE_TIMEOUT_MS {
+        out.insert("handshakeTimeoutMs".into(), json!(t.handshake_timeout_ms));
+    }
     Value::Object(out)
 }
 
@@ -163,6 +188,19 @@ fn oajail_json(policy: &Policy) -> Map<String, Value> {
             "allowPrivateDestinations".into(),
             json!(settings.allow_private_destinations),
         );
+    }
+    if !settings.http_rules.is_empty() {
+        let text = |rules: &[crate::l7::HttpRule]| -> Vec<String> {
+            rules.iter().map(|r| r.as_str().to_owned()).collect()
+        };
+        let mut rules = Map::new();
+        if !settings.http_rules.allow.is_empty() {
+            rules.insert("allow".into(), json!(text(&settings.http_rules.allow)));
+        }
+        if !settings.http_rules.deny.is_empty() {
+            rules.insert("deny".into(), json!(text(&settings.http_rules.deny)));
+        }
+        out.insert("httpRules".into(), Value::Object(rules));
     }
     out
 }
@@ -273,6 +311,18 @@ fn draft_from_srt(root: &Map<String, Value>, warnings: &mut Vec<String>) -> Resu
         git_safe_directories: strings(object(root, "git"), "safeDirectories", &top.key("git")),
         ..Draft::default()
     };
+    draft.tls_terminate = net
+        .and_then(|n| object(n, "tlsTerminate"))
+        .map(|t| tls_draft(t, &net_path.key("tlsTerminate")));
+    // The CA's private key is read by the supervisor only: the jail never
+    // reads it, whatever the other filesystem rules say.
+    if let Some((path, key)) = draft
+        .tls_terminate
+        .as_ref()
+        .and_then(|t| t.ca_key_path.clone())
+    {
+        draft.deny_read.push((path, (key, false)));
+    }
     read_credentials(root, &mut draft, warnings)?;
     read_oajail(object(root, "oajail"), &top.key("oajail"), &mut draft);
     Ok(draft)
@@ -341,11 +391,34 @@ fn read_credential(
     Ok(())
 }
 
+/// `network.tlsTerminate` (types already checked by the schema walk).
+fn tls_draft(t: &Map<String, Value>, path: &JsonPath) -> crate::l7::TlsDraft {
+    let text = |key: &str| {
+        let v = t.get(key)?.as_str()?;
+        Some((path.key(key), v.to_owned()))
+    };
+    let number = |key: &str| {
+        let n = as_integer(t.get(key)?)?;
+        u32::try_from(n).ok()
+    };
+    crate::l7::TlsDraft {
+        ca_cert_path: text("caCertPath"),
+        ca_key_path: text("caKeyPath"),
+        exclude_domains: strings(Some(t), "excludeDomains", path),
+        extra_ca_cert_paths: strings(Some(t), "extraCaCertPaths", path),
+        max_tunnels: number("maxTunnels"),
+        handshake_timeout_ms: number("handshakeTimeoutMs"),
+    }
+}
+
 fn read_oajail(settings: Option<&Map<String, Value>>, path: &JsonPath, draft: &mut Draft) {
     draft.env_keep = strings(settings, "envKeep", path);
     draft.env_deny.extend(strings(settings, "envDeny", path));
     draft.allow_degraded = flag(settings, "allowDegraded");
     draft.allow_private_destinations = strings(settings, "allowPrivateDestinations", path);
+    let rules = settings.and_then(|s| object(s, "httpRules"));
+    draft.http_allow = strings(rules, "allow", &path.key("httpRules"));
+    draft.http_deny = strings(rules, "deny", &path.key("httpRules"));
     let Some(limits) = settings.and_then(|s| object(s, "limits")) else {
         return;
     };

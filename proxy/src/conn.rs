@@ -206,7 +206,7 @@ fn head_end(buf: &[u8]) -> Option<usize> {
 }
 
 /// `1a;ext=1` → 26. Hex digits only, at most 15 of them.
-fn parse_chunk_size(line: &[u8]) -> Option<u64> {
+pub(crate) fn parse_chunk_size(line: &[u8]) -> Option<u64> {
     let digits = line.split(|b| *b == b';').next()?;
     if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_hexdigit) {
         return None;

@@ -13,10 +13,11 @@ use crate::http::{Reject, Request, bad, error_response, refusal_response};
 use crate::route::{self, Ctx};
 use crate::server::Shared;
 use oajail_policy::host::{self, Host};
+use oajail_policy::l7::RuleVerdict;
 use tokio::io::AsyncWriteExt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Body {
+pub(crate) enum Body {
     None,
     Length(u64),
     Chunked,
@@ -74,6 +75,25 @@ pub(crate) async fn forward(
     req: Request,
 ) -> Result<bool, (String, Reject)> {
     let p = prepare(&req).map_err(|r| (req.method.clone(), r))?;
+    if let Err(message) = check_rules(shared, &req, &p.url) {
+        // A live line, as for requests inside terminated tunnels.
+        eprintln!("oajail: proxy refused {message}");
+        let mut rec = ctx.record("decision", "http_rule");
+        rec.decision = Some("deny");
+        rec.method = Some(req.method.clone());
+        rec.host = Some(p.url.host.to_string());
+        rec.port = Some(p.url.port);
+        rec.message = Some(message.clone());
+        shared.log.write(rec);
+        let answer = error_response(
+            403,
+            "Forbidden",
+            &message,
+            Some("X-Proxy-Error: blocked-by-http-rules"),
+        );
+        let _ = client.stream.write_all(&answer).await;
+        return Ok(false);
+    }
     let mut route = match route::open(shared, ctx, &req.method, &p.url.host, p.url.port).await {
         Ok(r) => r,
         Err(refusal) => {
@@ -133,6 +153,26 @@ async fn send_request(
     }
 }
 
+/// `oajail.httpRules` for a plain-HTTP request, decided before any DNS.
+fn check_rules(shared: &Shared, req: &Request, url: &Url) -> Result<(), String> {
+    let facts = oajail_policy::l7::RequestFacts {
+        https: false,
+        host: &url.host,
+        port: url.port,
+        method: &req.method,
+        path: &url.path,
+    };
+    match shared.plan.http_rules.judge(&facts) {
+        RuleVerdict::Refused(why) => Err(format!(
+            "{} http://{}{} is refused: {why}",
+            req.method,
+            url.host.authority(url.port),
+            url.path
+        )),
+        RuleVerdict::Ungoverned | RuleVerdict::Allowed(_) => Ok(()),
+    }
+}
+
 fn parse_absolute(target: &str) -> Result<Url, Reject> {
     if target.starts_with('/') || target == "*" {
         return Err(bad(
@@ -173,7 +213,7 @@ fn parse_absolute(target: &str) -> Result<Url, Reject> {
 }
 
 /// The request body's framing; every ambiguity is refused.
-fn request_body(req: &Request) -> Result<Body, Reject> {
+pub(crate) fn request_body(req: &Request) -> Result<Body, Reject> {
     let te: Vec<&[u8]> = req.values("transfer-encoding").collect();
     let cl: Vec<&[u8]> = req.values("content-length").collect();
     if !te.is_empty() {

@@ -18,7 +18,9 @@
 //!   exists; no client byte reaches the upstream before the allow;
 //! - malformed input gets an error answer and a close, never a panic, and
 //!   other connections keep being served;
-//! - every decision and every closed tunnel writes one JSON log line.
+//! - every decision and every closed tunnel writes one JSON log line;
+//! - a terminated tunnel passes every check above first, its upstream is
+//!   the checked socket, and every request in it is checked and logged.
 //!
 //! Modules: `server` (runtime, accept, first-byte dispatch, limits),
 //! `http` (strict head parser, answers, CONNECT), `forward` + `response`
@@ -26,7 +28,13 @@
 //! `addr` (which addresses are public), `tls` (ClientHello peek), `relay` +
 //! `flow` (tunnels: splice or copy, half-close, idle), `conn` (buffered
 //! reads and body framing), `log` (decision log and summary), `resolve`
-//! (the resolver trait), `helper` (the ssh ProxyCommand client).
+//! (the resolver trait), `helper` (the ssh ProxyCommand client);
+//! TLS termination (`tlsTerminate`, `oajail.httpRules`): `terminate` (the
+//! terminated tunnel: upstream TLS over the checked socket, then the
+//! client's, hyper both ways), `mitm` (the run's CA, cached leaves, the
+//! upstream roots), `inspect` (per-request name, framing and rule checks),
+//! `sniff` (client-side streams: replayed ClientHello bytes, the strict
+//! HTTP/1.1 framing check before hyper).
 //! Design, answers and log format: docs/proxy.md.
 #![deny(missing_docs)]
 
@@ -36,15 +44,19 @@ mod flow;
 mod forward;
 mod helper;
 mod http;
+mod inspect;
 mod log;
 mod log_gate;
 mod log_sink;
+mod mitm;
 mod relay;
 mod resolve;
 mod response;
 mod route;
 mod server;
+mod sniff;
 mod socks;
+mod terminate;
 mod tls;
 
 pub use addr::{LocalAddrs, classify};
@@ -159,6 +171,10 @@ pub enum ProxyError {
     /// The ssh helper could not reach the proxy or relay.
     #[error("ssh-proxy: {0}")]
     Helper(String),
+    /// The TLS-termination CA could not be loaded or made, or the upstream
+    /// roots could not be read.
+    #[error("proxy: {0}")]
+    Ca(String),
 }
 
 /// Extra start-up options; [`start`] uses the defaults (system resolver).
@@ -166,6 +182,7 @@ pub enum ProxyError {
 pub struct StartOptions {
     resolver: Arc<dyn Resolver>,
     worker_threads: usize,
+    authority: Option<Authority>,
     #[cfg(feature = "test-lab")]
     lab_public: Vec<std::net::IpAddr>,
 }
@@ -175,6 +192,7 @@ impl Default for StartOptions {
         Self {
             resolver: Arc::new(SystemResolver),
             worker_threads: 2,
+            authority: None,
             #[cfg(feature = "test-lab")]
             lab_public: Vec::new(),
         }
@@ -194,6 +212,13 @@ impl StartOptions {
         self
     }
 
+    /// Terminate with `ca`, made ahead by the caller (whose jail trusts its
+    /// certificate), instead of a CA made at start from the plan.
+    pub fn authority(mut self, ca: Authority) -> Self {
+        self.authority = Some(ca);
+        self
+    }
+
     /// Test-only (`test-lab` feature): treat exactly these addresses as
     /// public internet hosts, so hermetic tests can exercise the real
     /// public-address check against loopback stand-ins.
@@ -201,6 +226,48 @@ impl StartOptions {
     pub fn lab_public(mut self, addrs: Vec<std::net::IpAddr>) -> Self {
         self.lab_public = addrs;
         self
+    }
+}
+
+/// The run's TLS-termination CA and upstream TLS configuration. The
+/// supervisor makes it before the jail is set up, so the jail's trust
+/// bundle can carry the certificate, and hands it to the proxy with
+/// [`StartOptions::authority`]. The private key stays inside this value:
+/// nothing returns it.
+#[derive(Clone)]
+pub struct Authority(Arc<mitm::Mitm>);
+
+impl Authority {
+    /// The CA `egress` terminates with (`tlsTerminate`'s `caCertPath`/
+    /// `caKeyPath`, else an ephemeral one made in memory), or `None` when
+    /// no tunnel may be terminated.
+    pub fn for_plan(egress: &EgressPlan) -> Result<Option<Self>, ProxyError> {
+        if !egress.needs_ca() {
+            return Ok(None);
+        }
+        let mitm = mitm::Mitm::new(egress.tls_terminate.as_ref())?;
+        Ok(Some(Self(Arc::new(mitm))))
+    }
+
+    /// The CA certificate (PEM) the jail's trust bundle adds to the roots.
+    pub fn cert_pem(&self) -> &str {
+        self.0.ca_pem()
+    }
+
+    /// The jail's trust bundle (PEM): the host's roots, then
+    /// [`Authority::cert_pem`].
+    pub fn trust_bundle(&self) -> String {
+        self.0.trust_bundle()
+    }
+
+    /// How many of the host's roots the bundle (and the upstream check)
+    /// holds; 0 means only the run's CA is trusted inside the jail.
+    pub fn host_roots(&self) -> usize {
+        self.0.host_roots()
+    }
+
+    pub(crate) fn mitm(&self) -> Arc<mitm::Mitm> {
+        self.0.clone()
     }
 }
 
@@ -219,6 +286,14 @@ impl ProxyHandle {
     /// summary of denials.
     pub fn shutdown(self) -> Summary {
         self.inner.shutdown()
+    }
+
+    /// The run's TLS-termination CA certificate (PEM), when the policy
+    /// terminates TLS for some host (`tlsTerminate` or `httpRules`): the
+    /// jail's trust bundle adds it to the system roots. Its private key
+    /// never leaves the proxy.
+    pub fn ca_cert_pem(&self) -> Option<String> {
+        self.inner.ca_pem()
     }
 
     /// Whether no client ever connected. The supervisor then skips the

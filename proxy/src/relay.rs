@@ -25,7 +25,17 @@ struct CloseGuard<'a> {
     down: AtomicU64,
 }
 
-impl CloseGuard<'_> {
+impl<'a> CloseGuard<'a> {
+    fn new(shared: &'a Shared, close: Record) -> Self {
+        Self {
+            shared,
+            rec: Some(close),
+            started: Instant::now(),
+            up: AtomicU64::new(0),
+            down: AtomicU64::new(0),
+        }
+    }
+
     fn finish(&mut self, reason: &str) {
         if let Some(mut rec) = self.rec.take() {
             rec.reason = reason.to_owned();
@@ -63,7 +73,15 @@ pub(crate) async fn tunnel(
     )
     .await;
     let mut rec = route.record(ctx, method, &host, port);
+    let peeked = peeked.and_then(|p| governed_raw(shared, &host, port, p));
     match peeked {
+        Ok(Peek::Tls { sni }) if shared.plan.terminates(&host, port) => {
+            rec.sni = sni.clone();
+            rec.reason = "terminated".into();
+            let close = close_record(&rec);
+            shared.log.write(rec);
+            return terminated(shared, ctx, client, route, (host, port, sni), close).await;
+        }
         Ok(Peek::Tls { sni }) => rec.sni = sni,
         Ok(Peek::Raw) => rec.reason = "allowed_raw".into(),
         Err(d) => {
@@ -82,6 +100,65 @@ pub(crate) async fn tunnel(
     shared.log.write(rec);
     let mut upstream = BufConn::new(route.stream);
     run(shared, close, &mut client, &mut upstream).await;
+}
+
+/// A host governed by `oajail.httpRules` has every request checked, which
+/// needs TLS to terminate: a non-TLS tunnel to it is refused even when the
+/// allow entry names the port.
+fn governed_raw(shared: &Shared, host: &Host, port: u16, p: Peek) -> Result<Peek, tls::PeekDeny> {
+    if p == Peek::Raw && shared.plan.http_rules.governs(host) {
+        return Err(tls::PeekDeny {
+            reason: "not_tls",
+            message: format!(
+                "the tunnel to {} is not TLS, and oajail.httpRules govern {host}: only TLS, whose requests can be checked, is allowed",
+                host.authority(port)
+            ),
+            sni: None,
+            tls: false,
+        });
+    }
+    Ok(p)
+}
+
+/// Hand the tunnel to `terminate.rs`; one close line when it ends (also
+/// when the proxy shuts down mid-tunnel). A failure before serving is one
+/// refused decision line.
+async fn terminated(
+    shared: &Shared,
+    ctx: &Ctx,
+    client: BufConn,
+    route: Route,
+    (host, port, sni): (Host, u16, Option<String>),
+    close: Record,
+) {
+    let mut guard = CloseGuard::new(shared, close);
+    let Some(arc) = shared.arc() else {
+        return guard.finish("shutdown");
+    };
+    let counters = std::sync::Arc::new(crate::sniff::Counters::default());
+    let tunnel = crate::terminate::Tunnel {
+        host,
+        port,
+        sni,
+        counters: counters.clone(),
+    };
+    let reason = match crate::terminate::run(&arc, ctx, client, route, tunnel).await {
+        Ok(reason) => reason,
+        Err(f) => {
+            let mut rec = ctx.record("decision", f.reason);
+            rec.decision = Some("deny");
+            rec.message = Some(f.message);
+            shared.log.write(rec);
+            "error"
+        }
+    };
+    guard
+        .up
+        .store(counters.up.load(Ordering::Relaxed), Ordering::Relaxed);
+    guard
+        .down
+        .store(counters.down.load(Ordering::Relaxed), Ordering::Relaxed);
+    guard.finish(reason);
 }
 
 /// After a `101 Switching Protocols` to a websocket upgrade.
@@ -151,13 +228,7 @@ fn close_record(r: &Record) -> Record {
 }
 
 async fn run(shared: &Shared, close: Record, client: &mut BufConn, upstream: &mut BufConn) {
-    let mut guard = CloseGuard {
-        shared,
-        rec: Some(close),
-        started: Instant::now(),
-        up: AtomicU64::new(0),
-        down: AtomicU64::new(0),
-    };
+    let mut guard = CloseGuard::new(shared, close);
     let mode = if shared.limits.splice {
         Mode::Splice
     } else {

@@ -23,6 +23,11 @@ pub(crate) struct Shared {
     pub local: LocalAddrs,
     lab_public: Vec<IpAddr>,
     next_id: AtomicU64,
+    /// The run's CA and TLS configurations, when some tunnel may be
+    /// terminated (`tlsTerminate` or `httpRules`).
+    mitm: Option<Arc<crate::mitm::Mitm>>,
+    /// This value's own `Arc` (hyper's services must own what they use).
+    me: std::sync::Weak<Shared>,
 }
 
 impl Shared {
@@ -37,6 +42,10 @@ impl Shared {
         let lab_public = options.lab_public.clone();
         #[cfg(not(feature = "test-lab"))]
         let lab_public = Vec::new();
+        let mitm = match &options.authority {
+            Some(ca) => Some(ca.mitm()),
+            None => crate::Authority::for_plan(&config.egress)?.map(|ca| ca.mitm()),
+        };
         Ok(Self {
             plan: config.egress,
             limits: config.limits,
@@ -45,11 +54,31 @@ impl Shared {
             local: LocalAddrs::default(),
             lab_public,
             next_id: AtomicU64::new(1),
+            mitm,
+            me: std::sync::Weak::new(),
         })
     }
 
     /// Test-lab stand-ins for public hosts (always empty without the
     /// `test-lab` feature).
+    /// The termination state; only asked for on a path that needs it.
+    pub(crate) fn mitm(&self) -> Result<&crate::mitm::Mitm, crate::terminate::Failed> {
+        self.mitm.as_deref().ok_or(crate::terminate::Failed {
+            reason: "no_ca",
+            message: "tls termination was asked for without a ca".into(),
+        })
+    }
+
+    /// The CA certificate the jail must trust, when there is one.
+    pub(crate) fn ca_pem(&self) -> Option<&str> {
+        self.mitm.as_deref().map(crate::mitm::Mitm::ca_pem)
+    }
+
+    /// The `Arc` this value lives in (always there while it is used).
+    pub(crate) fn arc(&self) -> Option<Arc<Shared>> {
+        self.me.upgrade()
+    }
+
     pub(crate) fn is_lab_public(&self, ip: IpAddr) -> bool {
         !self.lab_public.is_empty()
             && self
@@ -72,7 +101,11 @@ impl Running {
         listeners: Vec<std::net::TcpListener>,
         options: StartOptions,
     ) -> Result<Self, ProxyError> {
-        let shared = Arc::new(Shared::new(config, &options)?);
+        let parts = Shared::new(config, &options)?;
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
+            ..parts
+        });
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.worker_threads)
             .thread_name("oajail-proxy")
@@ -108,6 +141,10 @@ impl Running {
     /// close and no record to flush.
     pub(crate) fn untouched(&self) -> bool {
         self.shared.next_id.load(Ordering::Relaxed) == 1
+    }
+
+    pub(crate) fn ca_pem(&self) -> Option<String> {
+        self.shared.ca_pem().map(str::to_owned)
     }
 
     pub(crate) fn local_addrs(&self) -> Vec<SocketAddr> {

@@ -179,6 +179,11 @@ impl Lab {
         self.handle.take().unwrap().shutdown()
     }
 
+    /// The run's TLS-termination CA, when the plan terminates some host.
+    pub fn ca_pem(&self) -> Option<String> {
+        self.handle.as_ref()?.ca_cert_pem()
+    }
+
     pub fn proxy_url(&self) -> String {
         format!("http://{}", self.proxy)
     }

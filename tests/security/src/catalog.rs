@@ -1202,6 +1202,12 @@ pub const ATTACKS: &[Attack] = &[
         "1 GiB in memfds under a 512 MiB RLIMIT_AS: memory no per-process limit counts (root: memory cgroup; unprivileged: documented residual)",
         "RL, SUP (memory cgroup for host root)",
     ),
+    a(
+        "B8-trust-bundle-tamper",
+        'B',
+        "append a CA to the jail's TLS trust bundle (tlsTerminate on; every CA variable names it)",
+        "NS (read-only tmpfs), SC (mount API)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -309,3 +309,28 @@ fn blocks_writes_granted_only_by_an_allow_write_glob() {
     );
     assert_blocked(&mut lab, id, &run);
 }
+
+/// B8: with TLS termination on, the command tries to add its own CA to the
+/// jail's trust bundle (every CA variable names it). The bundle must be
+/// there first, so that a refusal is the read-only mount, not a missing
+/// file.
+#[test]
+fn blocks_trust_bundle_tamper() {
+    let id = "B8-trust-bundle-tamper";
+    let fixture = "attack-tls-terminate.json";
+    let bundle = "/tmp/.oajail-trust/ca-bundle.pem";
+    let mut lab = Lab::new(id);
+    let opts = RunOptions::default();
+    let check = format!("test -s {bundle} && [ \"$SSL_CERT_FILE\" = {bundle} ] && echo present");
+    let argv = vec![
+        lab.tools.oajail.display().to_string(),
+        "-s".into(),
+        lab.policy(fixture),
+        "-c".into(),
+        check,
+    ];
+    let pre = lab.run(argv, &opts);
+    assert_eq!(pre.stdout.trim(), "present", "{}", pre.stderr);
+    let run = lab.jailed(fixture, &["write-file", "append", bundle], &opts);
+    assert_blocked(&mut lab, id, &run);
+}

@@ -1,0 +1,456 @@
+//! TLS termination (srt `network.tlsTerminate`) and oajail's request rules
+//! (`oajail.httpRules`): the model, their validation, and the per-request
+//! match the proxy asks for.
+//!
+//! A rule is one string, `METHOD scheme://host[:port]/path-pattern`
+//! (`GET https://api.openagenda.com/v3/**`). A host that any rule names is
+//! *governed*: each request to it must match an allow rule and no deny rule
+//! (deny first). Requests to hosts no rule names are decided by the domain
+//! lists alone. Path patterns match the request path without its query:
+//! `*` is any run of characters inside one segment, `**` (a whole segment)
+//! any number of segments, including none. Requests to a governed host
+//! whose path could be read two ways (dot segments, `//`, encoded `/`, `\`
+//! or `.`) are refused instead of guessed at.
+use crate::domain::{DomainPattern, ListKind};
+use crate::error::{JsonPath, Problem, quote};
+use crate::host::Host;
+use serde::{Deserialize, Serialize};
+
+/// srt's default `tlsTerminate.maxTunnels`.
+pub const DEFAULT_MAX_TUNNELS: u32 = 256;
+/// srt's default `tlsTerminate.handshakeTimeoutMs`.
+pub const DEFAULT_HANDSHAKE_TIMEOUT_MS: u32 = 10_000;
+
+/// srt `network.tlsTerminate`: the proxy terminates TLS for every allowed
+/// host except `exclude_domains`, with this CA (or one made per run).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TlsTerminate {
+    /// PEM CA certificate; with `ca_key_path`, or neither (ephemeral CA).
+    pub ca_cert_path: Option<String>,
+    /// PEM CA private key (read by the supervisor only, never the jail).
+    pub ca_key_path: Option<String>,
+    /// Hosts kept on the opaque tunnel (mTLS, pinned clients).
+    pub exclude_domains: Vec<DomainPattern>,
+    /// Extra PEM roots: trusted for upstreams and added to the jail's bundle.
+    pub extra_ca_cert_paths: Vec<String>,
+    /// Terminated tunnels open at once.
+    pub max_tunnels: u32,
+    /// Deadline for the client's and the upstream's TLS handshakes.
+    pub handshake_timeout_ms: u32,
+}
+
+/// `oajail.httpRules`: request rules, deny first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HttpRules {
+    /// A governed request must match one of these.
+    pub allow: Vec<HttpRule>,
+    /// A request matching one of these is refused, whatever `allow` says.
+    pub deny: Vec<HttpRule>,
+}
+
+impl HttpRules {
+    /// No rules at all.
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty()
+    }
+}
+
+/// One rule, stored as its canonical text and re-parsed on demand.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct HttpRule {
+    text: String,
+    method: Option<String>,
+    https: bool,
+    host: DomainPattern,
+    port: u16,
+    path: Vec<String>,
+}
+
+impl From<HttpRule> for String {
+    fn from(rule: HttpRule) -> String {
+        rule.text
+    }
+}
+
+impl TryFrom<String> for HttpRule {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        HttpRule::parse(&text)
+    }
+}
+
+impl HttpRule {
+    /// Parse `METHOD scheme://host[:port]/path-pattern`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (method, url) = text
+            .split_once(' ')
+            .ok_or("expected \"METHOD https://host/path\"")?;
+        let method = parse_method(method)?;
+        let (https, rest) = split_scheme(url)?;
+        let slash = rest.find('/').ok_or("the url needs a path (at least /)")?;
+        let (authority, path) = rest.split_at(slash);
+        let parse = |a: &str| DomainPattern::parse(a, ListKind::Allow).map_err(|e| e.to_string());
+        let mut host = parse(authority)?;
+        let default_port = if https { 443 } else { 80 };
+        // `https://a.test:443/` and `https://a.test/` are one rule.
+        if host.port() == Some(default_port) {
+            let bare = host.as_str().trim_end_matches(&format!(":{default_port}"));
+            host = parse(bare)?;
+        }
+        let port = host.port().unwrap_or(default_port);
+        let path = parse_path_pattern(path)?;
+        let method_text = method.as_deref().unwrap_or("*");
+        let scheme = if https { "https" } else { "http" };
+        let text = format!(
+            "{method_text} {scheme}://{}/{}",
+            host.as_str(),
+            path.join("/")
+        );
+        Ok(Self {
+            text,
+            method,
+            https,
+            host,
+            port,
+            path,
+        })
+    }
+
+    /// The canonical text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether this rule names `host` (any scheme, any port).
+    pub fn names_host(&self, host: &Host) -> bool {
+        self.host.matches(host, self.port)
+    }
+
+    /// Whether the request matches (path without its query).
+    pub fn matches(&self, req: &RequestFacts<'_>) -> bool {
+        self.https == req.https
+            && self.port == req.port
+            && self.host.matches(req.host, req.port)
+            && self.method.as_deref().is_none_or(|m| m == req.method)
+            && glob_segments(&self.path, &req.path_segments())
+    }
+}
+
+fn parse_method(method: &str) -> Result<Option<String>, String> {
+    match method {
+        "*" => Ok(None),
+        m if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => Ok(Some(m.to_owned())),
+        m => Err(format!(
+            "method {} must be upper-case letters or *",
+            quote(m)
+        )),
+    }
+}
+
+/// `(https?, the rest after "scheme://")`.
+fn split_scheme(url: &str) -> Result<(bool, &str), String> {
+    if let Some(rest) = url.strip_prefix("https://") {
+        Ok((true, rest))
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        Ok((false, rest))
+    } else {
+        Err("the url must start with https:// or http://".into())
+    }
+}
+
+fn parse_path_pattern(path: &str) -> Result<Vec<String>, String> {
+    if path.contains(['?', '#', '\\', '%']) {
+        return Err("the path pattern must not contain ?, #, \\ or %".into());
+    }
+    let segments: Vec<String> = path[1..].split('/').map(str::to_owned).collect();
+    for s in &segments {
+        if s == "." || s == ".." {
+            return Err("the path pattern must not contain . or .. segments".into());
+        }
+        if s.contains("**") && s != "**" {
+            return Err("** must be a whole path segment".into());
+        }
+        if s.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err("the path pattern must not contain spaces or control characters".into());
+        }
+    }
+    Ok(segments)
+}
+
+/// What the proxy knows about one request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFacts<'a> {
+    /// Inside a terminated TLS tunnel (else plain HTTP).
+    pub https: bool,
+    /// Canonical destination host.
+    pub host: &'a Host,
+    /// Destination port.
+    pub port: u16,
+    /// Request method as sent.
+    pub method: &'a str,
+    /// Request path as sent, query included (it is cut off here).
+    pub path: &'a str,
+}
+
+impl RequestFacts<'_> {
+    fn path_segments(&self) -> Vec<&str> {
+        let path = self.path.split('?').next().unwrap_or("");
+        path.strip_prefix('/').unwrap_or(path).split('/').collect()
+    }
+}
+
+/// `**` matches zero or more segments; other segments match one segment
+/// with `*` as a wildcard inside it.
+fn glob_segments(pattern: &[String], path: &[&str]) -> bool {
+    match pattern.split_first() {
+        None => path.is_empty(),
+        Some((first, rest)) if first == "**" => {
+            (0..=path.len()).any(|skip| glob_segments(rest, &path[skip..]))
+        }
+        Some((first, rest)) => match path.split_first() {
+            Some((seg, tail)) => {
+                glob_one(first.as_bytes(), seg.as_bytes()) && glob_segments(rest, tail)
+            }
+            None => false,
+        },
+    }
+}
+
+fn glob_one(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|k| glob_one(rest, &text[k..])),
+        Some((c, rest)) => text.first() == Some(c) && glob_one(rest, &text[1..]),
+    }
+}
+
+/// A path that two servers could read differently: refused on governed
+/// hosts rather than matched one way and served another.
+pub fn ambiguous_path(path: &str) -> Option<&'static str> {
+    let path = path.split('?').next().unwrap_or("");
+    if !path.starts_with('/') {
+        return Some("the path does not start with /");
+    }
+    let lower = path.to_ascii_lowercase();
+    if path.contains('\\') || lower.contains("%2f") || lower.contains("%5c") {
+        return Some("an encoded or back slash in the path");
+    }
+    if lower.contains("%2e") || lower.contains("%00") {
+        return Some("an encoded dot or NUL in the path");
+    }
+    let segments: Vec<&str> = path[1..].split('/').collect();
+    let last = segments.len().saturating_sub(1);
+    for (i, s) in segments.iter().enumerate() {
+        if *s == "." || *s == ".." {
+            return Some("a dot segment in the path");
+        }
+        if s.is_empty() && i != last {
+            return Some("an empty segment (//) in the path");
+        }
+    }
+    None
+}
+
+/// How a governed request was judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleVerdict {
+    /// No rule names the host: the domain lists decided.
+    Ungoverned,
+    /// Allowed by this rule.
+    Allowed(String),
+    /// Refused: the deny rule that matched, or why no allow rule did.
+    Refused(String),
+}
+
+impl HttpRules {
+    /// Whether any rule names `host`.
+    pub fn governs(&self, host: &Host) -> bool {
+        self.allow
+            .iter()
+            .chain(&self.deny)
+            .any(|r| r.names_host(host))
+    }
+
+    /// Deny rules first, then allow rules; a governed host's request that
+    /// no allow rule matches is refused.
+    pub fn judge(&self, req: &RequestFacts<'_>) -> RuleVerdict {
+        if !self.governs(req.host) {
+            return RuleVerdict::Ungoverned;
+        }
+        if let Some(why) = ambiguous_path(req.path) {
+            return RuleVerdict::Refused(format!("oajail.httpRules: {why}"));
+        }
+        if let Some(rule) = self.deny.iter().find(|r| r.matches(req)) {
+            return RuleVerdict::Refused(format!("oajail.httpRules.deny {}", quote(rule.as_str())));
+        }
+        match self.allow.iter().find(|r| r.matches(req)) {
+            Some(rule) => RuleVerdict::Allowed(rule.as_str().to_owned()),
+            None => RuleVerdict::Refused(
+                "no oajail.httpRules.allow entry matches (the host is governed by oajail.httpRules)"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// Validate rule strings (with their JSON paths) into a sorted set.
+pub(crate) fn rules(items: &[(JsonPath, String)]) -> Result<Vec<HttpRule>, Problem> {
+    let mut out = items
+        .iter()
+        .map(|(path, text)| HttpRule::parse(text).map_err(|e| Problem::new(path, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// `tlsTerminate` as read, before validation.
+#[derive(Debug, Default)]
+pub(crate) struct TlsDraft {
+    pub(crate) ca_cert_path: Option<(JsonPath, String)>,
+    pub(crate) ca_key_path: Option<(JsonPath, String)>,
+    pub(crate) exclude_domains: Vec<(JsonPath, String)>,
+    pub(crate) extra_ca_cert_paths: Vec<(JsonPath, String)>,
+    pub(crate) max_tunnels: Option<u32>,
+    pub(crate) handshake_timeout_ms: Option<u32>,
+}
+
+impl TlsDraft {
+    /// srt: the CA paths come together or not at all.
+    pub(crate) fn build(self, rules: &HttpRules, path: &JsonPath) -> Result<TlsTerminate, Problem> {
+        let out_of_range = |key: &str, n: Option<u32>, lo: u32, hi: u32| {
+            n.filter(|n| !(lo..=hi).contains(n))
+                .map(|_| Problem::new(&path.key(key), format!("must be between {lo} and {hi}")))
+        };
+        if let Some(p) = out_of_range("maxTunnels", self.max_tunnels, 1, 65_536).or_else(|| {
+            out_of_range(
+                "handshakeTimeoutMs",
+                self.handshake_timeout_ms,
+                100,
+                600_000,
+            )
+        }) {
+            return Err(p);
+        }
+        if self.ca_cert_path.is_some() != self.ca_key_path.is_some() {
+            let (path, _) = self.ca_cert_path.or(self.ca_key_path).unwrap_or_default();
+            return Err(Problem::new(
+                &path,
+                "caCertPath and caKeyPath must be given together (or neither, for a per-run ca)",
+            ));
+        }
+        let exclude = excludes(&self.exclude_domains, rules)?;
+        let mut extra: Vec<String> = self
+            .extra_ca_cert_paths
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        extra.sort();
+        extra.dedup();
+        Ok(TlsTerminate {
+            ca_cert_path: self.ca_cert_path.map(|(_, t)| t),
+            ca_key_path: self.ca_key_path.map(|(_, t)| t),
+            exclude_domains: exclude,
+            extra_ca_cert_paths: extra,
+            max_tunnels: self.max_tunnels.unwrap_or(DEFAULT_MAX_TUNNELS),
+            handshake_timeout_ms: self
+                .handshake_timeout_ms
+                .unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT_MS),
+        })
+    }
+}
+
+/// `excludeDomains`, none of which may cover a host the rules govern.
+fn excludes(
+    items: &[(JsonPath, String)],
+    rules: &HttpRules,
+) -> Result<Vec<DomainPattern>, Problem> {
+    let mut exclude = Vec::new();
+    for (path, text) in items {
+        let p = DomainPattern::parse(text, ListKind::Allow)
+            .map_err(|e| Problem::new(path, e.to_string()))?;
+        if let Some(rule) = (rules.allow.iter().chain(&rules.deny)).find(|r| overlaps(&p, r)) {
+            let message = format!(
+                "excludes a host that oajail.httpRules governs ({}); its requests could not be checked",
+                quote(rule.as_str())
+            );
+            return Err(Problem::new(path, message));
+        }
+        exclude.push(p);
+    }
+    exclude.sort();
+    exclude.dedup();
+    Ok(exclude)
+}
+
+/// Could an exclude pattern cover a host a rule names? Checked on the
+/// rule's host text as a name (exact or a sample subdomain for `*.`).
+fn overlaps(exclude: &DomainPattern, rule: &HttpRule) -> bool {
+    let text = rule.host.as_str();
+    let text = text.split(':').next().unwrap_or(text);
+    let sample = text.strip_prefix("*.").map(|d| format!("x.{d}"));
+    let name = sample.as_deref().unwrap_or(text);
+    crate::host::canonicalize(name).is_ok_and(|h| exclude.matches(&h, rule.port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<'a>(host: &'a Host, method: &'a str, path: &'a str) -> RequestFacts<'a> {
+        RequestFacts {
+            https: true,
+            host,
+            port: 443,
+            method,
+            path,
+        }
+    }
+
+    #[test]
+    fn rules_match_deny_first() {
+        let rules = HttpRules {
+            allow: vec![HttpRule::parse("GET https://api.test/v3/**").unwrap()],
+            deny: vec![HttpRule::parse("* https://api.test/v3/me/*").unwrap()],
+        };
+        let api = crate::host::canonicalize("api.test").unwrap();
+        let other = crate::host::canonicalize("other.test").unwrap();
+        let ok = |m, p| matches!(rules.judge(&facts(&api, m, p)), RuleVerdict::Allowed(_));
+        assert!(ok("GET", "/v3/events?x=1"));
+        assert!(ok("GET", "/v3"));
+        assert!(ok("GET", "/v3/a/b/c"));
+        assert!(!ok("POST", "/v3/events"));
+        assert!(!ok("GET", "/v3/me/keys"));
+        assert!(!ok("GET", "/v2/events"));
+        assert!(!ok("GET", "/v3/../admin"));
+        assert!(!ok("GET", "/v3/%2e%2e/admin"));
+        assert!(!ok("GET", "/v3//x"));
+        assert!(!ok("GET", "/v3%2fme"));
+        assert_eq!(
+            rules.judge(&facts(&other, "POST", "/")),
+            RuleVerdict::Ungoverned
+        );
+    }
+
+    #[test]
+    fn bad_rules() {
+        for bad in [
+            "get https://a.test/",
+            "GET ftp://a.test/",
+            "GET https://a.test",
+            "GET https://a.test/a**",
+            "GET https://a.test/../x",
+            "GET https://a.test/x?y",
+            "GET https://*/x",
+            "GET https://user@a.test/x",
+            "GEThttps://a.test/",
+        ] {
+            assert!(HttpRule::parse(bad).is_err(), "{bad}");
+        }
+        let r = HttpRule::parse("GET https://API.Test.:443/v3/*").unwrap();
+        assert_eq!(r.as_str(), "GET https://api.test/v3/*");
+    }
+}

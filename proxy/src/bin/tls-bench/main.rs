@@ -1,0 +1,432 @@
+//! tls-bench: a terminated tunnel against the opaque tunnel, same run.
+//!
+//! `cargo run --release -p oajail-proxy --bin tls-bench [-- --rounds N]
+//! [--mib N] [--requests N] [--idle N]`
+//!
+//! Two proxies run as child processes (`tls-bench serve`), as under the
+//! supervisor, so their memory can be read from /proc: one with the plan's
+//! `tlsTerminate` on, one without (the opaque tunnel). Both reach the same
+//! in-process HTTPS upstream (its own CA, trusted by the terminating proxy
+//! through `extraCaCertPaths`) on loopback through the full production path
+//! (decision, resolution, address check, dial, 200, SNI check). The client
+//! is rustls + hyper in this process, trusting both CAs. Rounds interleave
+//! opaque and terminated runs; medians are reported:
+//! - bulk: one HTTPS download of `--mib` MiB per run (HTTP/1.1), MiB/s;
+//! - keep-alive latency: `--requests` small GETs on one connection, p50;
+//! - handshake: CONNECT + TLS handshake to a host whose leaf is cached, p50;
+//! - idle memory: `--idle` open terminated connections (one request done
+//!   on each, then idle), growth of the proxy's RSS per connection.
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Frame;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use oajail_policy::domain::{DomainPattern, ListKind};
+use oajail_policy::egress::EgressPlan;
+use oajail_policy::l7::TlsTerminate;
+use oajail_proxy::{Limits, ProxyConfig, ResolveFuture, Resolver, StartOptions};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use std::error::Error;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+type Res<T> = Result<T, Box<dyn Error + Send + Sync>>;
+
+const NAME: &str = "bench.test";
+/// `bench.test:<upstream port>`, the Host header every request carries.
+static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+struct FixedResolver;
+impl Resolver for FixedResolver {
+    fn resolve<'a>(&'a self, name: &'a str) -> ResolveFuture<'a> {
+        let ok = name == NAME;
+        Box::pin(async move {
+            if ok {
+                Ok(vec![IpAddr::V4(Ipv4Addr::LOCALHOST)])
+            } else {
+                Err(std::io::ErrorKind::NotFound.into())
+            }
+        })
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> Res<usize> {
+    match args.iter().position(|a| a == name) {
+        Some(i) => Ok(args.get(i + 1).ok_or("missing value")?.parse()?),
+        None => Ok(default),
+    }
+}
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("serve") {
+        let port: u16 = args.get(2).ok_or("port")?.parse()?;
+        let ca = args.get(3).ok_or("upstream ca")?;
+        let out = args.get(4).ok_or("ca output")?;
+        return serve(port, ca, (args.len() > 5).then_some(out.as_str()));
+    }
+    let rounds = arg(&args, "--rounds", 5)?;
+    let mib = arg(&args, "--mib", 256)?;
+    let requests = arg(&args, "--requests", 2000)?;
+    let idle = arg(&args, "--idle", 500)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    rt.block_on(bench(rounds, mib, requests, idle))
+}
+
+/// Child: a proxy for `bench.test:<port>`, terminating when `ca_out` is
+/// given (the CA PEM is written there). Prints its address; stops at EOF.
+fn serve(port: u16, upstream_ca: &str, ca_out: Option<&str>) -> Res<()> {
+    let allow = [format!("{NAME}:{port}"), format!("127.0.0.1:{port}")];
+    let mut egress = EgressPlan {
+        allow: (allow.iter())
+            .map(|t| DomainPattern::parse(t, ListKind::Allow))
+            .collect::<Result<_, _>>()?,
+        ..EgressPlan::default()
+    };
+    if ca_out.is_some() {
+        egress.tls_terminate = Some(TlsTerminate {
+            ca_cert_path: None,
+            ca_key_path: None,
+            exclude_domains: Vec::new(),
+            extra_ca_cert_paths: vec![upstream_ca.to_owned()],
+            max_tunnels: 4096,
+            handshake_timeout_ms: 10_000,
+        });
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let config = ProxyConfig {
+        egress,
+        log_json: None,
+        limits: Limits {
+            max_connections: 8192,
+            ..Limits::default()
+        },
+    };
+    let options = StartOptions::default().resolver(Arc::new(FixedResolver));
+    let handle = oajail_proxy::start_with(config, vec![listener], options)?;
+    if let (Some(path), Some(pem)) = (ca_out, handle.ca_cert_pem()) {
+        std::fs::write(path, pem)?;
+    }
+    println!("{addr}");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    while std::io::stdin().read_line(&mut line)? > 0 {}
+    drop(handle);
+    Ok(())
+}
+
+struct Proxy {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Proxy {
+    fn spawn(port: u16, upstream_ca: &Path, ca_out: Option<&Path>) -> Res<Self> {
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.arg("serve").arg(port.to_string()).arg(upstream_ca);
+        cmd.arg(ca_out.unwrap_or(Path::new("-")));
+        if ca_out.is_some() {
+            cmd.arg("terminate");
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().ok_or("stdout")?).read_line(&mut line)?;
+        Ok(Self {
+            addr: line.trim().parse()?,
+            child,
+        })
+    }
+
+    fn rss_kib(&self) -> Res<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .ok_or("VmRSS")?;
+        Ok(line
+            .split_whitespace()
+            .nth(1)
+            .ok_or("VmRSS value")?
+            .parse()?)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The upstream: HTTPS on loopback; `/bulk?mib=N` streams N MiB, every
+/// other path answers 16 bytes.
+async fn upstream(dir: &Path) -> Res<(u16, PathBuf)> {
+    let mut ca = rcgen::CertificateParams::default();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_key = rcgen::KeyPair::generate()?;
+    let ca_cert = ca.self_signed(&ca_key)?;
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let key = rcgen::KeyPair::generate()?;
+    let cert = rcgen::CertificateParams::new(vec![NAME.to_owned()])?.signed_by(&key, &issuer)?;
+    let ca_path = dir.join("upstream-ca.pem");
+    std::fs::write(&ca_path, ca_cert.pem())?;
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            PrivateKeyDer::try_from(key.serialize_der())?,
+        )?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(
+                    |req: hyper::Request<hyper::body::Incoming>| async move {
+                        let mib: usize = (req.uri().query())
+                            .and_then(|q| q.strip_prefix("mib="))
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(0);
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(body(mib)))
+                    },
+                );
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    Ok((port, ca_path))
+}
+
+/// `n` frames of 1 MiB from one shared buffer (no copy per frame).
+struct Chunks {
+    left: usize,
+    chunk: Bytes,
+}
+
+impl hyper::body::Body for Chunks {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if self.left == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        self.left -= 1;
+        std::task::Poll::Ready(Some(Ok(Frame::data(self.chunk.clone()))))
+    }
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact((self.left * self.chunk.len()) as u64)
+    }
+}
+
+fn body(mib: usize) -> http_body_util::Either<Full<Bytes>, Chunks> {
+    if mib == 0 {
+        return http_body_util::Either::Left(Full::new(Bytes::from_static(b"0123456789abcdef")));
+    }
+    http_body_util::Either::Right(Chunks {
+        left: mib,
+        chunk: Bytes::from(vec![b'x'; 1 << 20]),
+    })
+}
+
+type Client = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
+
+/// CONNECT through `proxy`, TLS (trusting both CAs), HTTP/1.1; returns the
+/// client and the time the TLS handshake completed after the start.
+async fn open(
+    proxy: SocketAddr,
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+) -> Res<(Client, Duration)> {
+    let started = Instant::now();
+    let mut tcp = TcpStream::connect(proxy).await?;
+    tcp.set_nodelay(true)?;
+    let target = format!("{NAME}:{port}");
+    tcp.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+        .await?;
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        tcp.read_exact(&mut b).await?;
+        head.push(b[0]);
+    }
+    if !head.starts_with(b"HTTP/1.1 200") {
+        return Err(String::from_utf8_lossy(&head).into_owned().into());
+    }
+    let stream = tls.connect(ServerName::try_from(NAME)?, tcp).await?;
+    let handshake = started.elapsed();
+    let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    Ok((send, handshake))
+}
+
+async fn get(client: &mut Client, path: &str) -> Res<u64> {
+    client.ready().await?;
+    let host = HOST.get().map_or(NAME, String::as_str);
+    let req = hyper::Request::get(path)
+        .header("host", host)
+        .body(Empty::new())?;
+    let mut body = client.send_request(req).await?.into_body();
+    let mut n = 0u64;
+    while let Some(frame) = body.frame().await {
+        if let Some(data) = frame?.data_ref() {
+            n += data.len() as u64;
+        }
+    }
+    Ok(n)
+}
+
+fn connector(cas: &[&Path]) -> Res<tokio_rustls::TlsConnector> {
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in cas {
+        roots.add(CertificateDer::from_pem_file(ca)?)?;
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+struct Round {
+    bulk_mib_s: f64,
+    p50_us: f64,
+    handshake_us: f64,
+}
+
+async fn round(
+    proxy: SocketAddr,
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+    mib: usize,
+    requests: usize,
+) -> Res<Round> {
+    let (mut c, _) = open(proxy, port, tls).await?;
+    let t = Instant::now();
+    let n = get(&mut c, &format!("/bulk?mib={mib}")).await?;
+    let bulk_mib_s = n as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64();
+    get(&mut c, "/warm").await?;
+    let mut lat = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        let t = Instant::now();
+        get(&mut c, "/small").await?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let mut hs = Vec::new();
+    for _ in 0..50 {
+        let (_, d) = open(proxy, port, tls).await?;
+        hs.push(d.as_secs_f64() * 1e6);
+    }
+    Ok(Round {
+        bulk_mib_s,
+        p50_us: median(lat),
+        handshake_us: median(hs),
+    })
+}
+
+async fn idle_kib(
+    proxy: &Proxy,
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+    n: usize,
+) -> Res<f64> {
+    let before = proxy.rss_kib()?;
+    let mut open_conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (mut c, _) = open(proxy.addr, port, tls).await?;
+        get(&mut c, "/small").await?;
+        open_conns.push(c);
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = proxy.rss_kib()?;
+    drop(open_conns);
+    Ok((after.saturating_sub(before)) as f64 / n as f64)
+}
+
+async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<()> {
+    let dir = std::env::temp_dir().join(format!("tls-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let (port, upstream_ca) = upstream(&dir).await?;
+    let _ = HOST.set(format!("{NAME}:{port}"));
+    let proxy_ca = dir.join("proxy-ca.pem");
+    let opaque = Proxy::spawn(port, &upstream_ca, None)?;
+    let term = Proxy::spawn(port, &upstream_ca, Some(&proxy_ca))?;
+    let tls = connector(&[&upstream_ca, &proxy_ca])?;
+    let (mut o, mut t) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        // Alternate which goes first, so drift on a loaded machine evens out.
+        if r % 2 == 0 {
+            o.push(round(opaque.addr, port, &tls, mib, requests).await?);
+            t.push(round(term.addr, port, &tls, mib, requests).await?);
+        } else {
+            t.push(round(term.addr, port, &tls, mib, requests).await?);
+            o.push(round(opaque.addr, port, &tls, mib, requests).await?);
+        }
+        let (a, b) = (&o[r], &t[r]);
+        println!(
+            "round {r}: bulk {:.0} / {:.0} MiB/s, p50 {:.0} / {:.0} us, handshake {:.0} / {:.0} us (opaque / terminated)",
+            a.bulk_mib_s, b.bulk_mib_s, a.p50_us, b.p50_us, a.handshake_us, b.handshake_us
+        );
+    }
+    let ratios: Vec<f64> = o
+        .iter()
+        .zip(&t)
+        .map(|(a, b)| b.bulk_mib_s / a.bulk_mib_s)
+        .collect();
+    let added: Vec<f64> = o.iter().zip(&t).map(|(a, b)| b.p50_us - a.p50_us).collect();
+    let pick = |v: &[Round], f: fn(&Round) -> f64| median(v.iter().map(f).collect());
+    println!(
+        "bulk: opaque {:.0} MiB/s, terminated {:.0} MiB/s, ratio median {:.2} (target >= 0.5)",
+        pick(&o, |r| r.bulk_mib_s),
+        pick(&t, |r| r.bulk_mib_s),
+        median(ratios)
+    );
+    println!(
+        "keep-alive p50: opaque {:.0} us, terminated {:.0} us, added median {:.0} us (target <= 300)",
+        pick(&o, |r| r.p50_us),
+        pick(&t, |r| r.p50_us),
+        median(added)
+    );
+    println!(
+        "handshake p50 (CONNECT + TLS, cached leaf): opaque {:.0} us, terminated {:.0} us (target <= 2000)",
+        pick(&o, |r| r.handshake_us),
+        pick(&t, |r| r.handshake_us)
+    );
+    let idle_o = idle_kib(&opaque, port, &tls, idle).await?;
+    let idle_t = idle_kib(&term, port, &tls, idle).await?;
+    println!(
+        "idle: {idle} connections, proxy RSS per connection: opaque {idle_o:.1} KiB, terminated {idle_t:.1} KiB (target <= 64)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
