@@ -112,6 +112,7 @@ fn add_ca_vars(env: &mut EnvPlan) {
         let inherited = dropped.is_some() || env.set.iter().any(|(k, _)| k == name);
         if let Some(i) = dropped {
             env.dropped.remove(i);
+            env.why.retain(|(k, _)| k != name);
         }
         env.set.retain(|(k, _)| k != name);
         env.set.push(((*name).to_owned(), path.to_owned()));
@@ -154,6 +155,10 @@ mod tests {
             ],
             dropped: vec!["AWS_CA_BUNDLE".into(), "AWS_SECRET_ACCESS_KEY".into()],
             replaced: Vec::new(),
+            why: vec![
+                ("AWS_CA_BUNDLE".into(), "secret name".into()),
+                ("AWS_SECRET_ACCESS_KEY".into(), "secret name".into()),
+            ],
         };
         add_ca_vars(&mut env);
         let bundle = oajail_jail::mount::trust::BUNDLE_PATH;
@@ -163,6 +168,7 @@ mod tests {
             assert_eq!(values[0].1, bundle, "{name}");
         }
         assert_eq!(env.dropped, ["AWS_SECRET_ACCESS_KEY"]);
+        assert_eq!(env.why.len(), 1, "{:?}", env.why);
         assert_eq!(env.replaced, ["AWS_CA_BUNDLE", "SSL_CERT_FILE"]);
         assert!(env.set.contains(&("PATH".into(), "/bin".into())));
     }

@@ -326,7 +326,7 @@ pub const INODE_BYTES: u64 = 16 << 10;
 pub const MAX_INODES: u64 = 65_536;
 
 /// The size and inode limits of a new tmpfs.
-enum Size {
+pub(super) enum Size {
     /// Writable: `nr_inodes` follows the size ([`INODE_BYTES`]).
     Bytes(u64),
     /// Filled by oajail itself: bytes and an exact inode count.

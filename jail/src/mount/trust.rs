@@ -11,7 +11,7 @@
 //! it holds no capability to unmount or remount it, seccomp denies the mount
 //! API, and `rename`/`rmdir` of a mount point fail with EBUSY.
 
-use super::{Context, MountError, new_tmpfs};
+use super::{Context, MountError, Size, new_tmpfs};
 use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
 use oajail_policy::compile::mounts::{MountPlan, MountStep};
 use rustix::fs::{CWD, Mode, OFlags};
@@ -47,7 +47,11 @@ pub fn install(plan: &MountPlan, pem: &[u8]) -> Result<(), MountError> {
     }
     let what = || format!("trust bundle {BUNDLE_PATH}");
     let size = pem.len() as u64 + SLACK;
-    let fs = new_tmpfs("0755", Some(size), ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC)?;
+    let fs = new_tmpfs(
+        "0755",
+        Size::Fixed(size, 16),
+        ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
+    )?;
     let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
     let file =
         rustix::fs::openat(&fs, "ca-bundle.pem", flags, Mode::from_raw_mode(0o444)).ctx(what)?;
