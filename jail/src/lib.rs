@@ -47,6 +47,7 @@ pub mod landlock;
 mod launcher;
 pub mod layers;
 pub mod mount;
+pub mod negotiate;
 pub mod net;
 mod ns;
 mod rlimit;

@@ -104,6 +104,9 @@ pub struct OajailSettings {
     pub allow_degraded: bool,
     /// IPs/CIDRs the proxy may reach even though they are not public.
     pub allow_private_destinations: Vec<String>,
+    /// Run only with every kernel layer at the level the plans are written
+    /// for (same as `--strict`), not merely every rule held by some layer.
+    pub strict: bool,
 }
 
 /// Resource limits; `None` leaves the inherited limit in place.

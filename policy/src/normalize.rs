@@ -42,6 +42,7 @@ pub(crate) struct Draft {
     pub(crate) env_deny: Vec<At<String>>,
     pub(crate) allow_degraded: bool,
     pub(crate) allow_private_destinations: Vec<At<String>>,
+    pub(crate) strict: bool,
 }
 
 impl Draft {
@@ -77,6 +78,7 @@ impl Draft {
             env_deny,
             allow_degraded: self.allow_degraded,
             allow_private_destinations: addresses(&self.allow_private_destinations)?,
+            strict: self.strict,
         };
         Ok(Policy {
             network,

@@ -164,6 +164,9 @@ fn oajail_json(policy: &Policy) -> Map<String, Value> {
             json!(settings.allow_private_destinations),
         );
     }
+    if settings.strict {
+        out.insert("strict".into(), Value::Bool(true));
+    }
     out
 }
 
@@ -346,6 +349,7 @@ fn read_oajail(settings: Option<&Map<String, Value>>, path: &JsonPath, draft: &m
     draft.env_deny.extend(strings(settings, "envDeny", path));
     draft.allow_degraded = flag(settings, "allowDegraded");
     draft.allow_private_destinations = strings(settings, "allowPrivateDestinations", path);
+    draft.strict = flag(settings, "strict");
     let Some(limits) = settings.and_then(|s| object(s, "limits")) else {
         return;
     };
