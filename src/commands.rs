@@ -171,8 +171,14 @@ pub fn doctor(common: &Common) -> Result<i32, Fail> {
         None => println!("landlock: unavailable"),
     }
     println!("seccomp filters: {}", yes(f.seccomp));
-    println!("seccomp user notification with addfd: {}", yes(f.user_notif));
-    println!("mount api (open_tree, move_mount, mount_setattr): {}", yes(f.mount_api));
+    println!(
+        "seccomp user notification with addfd: {}",
+        yes(f.user_notif)
+    );
+    println!(
+        "mount api (open_tree, move_mount, mount_setattr): {}",
+        yes(f.mount_api)
+    );
     println!("user.max_user_namespaces: {}", show(k.max_user_namespaces));
     println!(
         "kernel.unprivileged_userns_clone: {}",

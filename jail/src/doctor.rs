@@ -59,8 +59,7 @@ pub fn landlock_abi() -> Option<u8> {
 /// (the guard's hand-over of opened files) is available, honouring the
 /// `test-layers` pretend switch.
 pub fn user_notif_available() -> bool {
-    !crate::layers::pretend_missing("user-notif")
-        && crate::sys::probe::user_notif_addfd_available()
+    !crate::layers::pretend_missing("user-notif") && crate::sys::probe::user_notif_addfd_available()
 }
 
 /// Whether seccomp filters work, honouring the `test-layers` pretend switch.

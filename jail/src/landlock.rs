@@ -429,4 +429,38 @@ mod tests {
         assert!(matches!(err, Some(LandlockError::Path { .. })), "{err:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// Why the negotiation keeps Landlock off at ABI 1 beside the mounts: a
+    /// ruleset without the `refer` right refuses every cross-directory
+    /// rename, even inside a writable rule; from ABI 2 it is granted.
+    #[test]
+    fn abi_1_refuses_cross_directory_renames_abi_2_allows_them() {
+        let renamed = |level: u8| {
+            let dir =
+                std::env::temp_dir().join(format!("oajail-ll-mv{level}-{}", std::process::id()));
+            std::fs::create_dir_all(dir.join("a")).unwrap();
+            std::fs::create_dir_all(dir.join("b")).unwrap();
+            std::fs::write(dir.join("a/f"), "x").unwrap();
+            let d = dir.clone();
+            let result = in_thread(move || {
+                let p = plan(vec![
+                    rule(std::path::Path::new("/"), &[READ]),
+                    rule(&d, &[READ, WRITE]),
+                ]);
+                assert_eq!(
+                    restrict(&p, level).unwrap(),
+                    if level >= 6 {
+                        LandlockStatus::Full
+                    } else {
+                        LandlockStatus::Partial
+                    }
+                );
+                std::fs::rename(d.join("a/f"), d.join("b/f")).map_err(|e| e.raw_os_error())
+            });
+            std::fs::remove_dir_all(&dir).unwrap();
+            result
+        };
+        assert_eq!(renamed(1), Err(Some(libc::EXDEV)));
+        assert_eq!(renamed(2), Ok(()));
+    }
 }

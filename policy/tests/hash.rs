@@ -19,11 +19,11 @@ const WORKED_CANONICAL: &str = concat!(
     r#""deniedDomainReasons":{},"deniedDomains":[],"deniedResolvedAddresses":[],"httpProxyPort":null,"socksProxyPort":null},"#,
     r#""oajail":{"allowDegraded":false,"allowPrivateDestinations":[],"envDeny":[],"envKeep":[],"#,
     r#""limits":{"addressSpaceBytes":null,"coreBytes":0,"cpuSeconds":null,"fileSizeBytes":null,"#,
-    r#""openFiles":null,"processes":null,"tmpSizeBytes":null,"wallSeconds":null}},"#,
+    r#""openFiles":null,"processes":null,"tmpSizeBytes":null,"wallSeconds":null},"strict":false},"#,
     r#""process":{"allowNestedUserNamespaces":false,"enableWeakerNestedSandbox":false,"gitSafeDirectories":[]}}"#,
 );
 
-const WORKED_SHA256: &str = "452cf6581fade134f5fbdbd7eedf62cb718876bf3efc3538d9d180b8f224e9b5";
+const WORKED_SHA256: &str = "40f14a60f7f601da6f7ef8ce0db142e267f97c0ed6706371ea41ffd506081160";
 
 fn hash(text: &str) -> String {
     Policy::from_settings_json(text, "t")

@@ -358,7 +358,9 @@ impl Negotiation {
 }
 
 fn off(why: &str) -> LayerStatus {
-    LayerStatus::Off { why: why.to_owned() }
+    LayerStatus::Off {
+        why: why.to_owned(),
+    }
 }
 
 /// Each layer's status on `kernel`.
@@ -377,10 +379,19 @@ fn statuses(kernel: &Kernel) -> Vec<(LayerName, LayerStatus)> {
     };
     let mounts_run = mounts == LayerStatus::Full;
     vec![
-        (LayerName::Namespaces, if ns { LayerStatus::Full } else { ns_off() }),
+        (
+            LayerName::Namespaces,
+            if ns { LayerStatus::Full } else { ns_off() },
+        ),
         (LayerName::Mounts, mounts),
-        (LayerName::NetNamespace, if ns { LayerStatus::Full } else { ns_off() }),
-        (LayerName::Landlock, landlock_status(kernel.landlock_abi, mounts_run)),
+        (
+            LayerName::NetNamespace,
+            if ns { LayerStatus::Full } else { ns_off() },
+        ),
+        (
+            LayerName::Landlock,
+            landlock_status(kernel.landlock_abi, mounts_run),
+        ),
         (
             LayerName::Seccomp,
             if kernel.seccomp {

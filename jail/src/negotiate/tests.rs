@@ -41,7 +41,16 @@ fn summary(kernel: Kernel, request: &Request) -> String {
 
 #[test]
 fn every_landlock_abi_runs_fully_beside_namespaces() {
-    for v in [None, Some(1), Some(2), Some(3), Some(4), Some(5), Some(6), Some(9)] {
+    for v in [
+        None,
+        Some(1),
+        Some(2),
+        Some(3),
+        Some(4),
+        Some(5),
+        Some(6),
+        Some(9),
+    ] {
         let n = decide(abi(v)).unwrap();
         assert!(n.unheld.is_empty(), "abi {v:?}: {:?}", n.unheld);
         assert!(n.banner().is_empty(), "abi {v:?}");
@@ -103,20 +112,29 @@ fn a_rule_without_holder_is_refused_naming_rule_and_feature() {
         ..NEW
     };
     let err = decide(no_guard).unwrap_err().to_string();
-    assert!(err.contains("mandatory write denies (needs seccomp user notification"), "{err}");
+    assert!(
+        err.contains("mandatory write denies (needs seccomp user notification"),
+        "{err}"
+    );
     assert!(!err.contains("read deny"), "{err}");
     let no_mount_api = Kernel {
         mount_api: false,
         ..NEW
     };
     let err = decide(no_mount_api).unwrap_err().to_string();
-    assert!(err.contains("private /tmp (needs the mount api (linux 5.12))"), "{err}");
+    assert!(
+        err.contains("private /tmp (needs the mount api (linux 5.12))"),
+        "{err}"
+    );
     let no_seccomp = Kernel {
         seccomp: false,
         ..NEW
     };
     let err = decide(no_seccomp).unwrap_err().to_string();
-    assert!(err.contains("syscall deny list (needs seccomp filters)"), "{err}");
+    assert!(
+        err.contains("syscall deny list (needs seccomp filters)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -151,7 +169,11 @@ fn allow_local_binding_leaves_tcp_to_the_network_namespace() {
         ..FACTS
     };
     let n = Negotiation::decide(NEW, local, &Request::default()).unwrap();
-    let tcp = n.rules.iter().find(|r| r.class == RuleClass::TcpEgress).unwrap();
+    let tcp = n
+        .rules
+        .iter()
+        .find(|r| r.class == RuleClass::TcpEgress)
+        .unwrap();
     assert_eq!(tcp.holders.len(), 1);
     assert_eq!(tcp.holders[0].layer, LayerName::NetNamespace);
 }

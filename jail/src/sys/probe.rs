@@ -51,14 +51,18 @@ fn action_available(action: u32) -> bool {
 ///
 /// Raw syscall: probing for `ENOSYS` needs the bare call.
 pub(crate) fn mount_api_available() -> bool {
-    [libc::SYS_open_tree, libc::SYS_move_mount, libc::SYS_mount_setattr]
-        .iter()
-        .all(|nr| {
-            // SAFETY: every argument is an invalid descriptor, a null pointer
-            // or zero; each call fails before touching memory or state.
-            let ret = unsafe { libc::syscall(*nr, -1, std::ptr::null::<libc::c_char>(), 0, 0, 0) };
-            ret == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS)
-        })
+    [
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
+        libc::SYS_mount_setattr,
+    ]
+    .iter()
+    .all(|nr| {
+        // SAFETY: every argument is an invalid descriptor, a null pointer
+        // or zero; each call fails before touching memory or state.
+        let ret = unsafe { libc::syscall(*nr, -1, std::ptr::null::<libc::c_char>(), 0, 0, 0) };
+        ret == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS)
+    })
 }
 
 /// Whether seccomp user notification with `SECCOMP_IOCTL_NOTIF_ADDFD`
