@@ -45,21 +45,26 @@ fn action_available(action: u32) -> bool {
 }
 
 /// Whether the new mount API the mount plan uses is there: `open_tree`,
-/// `move_mount` (Linux 5.2) and `mount_setattr` (5.12, the last of them).
-/// Probed with invalid descriptors: a present call fails with `EBADF`
-/// (or `EINVAL`), a missing one with `ENOSYS`.
+/// `move_mount`, `fsopen`, `fsmount` (Linux 5.2) and `mount_setattr`
+/// (5.12, the last of them).
+/// Probed with invalid descriptors or a null name: a present call fails
+/// with `EBADF`, `EFAULT` or `EINVAL`, a missing one with `ENOSYS`.
 ///
 /// Raw syscall: probing for `ENOSYS` needs the bare call.
 pub(crate) fn mount_api_available() -> bool {
     [
         libc::SYS_open_tree,
         libc::SYS_move_mount,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
         libc::SYS_mount_setattr,
     ]
     .iter()
     .all(|nr| {
-        // SAFETY: every argument is an invalid descriptor, a null pointer
-        // or zero; each call fails before touching memory or state.
+        // SAFETY: the first argument is -1 (an invalid descriptor, or for
+        // `fsopen` an unmapped name pointer the kernel's copy refuses with
+        // EFAULT), the rest null or zero: each call fails without changing
+        // any state or writing memory.
         let ret = unsafe { libc::syscall(*nr, -1, std::ptr::null::<libc::c_char>(), 0, 0, 0) };
         ret == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS)
     })
