@@ -192,6 +192,9 @@ pub fn doctor(common: &Common) -> Result<i32, Fail> {
         Ok(()) => println!("user namespaces: work"),
         Err(why) => println!("user namespaces: fail: {why}"),
     }
+    if let (Err(_), Some(hint)) = (&k.userns, oajail_jail::doctor::apparmor_userns_hint()) {
+        println!("fix: {hint}");
+    }
     println!("policy: {origin}");
     let facts = PlanFacts::of(&loaded.policy);
     for line in negotiation_table(f, facts) {

@@ -86,9 +86,13 @@ fn start(
     match finish(early, spec) {
         Ok(started) => Ok(started),
         Err(e) if e.namespaces_refused() => {
+            let apparmor = oajail_jail::doctor::apparmor_userns_hint();
             let flat = negotiated
                 .without_namespaces(&e.to_string(), facts, request)
-                .map_err(|n| Fail::setup(anyhow!("{e}: user namespaces are unusable; {n}")))?;
+                .map_err(|n| match &apparmor {
+                    Some(hint) => Fail::setup(anyhow!("{e}: {hint}; otherwise {n}")),
+                    None => Fail::setup(anyhow!("{e}: user namespaces are unusable; {n}")),
+                })?;
             print_banner(&flat);
             let spec = build_spec(&flat, spec.argv.clone(), plans)?;
             finish(Jail::spawn(flat.layers()), &spec).map_err(Fail::from)

@@ -67,6 +67,30 @@ pub fn seccomp_available() -> bool {
     !crate::layers::pretend_missing("seccomp") && crate::sys::probe::seccomp_filter_available()
 }
 
+/// Where Ubuntu's AppArmor restriction of unprivileged user namespaces is on
+/// (`kernel.apparmor_restrict_unprivileged_userns=1`, Ubuntu 23.10+): the
+/// one line saying how to let oajail use them. The restriction lets
+/// `clone(CLONE_NEWUSER)` succeed and moves the process into a profile
+/// without capabilities, so the first privileged step in the namespace
+/// fails with `EPERM`; only a profile granting `userns` to the binary's
+/// path lifts it (`packaging/apparmor/oajail`, installed by the Debian
+/// package).
+pub fn apparmor_userns_hint() -> Option<String> {
+    if sysctl("kernel/apparmor_restrict_unprivileged_userns") != Some(1) {
+        return None;
+    }
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "/usr/bin/oajail".into());
+    Some(format!(
+        "apparmor restricts unprivileged user namespaces \
+         (kernel.apparmor_restrict_unprivileged_userns=1) and no profile allows {exe}: \
+         install packaging/apparmor/oajail as /etc/apparmor.d/oajail with the path {exe} \
+         and run `sudo apparmor_parser -r /etc/apparmor.d/oajail` (the Debian package \
+         installs and loads it for /usr/bin/oajail)"
+    ))
+}
+
 fn sysctl(name: &str) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/sys/{name}"))
         .ok()?
