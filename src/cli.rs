@@ -93,6 +93,13 @@ pub enum Sub {
     },
     /// Report the kernel features oajail uses and what would be degraded.
     Doctor,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), generated from these definitions.
+    Man,
     /// ssh ProxyCommand helper: connect HOST PORT through the jail's proxy.
     #[command(hide = true)]
     SshProxy {

@@ -1,4 +1,5 @@
-//! Subcommands: `policy print|hash|check`, `explain`, `doctor`, `ssh-proxy`.
+//! Subcommands: `policy print|hash|check`, `explain`, `doctor`, `completions`, `man`,
+//! `ssh-proxy`.
 
 use crate::cli::{Common, Format, PolicyCmd};
 use crate::plans;
@@ -233,4 +234,21 @@ fn negotiation_table(kernel: Kernel, facts: PlanFacts) -> Vec<String> {
     Negotiation::decide(kernel, facts, &accept)
         .map(|n| n.report_lines())
         .unwrap_or_else(|e| vec![format!("negotiation: {e}")])
+}
+
+/// `oajail completions SHELL`: the completion script, from the clap definitions.
+pub fn completions(shell: clap_complete::Shell) -> Result<i32, Fail> {
+    use clap::CommandFactory;
+    let mut cmd = crate::cli::Cli::command();
+    clap_complete::generate(shell, &mut cmd, "oajail", &mut std::io::stdout());
+    Ok(0)
+}
+
+/// `oajail man`: the manual page (roff), from the clap definitions.
+pub fn man() -> Result<i32, Fail> {
+    use clap::CommandFactory;
+    clap_mangen::Man::new(crate::cli::Cli::command())
+        .render(&mut std::io::stdout())
+        .map_err(|e| Fail::setup(anyhow!("man page: {e}")))?;
+    Ok(0)
 }

@@ -81,6 +81,8 @@ fn dispatch(cli: cli::Cli) -> Result<i32, Fail> {
         Some(cli::Sub::Policy(cmd)) => commands::policy(&cli.common, cmd),
         Some(cli::Sub::Explain { json }) => commands::explain(&cli.common, json),
         Some(cli::Sub::Doctor) => commands::doctor(&cli.common),
+        Some(cli::Sub::Completions { shell }) => commands::completions(shell),
+        Some(cli::Sub::Man) => commands::man(),
         Some(cli::Sub::SshProxy { host, port }) => proxy::ssh_helper(&host, port),
     }
 }
