@@ -364,13 +364,19 @@ fn completions_and_the_man_page_come_from_the_cli_definitions() {
     }
     let script = scratch_home("compl").join("oajail.bash");
     std::fs::write(&script, &bash).unwrap();
-    let check = Command::new("bash").arg("-n").arg(&script).output().unwrap();
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
     assert!(check.status.success(), "{}", err(&check));
     let zsh = ok(oajail("compl-z", &["completions", "zsh"]).output().unwrap());
     assert!(zsh.starts_with("#compdef oajail"), "{zsh}");
     let man = ok(oajail("man", &["man"]).output().unwrap());
     assert!(man.contains(".TH oajail 1"), "{man}");
     assert!(man.contains("\\-\\-strict"), "{man}");
-    let o = oajail("compl-bad", &["completions", "tcsh"]).output().unwrap();
+    let o = oajail("compl-bad", &["completions", "tcsh"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
 }
