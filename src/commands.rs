@@ -67,7 +67,8 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         "limits": plans.compiled.limits,
         "egress": plans.egress,
         "env": { "set": env_names, "dropped": plans.env.dropped, "replaced": plans.env.replaced },
-        "negotiation": negotiation_table(Kernel::probe(), PlanFacts::of(&loaded.policy)),
+        "negotiation": negotiated(Kernel::probe(), PlanFacts::of(&loaded.policy))
+            .map_or_else(|e| json!(e.to_string()), |n| json!(n)),
     });
     if as_json {
         println!("{}", pretty(&value));
@@ -83,10 +84,13 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         "limits",
         "egress",
         "env",
-        "negotiation",
     ] {
         println!("\n== {name} ==");
         print_human(&value[name], "");
+    }
+    println!("\n== negotiation (this kernel) ==");
+    for line in negotiation_table(Kernel::probe(), PlanFacts::of(&loaded.policy)) {
+        println!("{line}");
     }
     println!(
         "\n(seccomp: {} BPF instructions; `--json` for the machine-readable form)",
@@ -227,13 +231,22 @@ pub fn doctor(common: &Common) -> Result<i32, Fail> {
 /// hold, decided as if every unheld rule were accepted, so that the table
 /// is shown even when the run would be refused).
 fn negotiation_table(kernel: Kernel, facts: PlanFacts) -> Vec<String> {
+    negotiated(kernel, facts)
+        .map(|n| n.report_lines())
+        .unwrap_or_else(|e| vec![format!("negotiation: {e}")])
+}
+
+/// The negotiation with every unheld rule accepted (what `doctor` and
+/// `explain` show; a run decides again with the user's request).
+fn negotiated(
+    kernel: Kernel,
+    facts: PlanFacts,
+) -> Result<Negotiation, oajail_jail::negotiate::NegotiationError> {
     let accept = Request {
         accept_unheld: true,
         ..Request::default()
     };
     Negotiation::decide(kernel, facts, &accept)
-        .map(|n| n.report_lines())
-        .unwrap_or_else(|e| vec![format!("negotiation: {e}")])
 }
 
 /// `oajail completions SHELL`: the completion script, from the clap definitions.
