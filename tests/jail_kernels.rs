@@ -169,11 +169,12 @@ fn strict_refuses_an_older_abi_from_the_flag_or_the_settings() {
     let strict = Workspace::new("strict-key", policy);
     let o = strict.run(Some(4), &["--", "/bin/true"]);
     assert_eq!(o.status.code(), Some(125), "{}", err(&o));
-    assert!(
-        err(&o).contains("strict: landlock runs at abi 4"),
-        "{}",
-        err(&o)
-    );
+    // ABI 4 asked, capped by the real kernel's (ABI 2 on Debian 12's 6.1).
+    let want = match level(4) {
+        0 => "strict: landlock is off".to_owned(),
+        v => format!("strict: landlock runs at abi {v}"),
+    };
+    assert!(err(&o).contains(&want), "{want}: {}", err(&o));
 }
 
 #[test]
