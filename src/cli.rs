@@ -46,9 +46,14 @@ pub struct RunArgs {
     /// Keep this environment variable even if its name looks secret (repeatable).
     #[arg(long = "env-keep", value_name = "NAME")]
     pub env_keep: Vec<String>,
-    /// Run even if a kernel layer is missing, printing a banner listing what is missing.
+    /// Run even if some rules of the policy have no layer to hold them on
+    /// this kernel, printing a banner naming them.
     #[arg(long)]
     pub allow_degraded: bool,
+    /// Refuse to run unless every layer runs at the level the plan was
+    /// written for (Landlock ABI 6 included), not only every rule held.
+    #[arg(long, conflicts_with = "allow_degraded")]
+    pub strict: bool,
     /// Append the proxy's decision log (JSON lines) to FILE.
     #[arg(long = "log-json", value_name = "FILE")]
     pub log_json: Option<PathBuf>,
@@ -82,6 +87,7 @@ impl RunArgs {
             (self.timeout.is_some(), "--timeout"),
             (!self.env_keep.is_empty(), "--env-keep"),
             (self.allow_degraded, "--allow-degraded"),
+            (self.strict, "--strict"),
             (self.log_json.is_some(), "--log-json"),
         ]
         .into_iter()
@@ -103,6 +109,13 @@ pub enum Sub {
     },
     /// Report the kernel features oajail uses and what would be degraded.
     Doctor,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), generated from these definitions.
+    Man,
     /// ssh ProxyCommand helper: connect HOST PORT through the jail's proxy.
     #[command(hide = true)]
     SshProxy {

@@ -1,10 +1,12 @@
-//! Subcommands: `policy print|hash|check`, `explain`, `doctor`, `ssh-proxy`.
+//! Subcommands: `policy print|hash|check`, `explain`, `doctor`, `completions`, `man`,
+//! `ssh-proxy`.
 
 use crate::cli::{Common, Format, PolicyCmd};
 use crate::plans;
 use crate::{Fail, settings};
 use anyhow::anyhow;
 use oajail_jail::doctor::KernelFeatures;
+use oajail_jail::negotiate::{Kernel, LayerStatus, Negotiation, PlanFacts, Request};
 use oajail_jail::seccomp::SeccompProgram;
 use serde_json::json;
 
@@ -70,6 +72,8 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
             "replaced": plans.env.replaced,
             "droppedBecause": plans.env.why.iter().map(|(n, w)| format!("{n}: {w}")).collect::<Vec<_>>(),
         },
+        "negotiation": negotiated(Kernel::probe(), PlanFacts::of(&loaded.policy))
+            .map_or_else(|e| json!(e.to_string()), |n| json!(n)),
     });
     if as_json {
         println!("{}", pretty(&value));
@@ -88,6 +92,10 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
     ] {
         println!("\n== {name} ==");
         print_human(&value[name], "");
+    }
+    println!("\n== negotiation (this kernel) ==");
+    for line in negotiation_table(Kernel::probe(), PlanFacts::of(&loaded.policy)) {
+        println!("{line}");
     }
     println!(
         "\n(seccomp: {} BPF instructions; `--json` for the machine-readable form)",
@@ -159,16 +167,28 @@ fn print_human(value: &serde_json::Value, indent: &str) {
     }
 }
 
-/// `oajail doctor`: kernel features and what a run would lack.
-pub fn doctor() -> Result<i32, Fail> {
+/// `oajail doctor`: kernel features, then the negotiation for the policy:
+/// each layer's level and which layers hold each rule class here.
+pub fn doctor(common: &Common) -> Result<i32, Fail> {
+    let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
     let k = KernelFeatures::probe();
+    let f = k.features;
     let show = |v: Option<u64>| v.map_or("absent".to_string(), |v| v.to_string());
+    let yes = |b: bool| if b { "yes" } else { "no" };
     println!("kernel: {}", k.kernel);
-    match k.landlock_abi {
+    match f.landlock_abi {
         Some(v) => println!("landlock: abi {v}"),
         None => println!("landlock: unavailable"),
     }
-    println!("seccomp filters: {}", if k.seccomp { "yes" } else { "no" });
+    println!("seccomp filters: {}", yes(f.seccomp));
+    println!(
+        "seccomp user notification with addfd: {}",
+        yes(f.user_notif)
+    );
+    println!(
+        "mount api (open_tree, move_mount, mount_setattr): {}",
+        yes(f.mount_api)
+    );
     println!("user.max_user_namespaces: {}", show(k.max_user_namespaces));
     println!(
         "kernel.unprivileged_userns_clone: {}",
@@ -182,13 +202,71 @@ pub fn doctor() -> Result<i32, Fail> {
         Ok(()) => println!("user namespaces: work"),
         Err(why) => println!("user namespaces: fail: {why}"),
     }
-    let missing = k.missing();
-    if missing.is_empty() {
-        println!("verdict: every layer available");
-        return Ok(0);
+    if let (Err(_), Some(hint)) = (&k.userns, oajail_jail::doctor::apparmor_userns_hint()) {
+        println!("fix: {hint}");
     }
-    for m in &missing {
-        println!("degraded: {}: {}", m.layer, m.why);
+    println!("policy: {origin}");
+    let facts = PlanFacts::of(&loaded.policy);
+    for line in negotiation_table(f, facts) {
+        println!("{line}");
     }
-    Ok(1)
+    let request = Request {
+        strict: loaded.policy.oajail.strict,
+        ..Request::default()
+    };
+    match Negotiation::decide(f, facts, &request) {
+        Ok(n) if n.layers.iter().all(|(_, s)| *s == LayerStatus::Full) => {
+            println!("verdict: every layer at its planned level; runs");
+            Ok(0)
+        }
+        Ok(_) => {
+            println!(
+                "verdict: every rule held by at least one layer; runs (--strict would refuse)"
+            );
+            Ok(0)
+        }
+        Err(e) => {
+            println!("verdict: refused: {e}");
+            Ok(1)
+        }
+    }
+}
+
+/// The negotiation's layer and rule lines for `kernel` (what a run would
+/// hold, decided as if every unheld rule were accepted, so that the table
+/// is shown even when the run would be refused).
+fn negotiation_table(kernel: Kernel, facts: PlanFacts) -> Vec<String> {
+    negotiated(kernel, facts)
+        .map(|n| n.report_lines())
+        .unwrap_or_else(|e| vec![format!("negotiation: {e}")])
+}
+
+/// The negotiation with every unheld rule accepted (what `doctor` and
+/// `explain` show; a run decides again with the user's request).
+fn negotiated(
+    kernel: Kernel,
+    facts: PlanFacts,
+) -> Result<Negotiation, oajail_jail::negotiate::NegotiationError> {
+    let accept = Request {
+        accept_unheld: true,
+        ..Request::default()
+    };
+    Negotiation::decide(kernel, facts, &accept)
+}
+
+/// `oajail completions SHELL`: the completion script, from the clap definitions.
+pub fn completions(shell: clap_complete::Shell) -> Result<i32, Fail> {
+    use clap::CommandFactory;
+    let mut cmd = crate::cli::Cli::command();
+    clap_complete::generate(shell, &mut cmd, "oajail", &mut std::io::stdout());
+    Ok(0)
+}
+
+/// `oajail man`: the manual page (roff), from the clap definitions.
+pub fn man() -> Result<i32, Fail> {
+    use clap::CommandFactory;
+    clap_mangen::Man::new(crate::cli::Cli::command())
+        .render(&mut std::io::stdout())
+        .map_err(|e| Fail::setup(anyhow!("man page: {e}")))?;
+    Ok(0)
 }

@@ -4,9 +4,8 @@ use crate::cli::{Common, RunArgs};
 use crate::plans::{self, Plans};
 use crate::{Fail, proxy, settings};
 use anyhow::anyhow;
-use oajail_jail::doctor::Missing;
-use oajail_jail::seccomp::SeccompProgram;
-use oajail_jail::{Jail, JailError, JailSpec, Layers};
+use oajail_jail::negotiate::{self, Kernel, Negotiation, PlanFacts, Request};
+use oajail_jail::{Jail, JailError, JailSpec};
 use oajail_policy::Policy;
 use std::ffi::{CString, OsString};
 use std::net::TcpListener;
@@ -22,12 +21,13 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
     settings::print_warnings(&loaded.warnings);
     let policy = loaded.policy;
-    let layers = decide_layers(&policy, args.allow_degraded)?;
+    let request = request(&policy, &args);
+    let negotiated = negotiate(&policy, &request, Kernel::probe())?;
     let clock = Clock::new(common.debug);
     // Clone first: the kernel builds the namespaces and pid 1 brings up its
     // network on the other core while this process compiles the plans. The
     // process is still single-threaded here, as the clone requires.
-    let early = Jail::spawn(layers);
+    let early = Jail::spawn(negotiated.layers());
     let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     // Entries the filesystem plan dropped or narrowed (missing, symlinked…).
     settings::print_warnings(&plans.compiled.mounts.warnings);
@@ -42,12 +42,15 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
                 .to_owned(),
         ]);
     }
-    let mut spec = build_spec(argv, &plans)?;
+    let mut spec = build_spec(&negotiated, argv, &plans)?;
     spec.trust_bundle = authority
         .as_ref()
         .map(oajail_proxy::Authority::trust_bundle);
+    for line in negotiated.report_lines() {
+        clock.note(&line);
+    }
     clock.note(&format!(
-        "policy from {origin} (sha256 {}); layers {layers:?}; {} mount steps, {} landlock \
+        "policy from {origin} (sha256 {}); {} mount steps, {} landlock \
          rules, {} seccomp instructions; compiled",
         plans.compiled.policy_sha256,
         plans.compiled.mounts.steps.len(),
@@ -55,8 +58,8 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
         spec.seccomp.as_ref().map_or(0, |p| p.len()),
     ));
     let timeout = args.timeout().or(plans.compiled.limits.wall_seconds);
-    let allow_degraded = args.allow_degraded || policy.oajail.allow_degraded;
-    let (jail, listeners) = start(early, layers, &spec, allow_degraded)?;
+    let facts = PlanFacts::of(&policy);
+    let (jail, listeners) = start(early, &negotiated, (facts, &request), &spec, &plans)?;
     supervise(jail, listeners, &plans, authority, &args, timeout, &clock)
 }
 
@@ -79,50 +82,50 @@ impl Clock {
 }
 
 /// Hand the spec to the freshly cloned jail and receive its listeners. When
-/// the kernel refuses the namespaces and a degraded run is allowed, retry
-/// without any namespace (Landlock and seccomp only) after printing what
-/// that loses.
+/// the kernel refuses the namespaces (sysctl, AppArmor), negotiate again
+/// without them: that run goes ahead only if the user accepts the rules
+/// nothing else holds (its banner names them).
 fn start(
     early: Result<Jail, JailError>,
-    layers: Layers,
+    negotiated: &Negotiation,
+    (facts, request): (PlanFacts, &Request),
     spec: &JailSpec,
-    allow_degraded: bool,
+    plans: &Plans,
 ) -> Result<(Jail, Vec<TcpListener>), Fail> {
-    let finish = |jail: Result<Jail, JailError>| -> Result<(Jail, Vec<TcpListener>), JailError> {
+    let finish = |jail: Result<Jail, JailError>,
+                  spec: &JailSpec|
+     -> Result<(Jail, Vec<TcpListener>), JailError> {
         let mut jail = jail?;
         jail.send_spec(spec)?;
         let listeners = jail.take_listeners()?;
         Ok((jail, listeners))
     };
-    match finish(early) {
+    match finish(early, spec) {
         Ok(started) => Ok(started),
-        Err(e) if e.namespaces_refused() && allow_degraded && layers.landlock => {
-            print_banner(&[format!("user namespaces: {e}"), NO_NAMESPACES.into()]);
-            let flat = Layers {
-                namespaces: false,
-                mounts: false,
-                ..layers
-            };
-            finish(Jail::spawn(flat)).map_err(Fail::from)
+        Err(e) if e.namespaces_refused() => {
+            let apparmor = oajail_jail::doctor::apparmor_userns_hint();
+            let flat = negotiated
+                .without_namespaces(&e.to_string(), facts, request)
+                .map_err(|n| match &apparmor {
+                    Some(hint) => Fail::setup(anyhow!("{e}: {hint}; otherwise {n}")),
+                    None => Fail::setup(anyhow!("{e}: user namespaces are unusable; {n}")),
+                })?;
+            print_banner(&flat);
+            let spec = build_spec(&flat, spec.argv.clone(), plans)?;
+            finish(Jail::spawn(flat.layers()), &spec).map_err(Fail::from)
         }
-        Err(e) if e.namespaces_refused() => Err(Fail::setup(anyhow!(
-            "{e}: user namespaces are unavailable (see `oajail doctor`); \
-             --allow-degraded runs with Landlock and seccomp only"
-        ))),
         Err(e) => Err(e.into()),
     }
 }
 
-/// What a run without namespaces loses (printed in the degraded banner).
-const NO_NAMESPACES: &str = "without namespaces: no mount view (denyWrite inside allowWrite and the \
-    mandatory denies are NOT enforced; Landlock alone holds the filesystem), host network (Landlock \
-    limits TCP connects to the proxy port; UDP is open), host /proc and pids (background processes \
-    may outlive the command)";
-
-fn print_banner(lines: &[String]) {
+fn print_banner(negotiated: &Negotiation) {
+    let lines = negotiated.banner();
+    if lines.is_empty() {
+        return;
+    }
     eprintln!("oajail: ==================== DEGRADED JAIL ====================");
     for line in lines {
-        eprintln!("oajail: missing layer: {line}");
+        eprintln!("oajail: {line}");
     }
     eprintln!("oajail: =======================================================");
 }
@@ -157,78 +160,35 @@ fn supervise(
     Ok(outcome.code)
 }
 
-/// Which layers to enforce: all of them, unless the kernel lacks one and the
-/// user allowed a degraded run (then a banner lists what is missing).
-fn decide_layers(policy: &Policy, allow_flag: bool) -> Result<Layers, Fail> {
-    let mut layers = Layers::ALL;
-    let missing = quick_probe();
-    if !missing.is_empty() {
-        let list = missing
-            .iter()
-            .map(|m| format!("{} ({})", m.layer, m.why))
-            .collect::<Vec<_>>();
-        if !(allow_flag || policy.oajail.allow_degraded) {
-            return Err(Fail::setup(anyhow!(
-                "probe: missing kernel layer: {}; refusing to run (use --allow-degraded to run without it)",
-                list.join(", ")
-            )));
-        }
-        let abi = oajail_jail::doctor::landlock_abi();
-        for m in &missing {
-            match (m.layer, abi) {
-                // An old ABI still enforces most of the plan: apply its best.
-                ("landlock", Some(_)) => layers.landlock_required = false,
-                ("landlock", None) => layers.landlock = false,
-                ("seccomp", _) => {
-                    layers.seccomp = false;
-                    layers.guard = false;
-                }
-                _ => {}
-            }
-        }
-        print_banner(&list);
+/// What the user asked of the layers (flags and the `oajail` settings).
+fn request(policy: &Policy, args: &RunArgs) -> Request {
+    Request {
+        strict: args.strict || policy.oajail.strict,
+        accept_unheld: args.allow_degraded || policy.oajail.allow_degraded,
+        test_disabled: oajail_jail::layers::test_disabled(),
     }
-    let off = oajail_jail::layers::apply_test_disable(&mut layers);
-    if !off.is_empty() {
+}
+
+/// The jail crate's negotiation for this kernel; prints the banner of a
+/// degraded run and of a test build's switches.
+fn negotiate(policy: &Policy, request: &Request, kernel: Kernel) -> Result<Negotiation, Fail> {
+    let negotiated = Negotiation::decide(kernel, PlanFacts::of(policy), request)
+        .map_err(|e| Fail::setup(e.into()))?;
+    print_banner(&negotiated);
+    if !negotiated.test_disabled.is_empty() {
         eprintln!(
             "oajail: !!! TEST BUILD: layers disabled by OAJAIL_TEST_DISABLE: {} !!!",
-            off.join(",")
+            negotiated.test_disabled.join(",")
         );
     }
-    Ok(layers)
+    Ok(negotiated)
 }
 
-/// The cheap probes (no process is created): Landlock ABI and seccomp. User
-/// namespaces are not probed here: the clone itself fails with a clear line,
-/// and there is no degraded mode without them (see docs/enforcement-order.md).
-fn quick_probe() -> Vec<Missing> {
-    let mut missing = Vec::new();
-    match oajail_jail::doctor::landlock_abi() {
-        None => missing.push(Missing {
-            layer: "landlock",
-            why: "not offered by the kernel".into(),
-        }),
-        Some(v) if v < u32::from(oajail_policy::compile::landlock::MIN_ABI) => {
-            missing.push(Missing {
-                layer: "landlock",
-                why: format!(
-                    "abi {v} is older than the {} the plan needs",
-                    oajail_policy::compile::landlock::MIN_ABI
-                ),
-            })
-        }
-        Some(_) => {}
-    }
-    if !oajail_jail::doctor::seccomp_available() {
-        missing.push(Missing {
-            layer: "seccomp",
-            why: "seccomp filters (kill, errno, user notification) unavailable".into(),
-        });
-    }
-    missing
-}
-
-fn build_spec(argv: Vec<CString>, plans: &Plans) -> Result<JailSpec, Fail> {
+fn build_spec(
+    negotiated: &Negotiation,
+    argv: Vec<CString>,
+    plans: &Plans,
+) -> Result<JailSpec, Fail> {
     let cwd = std::env::current_dir().map_err(|e| Fail::setup(anyhow!("cwd: {e}")))?;
     let env = plans
         .env
@@ -237,18 +197,15 @@ fn build_spec(argv: Vec<CString>, plans: &Plans) -> Result<JailSpec, Fail> {
         .map(|(k, v)| CString::new(format!("{k}={v}")))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| Fail::setup(anyhow!("environment: a value contains a NUL byte")))?;
-    let mut spec = JailSpec::new(argv, env, cwd);
-    spec.seccomp =
-        Some(SeccompProgram::compile(&plans.compiled.seccomp).map_err(|e| Fail::setup(e.into()))?);
-    spec.guard = Some(
-        oajail_jail::guard::GuardSpec::compile(&plans.compiled.guard)
-            .map_err(|e| Fail::setup(e.into()))?,
-    );
-    spec.rlimits = plans.compiled.limits.rlimits.clone();
-    spec.mounts = Some(plans.compiled.mounts.clone());
-    spec.landlock = Some(plans.compiled.landlock.clone());
-    spec.ssh_helper = std::env::current_exe().ok();
-    Ok(spec)
+    let command = negotiate::Command {
+        argv,
+        env,
+        cwd,
+        ssh_helper: std::env::current_exe().ok(),
+    };
+    negotiated
+        .build_spec(command, &plans.compiled)
+        .map_err(|e| Fail::setup(e.into()))
 }
 
 /// `-c CMD` → `<bash> -c CMD`, as srt runs it (its `binShell`: `bash` found

@@ -230,7 +230,7 @@ fn allow_degraded_without_user_namespaces_runs_landlock_and_seccomp_only() {
         "{text}"
     );
     assert!(
-        err(&o).contains("DEGRADED") && err(&o).contains("without namespaces"),
+        err(&o).contains("DEGRADED") && err(&o).contains("NOT ENFORCED: private /tmp"),
         "{}",
         err(&o)
     );
@@ -243,12 +243,27 @@ fn allow_degraded_without_user_namespaces_runs_landlock_and_seccomp_only() {
     assert!(!alive, "a background process outlived a degraded jail");
 }
 
+/// Without Landlock every rule class still has a holder (the mounts, the
+/// namespaces, seccomp and the guard): the run is full, with no flag; the
+/// enforcement report says Landlock is off. `--strict` refuses.
 #[test]
-fn missing_landlock_is_refused() {
-    let o = without_landlock("noll", &["--", "/bin/true"]);
+fn missing_landlock_runs_on_the_other_layers_and_strict_refuses() {
+    let o = without_landlock("noll", &["-d", "--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(err(&o).contains("landlock: None"), "{}", err(&o));
+    assert!(
+        err(&o).contains("layer landlock: off: not offered"),
+        "{}",
+        err(&o)
+    );
+    assert!(!err(&o).contains("DEGRADED"), "{}", err(&o));
+    let o = without_landlock("nollstrict", &["--strict", "--", "/bin/true"]);
     assert_eq!(o.status.code(), Some(125), "{}", err(&o));
-    assert!(err(&o).contains("landlock"), "{}", err(&o));
-    assert!(err(&o).contains("--allow-degraded"), "{}", err(&o));
+    assert!(
+        err(&o).contains("strict: landlock is off: not offered by the kernel"),
+        "{}",
+        err(&o)
+    );
 }
 
 #[test]
@@ -256,24 +271,31 @@ fn debug_output_reports_what_is_enforced() {
     let o = oajail("dbg", &["-d", "--", "/bin/true"]).output().unwrap();
     let e = err(&o);
     assert!(o.status.success(), "{e}");
+    let (landlock, layer) = match landlock_level() {
+        6 => (
+            "landlock: Full".to_owned(),
+            "layer landlock: full (abi 6)".to_owned(),
+        ),
+        0 => (
+            "landlock: None".to_owned(),
+            "layer landlock: off".to_owned(),
+        ),
+        v => (
+            format!("landlock: Partial, landlock_abi: {v}"),
+            format!("layer landlock: abi {v}"),
+        ),
+    };
     for part in [
         "namespaces: true",
         "mounts: true",
-        "landlock: Full",
+        &landlock,
+        &layer,
+        "rule private /tmp: mounts",
         "caps: true",
         "seccomp: true",
     ] {
         assert!(e.contains(part), "{part} missing:\n{e}");
     }
-}
-
-#[test]
-fn allow_degraded_runs_with_a_banner() {
-    let o = without_landlock("degr", &["--allow-degraded", "-d", "--", "/bin/true"]);
-    assert!(err(&o).contains("landlock: None"), "{}", err(&o));
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(err(&o).contains("DEGRADED"), "{}", err(&o));
-    assert!(err(&o).contains("missing layer: landlock"), "{}", err(&o));
 }
 
 #[test]
@@ -332,4 +354,29 @@ fn a_dangling_default_settings_link_is_an_error_not_the_default() {
     std::fs::remove_file(&link).unwrap();
     let o = oajail("dangling", &["policy", "hash"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "absent file means the default");
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_cli_definitions() {
+    let bash = ok(oajail("compl", &["completions", "bash"]).output().unwrap());
+    for word in ["doctor", "explain", "--strict", "--allow-degraded"] {
+        assert!(bash.contains(word), "{word} missing in the bash completion");
+    }
+    let script = scratch_home("compl").join("oajail.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", err(&check));
+    let zsh = ok(oajail("compl-z", &["completions", "zsh"]).output().unwrap());
+    assert!(zsh.starts_with("#compdef oajail"), "{zsh}");
+    let man = ok(oajail("man", &["man"]).output().unwrap());
+    assert!(man.contains(".TH oajail 1"), "{man}");
+    assert!(man.contains("\\-\\-strict"), "{man}");
+    let o = oajail("compl-bad", &["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
 }

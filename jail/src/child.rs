@@ -165,6 +165,11 @@ fn lock_down(
         namespaces: layers.namespaces,
         mounts: layers.mount_view() && spec.mounts.is_some(),
         landlock,
+        landlock_abi: if landlock == LandlockEnforced::None {
+            0
+        } else {
+            layers.landlock_abi
+        },
         caps: layers.caps,
         seccomp: layers.seccomp && spec.seccomp.is_some(),
         guard: layers.guard && spec.guard.is_some(),
@@ -172,7 +177,7 @@ fn lock_down(
 }
 
 /// Landlock: finish the ruleset the supervisor built ahead (jail-side rules
-/// only) or, without one (degraded runs, mounts off), build it all here.
+/// only) or, without one (no mount view), build it all here.
 fn apply_landlock(
     layers: Layers,
     spec: &JailSpec,
@@ -182,12 +187,11 @@ fn apply_landlock(
         return Ok(LandlockEnforced::None);
     };
     let status = match (prebuilt, &spec.mounts) {
-        (Some(ruleset), Some(mounts)) => ruleset.restrict(plan, mounts),
-        _ => crate::landlock::restrict(plan, layers.landlock_required),
+        (Some(ruleset), Some(mounts)) => ruleset.restrict(plan, mounts, layers.landlock_abi),
+        _ => crate::landlock::restrict(plan, layers.landlock_abi),
     };
     Ok(match at(Step::Landlock, status)? {
         LandlockStatus::Full => LandlockEnforced::Full,
         LandlockStatus::Partial => LandlockEnforced::Partial,
-        LandlockStatus::NotEnforced => LandlockEnforced::None,
     })
 }

@@ -1,11 +1,8 @@
-//! Kernel feature probes: what `oajail doctor` reports and what the
-//! fail-closed check before each run looks at.
+//! Kernel feature probes: what `oajail doctor` reports and what the layer
+//! negotiation (`crate::negotiate`) reads before each run.
 
+use crate::negotiate::Kernel;
 use serde::Serialize;
-
-/// Landlock ABI the plans need for their full effect (ABI 6 adds the signal
-/// and abstract-unix-socket scopes; ABI 4 TCP port rules).
-pub const LANDLOCK_ABI_WANTED: u32 = 6;
 
 /// What the running kernel offers.
 #[derive(Debug, Clone, Serialize)]
@@ -13,10 +10,8 @@ pub const LANDLOCK_ABI_WANTED: u32 = 6;
 pub struct KernelFeatures {
     /// Kernel release (`uname -r`).
     pub kernel: String,
-    /// Landlock ABI version, `None` when Landlock is missing or disabled.
-    pub landlock_abi: Option<u32>,
-    /// seccomp filters with KILL_PROCESS, ERRNO and USER_NOTIF actions.
-    pub seccomp: bool,
+    /// The features the negotiation reads (user namespaces as probed below).
+    pub features: Kernel,
     /// `user.max_user_namespaces` (0 disables user namespaces).
     pub max_user_namespaces: Option<u64>,
     /// Debian's `kernel.unprivileged_userns_clone` (0 disables them for non-root).
@@ -27,75 +22,73 @@ pub struct KernelFeatures {
     pub userns: Result<(), String>,
 }
 
-/// A missing or partial layer, as shown in the degraded banner.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Missing {
-    /// Layer name: `user namespaces`, `landlock`, `seccomp`.
-    pub layer: &'static str,
-    /// Why (one line).
-    pub why: String,
-}
-
 impl KernelFeatures {
     /// Probe the running kernel (creates and reaps one short-lived process
     /// to test user namespaces).
     pub fn probe() -> Self {
+        let userns = userns_works();
         KernelFeatures {
             kernel: nix::sys::utsname::uname()
                 .map(|u| u.release().to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            landlock_abi: landlock_abi(),
-            seccomp: seccomp_available(),
+            features: Kernel {
+                user_namespaces: userns.is_ok(),
+                ..Kernel::probe()
+            },
             max_user_namespaces: sysctl("user/max_user_namespaces"),
             unprivileged_userns_clone: sysctl("kernel/unprivileged_userns_clone"),
             apparmor_restrict_unprivileged_userns: sysctl(
                 "kernel/apparmor_restrict_unprivileged_userns",
             ),
-            userns: userns_works(),
+            userns,
         }
-    }
-
-    /// Every layer the jail would run without, given what the kernel offers.
-    pub fn missing(&self) -> Vec<Missing> {
-        let mut out = Vec::new();
-        if let Err(why) = &self.userns {
-            out.push(Missing {
-                layer: "user namespaces",
-                why: why.clone(),
-            });
-        }
-        match self.landlock_abi {
-            None => out.push(Missing {
-                layer: "landlock",
-                why: "not offered by the kernel (not built or not in the lsm= list)".into(),
-            }),
-            Some(v) if v < LANDLOCK_ABI_WANTED => out.push(Missing {
-                layer: "landlock",
-                why: format!("abi {v} < {LANDLOCK_ABI_WANTED}: no signal/abstract-socket scopes"),
-            }),
-            Some(_) => {}
-        }
-        if !self.seccomp {
-            out.push(Missing {
-                layer: "seccomp",
-                why: "seccomp filters (kill, errno, user notification) unavailable".into(),
-            });
-        }
-        out
     }
 }
 
-/// Landlock ABI, honouring the `test-layers` pretend switch.
-pub fn landlock_abi() -> Option<u32> {
+/// Landlock ABI, honouring the `test-layers` switches (pretend missing, or
+/// an older ABI: see `layers`).
+pub fn landlock_abi() -> Option<u8> {
     if crate::layers::pretend_missing("landlock") {
         return None;
     }
-    crate::sys::probe::landlock_abi()
+    let abi = u8::try_from(crate::sys::probe::landlock_abi()?).unwrap_or(u8::MAX);
+    Some(crate::layers::pretend_landlock_abi().map_or(abi, |cap| abi.min(cap)))
+}
+
+/// Whether seccomp user notification with `SECCOMP_IOCTL_NOTIF_ADDFD`
+/// (the guard's hand-over of opened files) is available, honouring the
+/// `test-layers` pretend switch.
+pub fn user_notif_available() -> bool {
+    !crate::layers::pretend_missing("user-notif") && crate::sys::probe::user_notif_addfd_available()
 }
 
 /// Whether seccomp filters work, honouring the `test-layers` pretend switch.
 pub fn seccomp_available() -> bool {
     !crate::layers::pretend_missing("seccomp") && crate::sys::probe::seccomp_filter_available()
+}
+
+/// Where Ubuntu's AppArmor restriction of unprivileged user namespaces is on
+/// (`kernel.apparmor_restrict_unprivileged_userns=1`, Ubuntu 23.10+): the
+/// one line saying how to let oajail use them. The restriction lets
+/// `clone(CLONE_NEWUSER)` succeed and moves the process into a profile
+/// without capabilities, so the first privileged step in the namespace
+/// fails with `EPERM`; only a profile granting `userns` to the binary's
+/// path lifts it (`packaging/apparmor/oajail`, installed by the Debian
+/// package).
+pub fn apparmor_userns_hint() -> Option<String> {
+    if sysctl("kernel/apparmor_restrict_unprivileged_userns") != Some(1) {
+        return None;
+    }
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "/usr/bin/oajail".into());
+    Some(format!(
+        "apparmor restricts unprivileged user namespaces \
+         (kernel.apparmor_restrict_unprivileged_userns=1) and no profile allows {exe}: \
+         install packaging/apparmor/oajail as /etc/apparmor.d/oajail with the path {exe} \
+         and run `sudo apparmor_parser -r /etc/apparmor.d/oajail` (the Debian package \
+         installs and loads it for /usr/bin/oajail)"
+    ))
 }
 
 fn sysctl(name: &str) -> Option<u64> {

@@ -2,17 +2,19 @@
 //! children): the allow-only second filesystem layer, TCP port pinning and
 //! the signal / abstract-socket scopes.
 //!
-//! `required` (the default) uses the crate's `HardRequirement`: a kernel
-//! without every right, scope or TCP restriction the plan handles makes
-//! `restrict` fail, and a result short of "fully enforced" is an error, so
-//! nothing runs less confined than planned. Without `required` (a degraded
-//! run) the best the kernel offers is applied and the status says what.
+//! The ruleset handles the rights and scopes of one ABI, the level the
+//! negotiation (`crate::negotiate`) chose for this kernel: the plan's
+//! minimum on a recent kernel, the kernel's own ABI on an older one (rights,
+//! port rules and scopes newer than that ABI are left out; other layers hold
+//! those rules there). At that level the crate's `HardRequirement` applies:
+//! a ruleset the kernel enforces only partly is an error, so nothing runs
+//! less confined than negotiated.
 //!
-//! With the mount plan applied and Landlock required (every normal run), the
-//! supervisor builds the ruleset ahead ([`prebuild`]) while pid 1 is still
-//! making its namespaces: every port rule and every path rule whose path the
-//! jail sees as the very same inode (no fresh filesystem or mask is mounted on
-//! it or an ancestor; the root and `Bind` steps are clones of host paths, and
+//! With the mount plan applied (every normal run), the supervisor builds
+//! the ruleset ahead ([`prebuild`]) while pid 1 is still making its
+//! namespaces: every port rule and every path rule whose path the jail sees
+//! as the very same inode (no fresh filesystem or mask is mounted on it or
+//! an ancestor; the root and `Bind` steps are clones of host paths, and
 //! Landlock rules belong to inodes). pid 1 receives the descriptor with "go",
 //! adds the few jail-side rules (`/proc`, `/dev`, `/tmp`, masks) and restricts
 //! itself ([`Prebuilt`]). This takes about a millisecond of path walks off
@@ -33,18 +35,26 @@ use oajail_policy::compile::mounts::{MountPlan, MountStep};
 use rustix::fs::{CWD, Mode, OFlags, ResolveFlags};
 use std::os::fd::{AsFd, OwnedFd};
 
-/// The ABI whose rights and scopes the ruleset handles (the plan's minimum).
-const HANDLED_ABI: ABI = ABI::V6;
-
 /// What the kernel enforces after [`restrict`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LandlockStatus {
     /// Every right, port rule and scope of the plan.
     Full,
-    /// Some of it (only without `required`).
+    /// Every right, port rule and scope of an older ABI (the negotiated one).
     Partial,
-    /// Nothing: no Landlock in this kernel (only without `required`).
-    NotEnforced,
+}
+
+/// The crate's ABI value for a negotiated level (levels above the newest
+/// ABI the crate knows use the newest).
+fn abi(level: u8) -> ABI {
+    match level {
+        0 | 1 => ABI::V1,
+        2 => ABI::V2,
+        3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        _ => ABI::V6,
+    }
 }
 
 /// Landlock could not be applied as required.
@@ -62,7 +72,7 @@ pub enum LandlockError {
         /// The OS error text.
         reason: String,
     },
-    /// The kernel enforced less than the plan and Landlock is required.
+    /// The kernel enforced less than the negotiated ABI.
     #[error("kernel enforces the ruleset only partially (needs landlock abi {0})")]
     Partial(u8),
 }
@@ -77,16 +87,23 @@ fn rs_err(e: impl std::fmt::Display) -> LandlockError {
     LandlockError::Ruleset(lower_first(&e.to_string()))
 }
 
-/// Restrict the calling process with `plan` (see the module docs).
-pub fn restrict(plan: &LandlockPlan, required: bool) -> Result<LandlockStatus, LandlockError> {
-    let created = handled(plan, required)?.create().map_err(rs_err)?;
-    let created = add_net_rules(add_fs_rules(created, plan.fs_rules.iter())?, plan)?;
+/// Restrict the calling process with `plan` at ABI `level` (see the module docs).
+pub fn restrict(plan: &LandlockPlan, level: u8) -> Result<LandlockStatus, LandlockError> {
+    let created = handled(plan, level)?.create().map_err(rs_err)?;
+    let created = add_fs_rules(created, plan.fs_rules.iter(), level)?;
+    let created = add_net_rules(created, plan, level)?;
     let status = created.restrict_self().map_err(rs_err)?;
-    match (status.ruleset, required) {
-        (RulesetStatus::FullyEnforced, _) => Ok(LandlockStatus::Full),
-        (_, true) => Err(LandlockError::Partial(plan.min_abi)),
-        (RulesetStatus::PartiallyEnforced, false) => Ok(LandlockStatus::Partial),
-        (RulesetStatus::NotEnforced, false) => Ok(LandlockStatus::NotEnforced),
+    match status.ruleset {
+        RulesetStatus::FullyEnforced => Ok(status_at(plan, level)),
+        _ => Err(LandlockError::Partial(level)),
+    }
+}
+
+fn status_at(plan: &LandlockPlan, level: u8) -> LandlockStatus {
+    if level >= plan.min_abi {
+        LandlockStatus::Full
+    } else {
+        LandlockStatus::Partial
     }
 }
 
@@ -113,25 +130,30 @@ impl Prebuilt {
         self,
         plan: &LandlockPlan,
         mounts: &MountPlan,
+        level: u8,
     ) -> Result<LandlockStatus, LandlockError> {
         let raw = |e: std::io::Error| LandlockError::Ruleset(lower_first(&e.to_string()));
         for rule in plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts)) {
-            if let Some((fd, access)) = open_rule(rule)? {
+            if let Some((fd, access)) = open_rule(rule, level)? {
                 crate::sys::landlock::add_path_rule(self.fd(), fd.as_fd(), access.bits())
                     .map_err(raw)?;
             }
         }
         crate::sys::landlock::restrict_self(self.fd()).map_err(raw)?;
-        Ok(LandlockStatus::Full)
+        Ok(status_at(plan, level))
     }
 }
 
-/// Build the required ruleset of `plan` with every rule that does not
+/// Build the ruleset of `plan` at ABI `level` with every rule that does not
 /// depend on the jail's mounts `mounts` (supervisor side; see the module docs).
-pub fn prebuild(plan: &LandlockPlan, mounts: &MountPlan) -> Result<Prebuilt, LandlockError> {
-    let created = handled(plan, true)?.create().map_err(rs_err)?;
+pub fn prebuild(
+    plan: &LandlockPlan,
+    mounts: &MountPlan,
+    level: u8,
+) -> Result<Prebuilt, LandlockError> {
+    let created = handled(plan, level)?.create().map_err(rs_err)?;
     let host = plan.fs_rules.iter().filter(|r| !jail_side(&r.path, mounts));
-    let created = add_net_rules(add_fs_rules(created, host)?, plan)?;
+    let created = add_net_rules(add_fs_rules(created, host, level)?, plan, level)?;
     Option::<OwnedFd>::from(created)
         .map(Prebuilt)
         .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))
@@ -147,20 +169,16 @@ fn jail_side(path: &str, mounts: &MountPlan) -> bool {
     })
 }
 
-/// The ruleset with every right, port restriction and scope the plan handles.
-fn handled(plan: &LandlockPlan, required: bool) -> Result<Ruleset, LandlockError> {
-    let level = if required {
-        CompatLevel::HardRequirement
-    } else {
-        CompatLevel::BestEffort
-    };
+/// The ruleset with every right, port restriction and scope of the plan
+/// that ABI `level` has, each a hard requirement.
+fn handled(plan: &LandlockPlan, level: u8) -> Result<Ruleset, LandlockError> {
     let mut ruleset = Ruleset::default()
-        .set_compatibility(level)
-        .handle_access(AccessFs::from_all(HANDLED_ABI))
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi(level)))
         .map_err(rs_err)?;
-    if plan.restrict_tcp {
+    if restricts_tcp(plan, level) {
         ruleset = ruleset
-            .handle_access(AccessNet::from_all(HANDLED_ABI))
+            .handle_access(AccessNet::from_all(abi(level)))
             .map_err(rs_err)?;
     }
     let mut scopes = BitFlags::<Scope>::empty();
@@ -170,18 +188,24 @@ fn handled(plan: &LandlockPlan, required: bool) -> Result<Ruleset, LandlockError
             PlanScope::AbstractUnixSocket => Scope::AbstractUnixSocket,
         };
     }
-    if !scopes.is_empty() {
+    if !scopes.is_empty() && level >= 6 {
         ruleset = ruleset.scope(scopes).map_err(rs_err)?;
     }
     Ok(ruleset)
 }
 
+/// TCP port rules exist from ABI 4.
+fn restricts_tcp(plan: &LandlockPlan, level: u8) -> bool {
+    plan.restrict_tcp && level >= 4
+}
+
 fn add_fs_rules<'a>(
     mut created: RulesetCreated,
     rules: impl Iterator<Item = &'a FsRule>,
+    level: u8,
 ) -> Result<RulesetCreated, LandlockError> {
     for rule in rules {
-        if let Some((fd, access)) = open_rule(rule)? {
+        if let Some((fd, access)) = open_rule(rule, level)? {
             created = created
                 .add_rule(PathBeneath::new(fd, access))
                 .map_err(rs_err)?;
@@ -193,7 +217,11 @@ fn add_fs_rules<'a>(
 fn add_net_rules(
     mut created: RulesetCreated,
     plan: &LandlockPlan,
+    level: u8,
 ) -> Result<RulesetCreated, LandlockError> {
+    if !restricts_tcp(plan, level) {
+        return Ok(created);
+    }
     for port in &plan.tcp_connect {
         created = created
             .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
@@ -208,8 +236,11 @@ fn add_net_rules(
 }
 
 /// Open one rule's path and work out its rights: `None` when the path is
-/// missing (that only narrows access) or no right applies to it.
-fn open_rule(rule: &FsRule) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, LandlockError> {
+/// missing (that only narrows access) or no right of ABI `level` applies to it.
+fn open_rule(
+    rule: &FsRule,
+    level: u8,
+) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, LandlockError> {
     let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     let fd = match rustix::fs::openat2(
         CWD,
@@ -230,9 +261,9 @@ fn open_rule(rule: &FsRule) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, Lan
     let is_dir = rustix::fs::fstat(&fd)
         .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFDIR)
         .unwrap_or(false);
-    let mut access = to_access(rule.access.iter().copied());
+    let mut access = to_access(rule.access.iter().copied()) & AccessFs::from_all(abi(level));
     if !is_dir {
-        access &= AccessFs::from_file(HANDLED_ABI);
+        access &= AccessFs::from_file(abi(level));
     }
     Ok((!access.is_empty()).then_some((fd, access)))
 }
@@ -370,7 +401,7 @@ mod tests {
                 rule(std::path::Path::new("/"), &[READ]),
                 rule(&open2, &[READ, WRITE]),
             ]);
-            let status = restrict(&p, true).unwrap();
+            let status = restrict(&p, 6).unwrap();
             let outside = std::fs::write(dir2.join("no"), "x").map_err(|e| e.raw_os_error());
             let inside = std::fs::write(open2.join("yes"), "x").is_ok();
             let read = std::fs::read_dir("/").is_ok();
@@ -392,10 +423,44 @@ mod tests {
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink("/", &link).unwrap();
         let (missing, link2) = (dir.join("missing"), link.clone());
-        let ok = in_thread(move || restrict(&plan(vec![rule(&missing, &[READ])]), true).is_ok());
+        let ok = in_thread(move || restrict(&plan(vec![rule(&missing, &[READ])]), 6).is_ok());
         assert!(ok);
-        let err = in_thread(move || restrict(&plan(vec![rule(&link2, &[READ])]), true).err());
+        let err = in_thread(move || restrict(&plan(vec![rule(&link2, &[READ])]), 6).err());
         assert!(matches!(err, Some(LandlockError::Path { .. })), "{err:?}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Why the negotiation keeps Landlock off at ABI 1 beside the mounts: a
+    /// ruleset without the `refer` right refuses every cross-directory
+    /// rename, even inside a writable rule; from ABI 2 it is granted.
+    #[test]
+    fn abi_1_refuses_cross_directory_renames_abi_2_allows_them() {
+        let renamed = |level: u8| {
+            let dir =
+                std::env::temp_dir().join(format!("oajail-ll-mv{level}-{}", std::process::id()));
+            std::fs::create_dir_all(dir.join("a")).unwrap();
+            std::fs::create_dir_all(dir.join("b")).unwrap();
+            std::fs::write(dir.join("a/f"), "x").unwrap();
+            let d = dir.clone();
+            let result = in_thread(move || {
+                let p = plan(vec![
+                    rule(std::path::Path::new("/"), &[READ]),
+                    rule(&d, &[READ, WRITE]),
+                ]);
+                assert_eq!(
+                    restrict(&p, level).unwrap(),
+                    if level >= 6 {
+                        LandlockStatus::Full
+                    } else {
+                        LandlockStatus::Partial
+                    }
+                );
+                std::fs::rename(d.join("a/f"), d.join("b/f")).map_err(|e| e.raw_os_error())
+            });
+            std::fs::remove_dir_all(&dir).unwrap();
+            result
+        };
+        assert_eq!(renamed(1), Err(Some(libc::EXDEV)));
+        assert_eq!(renamed(2), Ok(()));
     }
 }

@@ -54,6 +54,8 @@ pub struct EnforcementReport {
     pub mounts: bool,
     /// How much of the Landlock plan the kernel enforces.
     pub landlock: LandlockEnforced,
+    /// The Landlock ABI the ruleset was built for (0: no Landlock).
+    pub landlock_abi: u8,
     /// Every capability set was emptied and checked.
     pub caps: bool,
     /// The seccomp filter will be installed (pid 1 and the command).
@@ -69,9 +71,9 @@ pub struct EnforcementReport {
 pub enum LandlockEnforced {
     /// Every right, port rule and scope of the plan.
     Full,
-    /// Part of it (degraded run on an old ABI).
+    /// All of it an older ABI has (the negotiated level).
     Partial,
-    /// Not applied (degraded run without Landlock).
+    /// Not applied (no Landlock, or ABI 1 beside the mount layer).
     None,
 }
 
@@ -176,15 +178,15 @@ impl Jail {
     }
 
     /// While pid 1 builds its namespaces and mounts, build the Landlock
-    /// ruleset's host-side part here (see `landlock::prebuild`). Only for
-    /// the normal case: mounts applied and Landlock required.
+    /// ruleset's host-side part here (see `landlock::prebuild`). Only with
+    /// the mount view (without it pid 1 builds the whole ruleset).
     fn prebuild_landlock(&mut self, spec: &JailSpec) -> Result<(), JailError> {
         let l = self.layers;
-        if !(l.mount_view() && l.landlock && l.landlock_required) {
+        if !(l.mount_view() && l.landlock) {
             return Ok(());
         }
         if let (Some(plan), Some(mounts)) = (&spec.landlock, &spec.mounts) {
-            let built = crate::landlock::prebuild(plan, mounts)
+            let built = crate::landlock::prebuild(plan, mounts, l.landlock_abi)
                 .map_err(|e| JailError::msg(Step::Landlock, e.to_string()))?;
             self.landlock = Some(built);
         }

@@ -1,32 +1,28 @@
 //! The test-only layer switch (cargo feature `test-layers`).
 //!
 //! With the feature, `OAJAIL_TEST_DISABLE=<layer>[,<layer>]` (landlock,
-//! seccomp, mounts, netns, caps, guard) turns layers off and
-//! `OAJAIL_TEST_PRETEND_MISSING=<layer>` makes a probe report a kernel
-//! feature as missing (`guard`: the guard's filter install fails as on a
-//! kernel without user notification), so the security suite can prove each
-//! layer matters and the fail-closed paths work. Without the feature (every
-//! release build) both variables are ignored and these functions are
+//! seccomp, mounts, netns, caps, guard) turns layers off (the negotiation
+//! lists what that leaves unheld and never refuses for it);
+//! `OAJAIL_TEST_PRETEND_MISSING=<feature>` makes a probe report a kernel
+//! feature as missing (`landlock`, `seccomp`, `user-notif`; `guard`: the
+//! guard's filter install fails as on a kernel without user notification);
+//! `OAJAIL_TEST_LANDLOCK_ABI=<n>` makes the probe report at most ABI n (the
+//! ruleset then handles only that ABI's rights, which the kernel enforces
+//! exactly as an ABI-n kernel would, `refer` included). So the security
+//! suite can prove each layer matters and the tests can run the
+//! negotiation of older kernels on this one. Without the feature (every
+//! release build) the variables are ignored and these functions are
 //! constant.
 
-use crate::spec::Layers;
+/// The layers `OAJAIL_TEST_DISABLE` switches off (the negotiation applies
+/// them; the caller prints a banner when non-empty).
+pub fn test_disabled() -> Vec<String> {
+    list("OAJAIL_TEST_DISABLE")
+}
 
-/// Apply `OAJAIL_TEST_DISABLE` to `layers`; returns the names switched off
-/// (the caller prints a banner when non-empty).
-pub fn apply_test_disable(layers: &mut Layers) -> Vec<String> {
-    let off = list("OAJAIL_TEST_DISABLE");
-    for name in &off {
-        match name.as_str() {
-            "landlock" => layers.landlock = false,
-            "seccomp" => layers.seccomp = false,
-            "mounts" => layers.mounts = false,
-            "netns" => layers.netns = false,
-            "caps" => layers.caps = false,
-            "guard" => layers.guard = false,
-            _ => {}
-        }
-    }
-    off
+/// The Landlock ABI `OAJAIL_TEST_LANDLOCK_ABI` caps the probe at.
+pub(crate) fn pretend_landlock_abi() -> Option<u8> {
+    list("OAJAIL_TEST_LANDLOCK_ABI").first()?.parse().ok()
 }
 
 /// Whether the probe for `layer` should report it missing.

@@ -22,11 +22,18 @@
 //! the filesystem helper's `tests/fs_*.rs`. The `test-layers` feature
 //! ([`layers`]) lets the security suite switch single layers off.
 //!
+//! Which layers run, at which level, is decided in one place:
+//! [`negotiate::Negotiation`] (from the probed kernel features and the
+//! policy) gives each layer a status, lists which layers hold each rule
+//! class, refuses a run that leaves a rule without a holder, produces the
+//! banner and builds the [`JailSpec`]; the binary keeps no layer decisions.
+//!
 //! Invariants:
-//! - every layer the caller asked for is applied or the run fails with
+//! - every layer the negotiation decided on is applied or the run fails with
 //!   `oajail: <step>: <reason>` and [`exit_code::SETUP_FAILED`]; nothing
-//!   is skipped silently (layers are turned off only by the caller, for an
-//!   explicit degraded run);
+//!   is skipped silently (a layer is off only when the negotiation says so:
+//!   another layer holds its rules, or the user accepted the rules nothing
+//!   holds);
 //! - nothing of the command runs before every step succeeded;
 //! - pid 1 exits when the command exits, and its exit kills every other
 //!   process of the jail;
@@ -47,6 +54,7 @@ pub mod landlock;
 mod launcher;
 pub mod layers;
 pub mod mount;
+pub mod negotiate;
 pub mod net;
 mod ns;
 mod rlimit;

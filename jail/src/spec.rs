@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::path::PathBuf;
 
-/// Which kernel layers this run enforces. All `true` unless the user allowed
-/// a degraded run (or a `test-layers` build switched one off).
+/// Which kernel layers this run enforces, as negotiated for this kernel
+/// (`negotiate::Negotiation::layers`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layers {
     /// User, mount, pid, net, ipc and uts namespaces.
@@ -21,10 +21,9 @@ pub struct Layers {
     pub mounts: bool,
     /// Landlock.
     pub landlock: bool,
-    /// Landlock must enforce every right and scope of the plan; `false` only
-    /// in a degraded run on a kernel whose Landlock ABI is too old (then the
-    /// kernel's best is applied).
-    pub landlock_required: bool,
+    /// The Landlock ABI whose rights and scopes the ruleset handles (the
+    /// kernel's, up to the plan's minimum; enforced fully at that level).
+    pub landlock_abi: u8,
     /// The seccomp filter.
     pub seccomp: bool,
     /// The network namespace (only a `test-layers` build turns this off).
@@ -66,7 +65,7 @@ impl Layers {
         namespaces: true,
         mounts: true,
         landlock: true,
-        landlock_required: true,
+        landlock_abi: oajail_policy::compile::landlock::MIN_ABI,
         seccomp: true,
         netns: true,
         caps: true,

@@ -155,6 +155,7 @@ fn draft_from_policy(policy: &Policy) -> Draft {
             "allowPrivateDestinations",
             o.allow_private_destinations.iter().cloned(),
         ),
+        strict: o.strict,
         tls_terminate: n
             .tls_terminate
             .as_ref()

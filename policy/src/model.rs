@@ -112,6 +112,10 @@ pub struct OajailSettings {
     /// the canonical form when empty.
     #[serde(default, skip_serializing_if = "crate::l7::HttpRules::is_empty")]
     pub http_rules: crate::l7::HttpRules,
+    /// Run only with every kernel layer at the level the plans are written
+    /// for (same as `--strict`), not merely every rule held by some layer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
 }
 
 /// Resource limits; `None` leaves the inherited limit in place.

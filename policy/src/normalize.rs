@@ -45,6 +45,7 @@ pub(crate) struct Draft {
     pub(crate) tls_terminate: Option<crate::l7::TlsDraft>,
     pub(crate) http_allow: Vec<At<String>>,
     pub(crate) http_deny: Vec<At<String>>,
+    pub(crate) strict: bool,
 }
 
 impl Draft {
@@ -93,6 +94,7 @@ impl Draft {
             allow_degraded: self.allow_degraded,
             allow_private_destinations: addresses(&self.allow_private_destinations)?,
             http_rules,
+            strict: self.strict,
         };
         Ok(Policy {
             network,

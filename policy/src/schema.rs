@@ -358,6 +358,7 @@ static OAJAIL: Obj = Obj {
         opt("envDeny", Ty::List(&Ty::EnvName)),
         opt("allowDegraded", Ty::Bool),
         opt("allowPrivateDestinations", Ty::List(&Ty::Address)),
+        opt("strict", Ty::Bool),
         opt("httpRules", Ty::Object(&HTTP_RULES)),
     ],
 };

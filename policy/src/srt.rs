@@ -189,6 +189,9 @@ fn oajail_json(policy: &Policy) -> Map<String, Value> {
             json!(settings.allow_private_destinations),
         );
     }
+    if settings.strict {
+        out.insert("strict".into(), Value::Bool(true));
+    }
     if !settings.http_rules.is_empty() {
         let text = |rules: &[crate::l7::HttpRule]| -> Vec<String> {
             rules.iter().map(|r| r.as_str().to_owned()).collect()
@@ -419,6 +422,7 @@ fn read_oajail(settings: Option<&Map<String, Value>>, path: &JsonPath, draft: &m
     let rules = settings.and_then(|s| object(s, "httpRules"));
     draft.http_allow = strings(rules, "allow", &path.key("httpRules"));
     draft.http_deny = strings(rules, "deny", &path.key("httpRules"));
+    draft.strict = flag(settings, "strict");
     let Some(limits) = settings.and_then(|s| object(s, "limits")) else {
         return;
     };

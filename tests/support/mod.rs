@@ -54,3 +54,20 @@ pub fn ok(o: Output) -> String {
     );
     out(&o)
 }
+
+/// The Landlock ABI the negotiation uses on this kernel (0: off), as
+/// `oajail doctor` reports it, capped at the plan's ABI 6: tests that
+/// also run on older kernels (`.ci/kernel-matrix`) expect what this
+/// kernel can do, not what the newest can.
+pub fn landlock_level() -> u8 {
+    let o = Command::new(OAJAIL).arg("doctor").output().unwrap();
+    let text = out(&o);
+    let abi = text
+        .lines()
+        .find_map(|l| l.strip_prefix("landlock: abi "))
+        .map_or(0, |v| v.trim().parse::<u8>().unwrap());
+    match abi {
+        0 | 1 => 0,
+        v => v.min(6),
+    }
+}

@@ -230,3 +230,79 @@ pub fn kernel_knobs() -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// The results of one other kernel (`.ci/kernel-matrix`): its name and the
+/// root and unprivileged result records of the subset run there.
+pub struct KernelRun {
+    /// The name the column shows (`6.1`).
+    pub name: String,
+    /// Records of the root run.
+    pub root: BTreeMap<String, ResultRecord>,
+    /// Records of the unprivileged run.
+    pub user: BTreeMap<String, ResultRecord>,
+}
+
+/// The "Other kernels" section: every attack run on at least one of
+/// `kernels`, one column per kernel (root / unprivileged), beside the host
+/// kernel's verdicts.
+pub fn render_kernels(
+    host: (
+        &BTreeMap<String, ResultRecord>,
+        &BTreeMap<String, ResultRecord>,
+    ),
+    kernels: &[KernelRun],
+) -> String {
+    if kernels.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("## Other kernels (`.ci/kernel-matrix`)\n\n");
+    s.push_str("Debian's own kernels booted in a VM (virtme-ng, TCG) with the host's root file system; the subset of the suite `.ci/kernel-matrix` names (TCG is slow) runs there as root and as the unprivileged user. Cells: root / unprivileged.\n\n");
+    for k in kernels {
+        let release = k
+            .root
+            .values()
+            .chain(k.user.values())
+            .map(|r| r.kernel.clone())
+            .next();
+        let totals = summary(&k.root, &k.user);
+        let _ = writeln!(
+            s,
+            "- {}: kernel `{}`; {totals}",
+            k.name,
+            release.unwrap_or_else(|| "unknown".into())
+        );
+    }
+    s.push_str("\n| id | attack | host |");
+    for k in kernels {
+        let _ = write!(s, " {} |", k.name);
+    }
+    s.push_str("\n|---|---|---|");
+    s.push_str(&"---|".repeat(kernels.len()));
+    s.push('\n');
+    let ran = |id: &str| {
+        kernels
+            .iter()
+            .any(|k| k.root.contains_key(id) || k.user.contains_key(id))
+    };
+    for a in ATTACKS.iter().filter(|a| ran(a.id)) {
+        let _ = write!(
+            s,
+            "| {} | {} | {} / {} |",
+            a.id,
+            a.title,
+            cell(a.id, host.0.get(a.id)),
+            cell(a.id, host.1.get(a.id))
+        );
+        for k in kernels {
+            let _ = write!(
+                s,
+                " {} / {} |",
+                cell(a.id, k.root.get(a.id)),
+                cell(a.id, k.user.get(a.id))
+            );
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+    s
+}

@@ -21,16 +21,23 @@ fn refuses_invalid_policy() {
     assert_refused(&mut lab, "I1-bad-policy", &run);
 }
 
-/// The kernel "lacks" Landlock (test build: `OAJAIL_TEST_PRETEND_MISSING`):
-/// oajail must refuse rather than run with one layer fewer.
+/// The kernel "lacks" Landlock (test build: `OAJAIL_TEST_PRETEND_MISSING`)
+/// and the user demands every layer (`--strict`): oajail must refuse rather
+/// than run with one layer fewer. (Without `--strict` the mounts, namespaces
+/// and guard hold every rule, and the run goes ahead: the negotiation of
+/// docs/enforcement.md; `tests/jail_cli.rs` covers it.)
 #[test]
 fn refuses_without_landlock() {
     let mut lab = Lab::new("I1-no-landlock");
+    let opts = RunOptions {
+        oajail_args: vec!["--strict".into()],
+        ..RunOptions::default()
+    };
     let run = lab.jailed_test_build(
         &[("OAJAIL_TEST_PRETEND_MISSING", "landlock")],
         DENY_HOME,
         &["nnp"],
-        &RunOptions::default(),
+        &opts,
     );
     assert_refused(&mut lab, "I1-no-landlock", &run);
 }

@@ -1,9 +1,13 @@
 //! oajail-security-report: writes docs/security-tests.md from the result
 //! records of the root and unprivileged runs.
 //!
-//! Usage: `oajail-security-report [--root DIR] [--user DIR] [--notes FILE] [--out FILE] [--check]`.
+//! Usage: `oajail-security-report [--root DIR] [--user DIR] [--notes FILE] [--out FILE]
+//! [--kernel NAME=ROOTDIR,USERDIR]… [--check]`.
 //! Defaults: `/var/tmp/oajail-security-results-root`, `…-user`,
 //! `tests/security/report-notes.md`, `docs/security-tests.md`.
+//! Each `--kernel` adds a column for the results of another kernel
+//! (`.ci/kernel-matrix`); `--check` then also requires records from both of
+//! its runs, all of them `blocked`, `not_applicable` or `residual`.
 //! With `--check` it exits 1 when any record is not `blocked` or
 //! `not_applicable`, or when an attack of the catalogue has no record for
 //! a run that has any records (an unexplained skip), or when a result is
@@ -25,6 +29,7 @@ fn main() -> Result<()> {
     let mut notes = PathBuf::from(root_dir).join("report-notes.md");
     let mut out = PathBuf::from(root_dir).join("../../docs/security-tests.md");
     let mut check = false;
+    let mut kernels: Vec<(String, PathBuf, PathBuf)> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -33,6 +38,9 @@ fn main() -> Result<()> {
             "--notes" => notes = args.next().context("--notes needs a file")?.into(),
             "--out" => out = args.next().context("--out needs a file")?.into(),
             "--check" => check = true,
+            "--kernel" => kernels.push(kernel_arg(
+                &args.next().context("--kernel needs NAME=ROOTDIR,USERDIR")?,
+            )?),
             other => bail!("unknown argument {other}"),
         }
     }
@@ -42,6 +50,15 @@ fn main() -> Result<()> {
     let (ra, ua) = (report::load_ablation(&root), report::load_ablation(&user));
     let mut text = report::render(&r, &u, "");
     text.push_str(&report::render_ablation(&ra, &ua));
+    let runs: Vec<report::KernelRun> = kernels
+        .iter()
+        .map(|(name, root, user)| report::KernelRun {
+            name: name.clone(),
+            root: report::load(root),
+            user: report::load(user),
+        })
+        .collect();
+    text.push_str(&report::render_kernels((&r, &u), &runs));
     text.push_str(&notes_text);
     std::fs::write(&out, text).with_context(|| format!("write {}", out.display()))?;
     println!(
@@ -76,9 +93,41 @@ fn main() -> Result<()> {
                 }
             }
         }
+        bad.extend(check_kernels(&runs));
         if !bad.is_empty() {
             bail!("security report check failed:\n{}", bad.join("\n"));
         }
     }
     Ok(())
+}
+
+/// `NAME=ROOTDIR,USERDIR`.
+fn kernel_arg(arg: &str) -> Result<(String, PathBuf, PathBuf)> {
+    let (name, dirs) = arg
+        .split_once('=')
+        .context("--kernel: expected NAME=ROOTDIR,USERDIR")?;
+    let (root, user) = dirs
+        .split_once(',')
+        .context("--kernel: expected NAME=ROOTDIR,USERDIR")?;
+    Ok((name.to_owned(), root.into(), user.into()))
+}
+
+/// Every other kernel's runs have records, none of them an escape or an
+/// unexpected result.
+fn check_kernels(runs: &[report::KernelRun]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for k in runs {
+        for (who, set) in [("root", &k.root), ("user", &k.user)] {
+            if set.is_empty() {
+                bad.push(format!("kernel {} {who}: no results at all", k.name));
+            }
+            for rec in set.values() {
+                match rec.judgement {
+                    Judgement::Blocked | Judgement::NotApplicable | Judgement::Residual => {}
+                    j => bad.push(format!("kernel {} {who}: {} {j:?}", k.name, rec.id)),
+                }
+            }
+        }
+    }
+    bad
 }
