@@ -36,7 +36,7 @@ env = {
     # insta finds snapshots through `cargo metadata`, and the user has no cargo.
     "INSTA_WORKSPACE_ROOT": os.getcwd(),
     "CI": "true",
-    **{k: os.environ[k] for k in ["OA_MCP_FULL_SPEC"] if k in os.environ},
+    **{k: os.environ[k] for k in ["OAJAIL_TEST_FULL_SPEC"] if k in os.environ},
 }
 failed = []
 for exe, cwd in bins:

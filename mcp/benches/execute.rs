@@ -3,7 +3,7 @@
 //!
 //! `cargo bench -p openagenda-mcp --bench execute` (release). Environment:
 //! - `OA_BENCH_N`: executes per measurement (default 1000);
-//! - `OA_MCP_FULL_SPEC`: the public OpenAgenda v3 spec for the search_docs
+//! - `OAJAIL_TEST_FULL_SPEC`: the public OpenAgenda v3 spec for the search_docs
 //!   measurement (default `../shared/data/openagenda-v3/openapi.yaml`);
 //! - `OA_MCP_NODE_DIR`: a directory whose `node_modules` holds
 //!   `@modelcontextprotocol/sdk` and `zod`; `node` on PATH runs the
@@ -366,7 +366,7 @@ fn main() {
     } else {
         println!("Node baselines skipped: set OA_MCP_NODE_DIR.\n");
     }
-    let spec = std::env::var_os("OA_MCP_FULL_SPEC")
+    let spec = std::env::var_os("OAJAIL_TEST_FULL_SPEC")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(concat!(

@@ -1,6 +1,6 @@
 //! search_docs ranking and rendering, on the built-in catalogue, on a small
 //! fixture, and on the full public OpenAgenda v3 spec when there is one:
-//! `OA_MCP_FULL_SPEC` names it (then a missing or wrong file fails loudly),
+//! `OAJAIL_TEST_FULL_SPEC` names it (then a missing or wrong file fails loudly),
 //! else `../shared/data/openagenda-v3/openapi.yaml` next to the workspace is
 //! used when present. The build and the other tests never need it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
@@ -156,29 +156,42 @@ fn bad_documents_are_errors_naming_the_problem() {
     assert!(e.to_string().contains("Nope"), "{e}");
 }
 
-/// The full public OpenAgenda v3 spec, when `OA_MCP_FULL_SPEC` is set.
+/// The built-in catalogue is the full public OpenAgenda v3 spec; when CI has
+/// the published copy (`OAJAIL_TEST_FULL_SPEC`, or `../shared` beside the
+/// checkout) the shipped one must be byte-identical to it.
 #[test]
-fn full_public_spec_when_configured() {
-    let path = match std::env::var_os("OA_MCP_FULL_SPEC") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => {
+fn builtin_catalogue_is_the_full_public_spec() {
+    let published = std::env::var_os("OAJAIL_TEST_FULL_SPEC")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
             let sibling = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../../shared/data/openagenda-v3/openapi.yaml");
-            if !sibling.is_file() {
-                // This checkout has no ../shared: the spec is optional, and
-                // CI sets OA_MCP_FULL_SPEC whenever it has the file.
-                eprintln!("full public spec not checked: no OA_MCP_FULL_SPEC and no ../shared");
-                return;
-            }
-            sibling
-        }
-    };
-    let all = Catalogue::from_file(&path, true)
-        .unwrap_or_else(|e| panic!("OA_MCP_FULL_SPEC {}: {e}", path.display()));
+            sibling.is_file().then_some(sibling)
+        });
+    if let Some(path) = published {
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("OAJAIL_TEST_FULL_SPEC {}: {e}", path.display()));
+        assert_eq!(
+            text.trim_end(),
+            openagenda_mcp::spec::BUILTIN_SOURCE.trim_end(),
+            "the shipped spec differs from {}",
+            path.display()
+        );
+    }
+    let all = Catalogue::builtin(true).unwrap();
     assert_eq!(all.ops.len(), 24, "the public spec has 24 operations");
-    let reads = Catalogue::from_file(&path, false).unwrap();
-    assert_eq!(reads.ops.len(), 12, "12 GETs; facetsReport is a POST");
-    assert!(reads.ops.iter().all(|o| o.method == "GET"));
+    // Read-only: every operation is listed (and searchable), writes are
+    // refused when called.
+    let reads = Catalogue::builtin(false).unwrap();
+    assert_eq!(reads.ops.len(), 24);
+    let gets: Vec<_> = reads.ops.iter().filter(|o| o.method == "GET").collect();
+    assert_eq!(gets.len(), 12, "12 GETs");
+    assert!(gets.iter().all(|o| reads.refusal(o).is_none()));
+    let create = reads.op("agendas.events.create").unwrap();
+    assert!(
+        reads.refusal(create).is_some(),
+        "a write is refused read-only"
+    );
     let list = reads.op("agendas.events.list").unwrap();
     assert_eq!(list.params.len(), 39);
     let city = list.params.iter().find(|p| p.name == "city").unwrap();

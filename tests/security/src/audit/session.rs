@@ -133,6 +133,7 @@ impl Setup {
                         a.push(serde_json::json!(ALLOWED_V4));
                     }
                 }
+                keep_sink_tunnels_opaque(&mut doc);
                 serde_json::to_string_pretty(&doc).unwrap_or_else(|_| text.clone())
             }
             // Not plain JSON: oajail reports it in the preflight, as it would.
@@ -253,4 +254,37 @@ pub fn default_base() -> PathBuf {
         .unwrap_or_else(|| {
             PathBuf::from(format!("/var/tmp/oajail-audit-{}", nix::unistd::getuid()))
         })
+}
+
+/// The lab's sinks do not speak TLS, so under `tlsTerminate` the proxy's
+/// upstream handshake to them fails and an HTTPS exfiltration to an allowed
+/// domain would look blocked, though on the real network termination lets it
+/// through. When no `oajail.httpRules` governs a host (those decide by
+/// method and path, which the lab cannot stand in for), the copy lists the
+/// allowed domains in `tlsTerminate.excludeDomains`: the tunnel stays
+/// opaque, as reachable as it really is.
+fn keep_sink_tunnels_opaque(doc: &mut serde_json::Value) {
+    let governed = doc
+        .pointer("/oajail/httpRules")
+        .is_some_and(|r| r.as_object().is_some_and(|o| !o.is_empty()));
+    let allowed = doc.pointer("/network/allowedDomains").cloned();
+    let Some(tls) = doc.pointer_mut("/network/tlsTerminate") else {
+        return;
+    };
+    let (false, Some(serde_json::Value::Array(allowed)), Some(tls)) =
+        (governed, allowed, tls.as_object_mut())
+    else {
+        return;
+    };
+    let exclude = tls
+        .entry("excludeDomains")
+        .or_insert_with(|| serde_json::json!([]));
+    if let Some(list) = exclude.as_array_mut() {
+        list.extend(
+            allowed
+                .into_iter()
+                .filter(|d| !list.contains(d))
+                .collect::<Vec<_>>(),
+        );
+    }
 }
