@@ -215,7 +215,14 @@ impl Jail {
             Some(ruleset) => self.chan.send_byte_with_fd(sync::GO, ruleset.fd()),
             None => self.chan.send_byte(sync::GO),
         };
-        go.map_err(|e| JailError::io(Step::Supervisor, e))?;
+        if let Err(e) = go {
+            // pid 1 may have failed a step and exited before reading "go":
+            // its report is still queued on the channel, and names the step.
+            return Err(match self.chan.recv() {
+                Ok(Some(msg)) => self.fail(Some(msg), Step::Exec),
+                _ => JailError::io(Step::Supervisor, e),
+            });
+        }
         let report = match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
             Some((ChildMsg::Enforced(report), _)) => report,
             other => return Err(self.fail(other, Step::Exec)),
