@@ -214,6 +214,27 @@ fn globals_offer_no_way_out() {
     );
 }
 
+/// An async recursion exhausts the heap through its promise chain; QuickJS
+/// then throws `null` (it cannot allocate the error) and frees the chain
+/// before the run ends.
+#[test]
+fn async_recursion_hits_the_heap_limit() {
+    let mock = Mock::start();
+    let mut s = server_with(
+        &mock,
+        &[
+            ("OA_SANDBOX_MEMORY_MB", "32"),
+            ("OA_SANDBOX_TIMEOUT_MS", "20000"),
+        ],
+    );
+    let r = s.execute("async function f(n) { await null; return f(n + 1) } return await f(0)");
+    assert_eq!(error_code(&r), "memory_limit", "{r}");
+    assert_eq!(
+        s.execute("return 'still here'")["structuredContent"]["result"],
+        json!("still here")
+    );
+}
+
 #[test]
 fn object_bomb_hits_the_heap_limit() {
     let mock = Mock::start();

@@ -478,7 +478,12 @@ fn classify<'js>(ctx: &Ctx<'js>, shared: &Shared, exc: Value<'js>) -> Outcome {
         return timeout_outcome();
     }
     let (message, stack) = describe(ctx, &exc);
-    if message.contains("out of memory") {
+    // QuickJS throws `null` when it cannot allocate the error object for a
+    // failure, which only happens when the heap is exhausted (typically an
+    // async recursion, whose promise chain is freed before the heap check
+    // in `near_memory_limit` runs). A script's own `throw null` reads the
+    // same; docs/mcp.md says so.
+    if message.contains("out of memory") || exc.is_null() {
         return Outcome::Err {
             code: "memory_limit".into(),
             message: "the script ran out of memory (QuickJS heap limit reached)".into(),
