@@ -12,6 +12,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// How long the lab lets an attack's command run: 20 s, or
+/// `OAJAIL_TEST_LAB_TIMEOUT_MS` where one jailed command is much slower
+/// (the kernel matrix's VMs run under TCG, ~500x slower per start-up).
+fn command_timeout_ms() -> u64 {
+    std::env::var("OAJAIL_TEST_LAB_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000)
+}
+
 /// Where the lab's binaries are; every one must exist (a missing tool fails the test).
 #[derive(Debug, Clone)]
 pub struct Tools {
@@ -427,7 +437,7 @@ impl Lab {
             alias_home: opts.alias_home,
             abstract_name: self.abstract_name.clone(),
             dns: opts.dns,
-            timeout_ms: 20_000,
+            timeout_ms: command_timeout_ms(),
             kill_after_ms: opts.kill_after_ms,
             stdin_file: opts.stdin.as_ref().map(|_| self.dir.join("stdin.bin")),
             stdin_hold_ms: opts.stdin_hold_ms,
@@ -461,7 +471,10 @@ impl Lab {
         loop {
             match child.try_wait() {
                 Ok(Some(_)) => return Ok(()),
-                Ok(None) if start.elapsed() > Duration::from_secs(45) => {
+                // The lab's own set-up and clean-up on top of the command's.
+                Ok(None)
+                    if start.elapsed() > Duration::from_millis(command_timeout_ms() + 25_000) =>
+                {
                     let _ = child.kill();
                     let _ = child.wait();
                     return Err(LabError::new(
