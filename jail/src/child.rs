@@ -70,8 +70,13 @@ fn setup(
     ids: (u32, u32),
 ) -> StepResult<(Pid, SignalFd, Option<Server>)> {
     enter(layers, chan, ids)?;
-    at(Step::Supervisor, chan.wait_byte(sync::SPEC))?;
+    let terminal = at(Step::Supervisor, chan.wait_byte_with_fd(sync::SPEC))?;
     let spec = at(Step::Supervisor, spec_file.read())?;
+    // Before the mounts: the slave was opened on the host's devpts.
+    let on_terminal = terminal.is_some();
+    if let Some(slave) = terminal {
+        at(Step::Terminal, crate::pty::take_over(slave))?;
+    }
     if let Some(plan) = spec.mounts.as_ref().filter(|_| layers.mount_view()) {
         // Includes pivot_root into the new root (see mount.rs).
         at(Step::Mounts, crate::mount::apply(plan))?;
@@ -93,7 +98,7 @@ fn setup(
         at(Step::Seccomp, program.install())?;
     }
     let command = match at(Step::Fork, fork())? {
-        Forked::Child => crate::command::run(&spec, chan, handoff),
+        Forked::Child => crate::command::run(&spec, chan, handoff, on_terminal),
         Forked::Parent(pid) => Pid::from_raw(pid),
     };
     let server = match (guard, handoff) {

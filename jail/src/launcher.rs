@@ -11,6 +11,7 @@
 use crate::cgroup::Cgroup;
 use crate::error::{JailError, Step};
 use crate::landlock::Prebuilt;
+use crate::pty::{Pty, Relay};
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, clone_fork};
@@ -101,6 +102,10 @@ pub struct Jail {
     layers: Layers,
     /// The Landlock ruleset built ahead for pid 1 (sent with "go").
     landlock: Option<Prebuilt>,
+    /// The jail's own terminal (interactive runs), until the command runs.
+    pty: Option<Pty>,
+    /// Then the relay between it and the caller's terminal.
+    relay: Option<Relay>,
 }
 
 impl Jail {
@@ -136,6 +141,8 @@ impl Jail {
                     memory: None,
                     layers,
                     landlock: None,
+                    pty: None,
+                    relay: None,
                 })
             }
         }
@@ -144,6 +151,12 @@ impl Jail {
     /// pid 1 of the jail, as seen from the supervisor's pid namespace.
     pub fn pid(&self) -> i32 {
         self.pid.as_raw()
+    }
+
+    /// Give the command `pty`'s slave as its controlling terminal (see
+    /// `pty.rs`); call before [`Jail::send_spec`].
+    pub fn attach_terminal(&mut self, pty: Pty) {
+        self.pty = Some(pty);
     }
 
     /// Hand the jail what it needs for the rest of its setup and the command.
@@ -170,9 +183,13 @@ impl Jail {
                 }
             }
         }
+        let chan = &self.chan;
         self.spec_file
             .write(spec)
-            .and_then(|()| self.chan.send_byte(sync::SPEC))
+            .and_then(|()| match &self.pty {
+                Some(pty) => chan.send_byte_with_fd(sync::SPEC, pty.slave()),
+                None => chan.send_byte(sync::SPEC),
+            })
             .map_err(|e| JailError::io(Step::Supervisor, e))?;
         self.prebuild_landlock(spec)
     }
@@ -228,9 +245,13 @@ impl Jail {
             other => return Err(self.fail(other, Step::Exec)),
         };
         match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
-            None => Ok(report),
-            other => Err(self.fail(other, Step::Exec)),
+            None => {}
+            other => return Err(self.fail(other, Step::Exec)),
         }
+        if let Some(pty) = self.pty.take() {
+            self.relay = Some(pty.start().map_err(|e| JailError::io(Step::Terminal, e))?);
+        }
+        Ok(report)
     }
 
     /// Kill the jail (the whole pid namespace) and reap pid 1.
@@ -244,6 +265,7 @@ impl Jail {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             if let Some(status) = self.try_reap()? {
+                self.drain_terminal();
                 return Ok(Outcome {
                     code: status_code(status),
                     timed_out: false,
@@ -253,17 +275,29 @@ impl Jail {
             if left == Some(Duration::ZERO) {
                 let _ = kill(self.pid, Signal::SIGKILL);
                 self.reap_blocking();
+                self.drain_terminal();
                 return Ok(Outcome {
                     code: crate::exit_code::TIMEOUT,
                     timed_out: true,
                 });
             }
-            // pid 1 blocks forwarded signals and passes them on to the command.
-            if let Some(sig) = self.next_signal(left)?
-                && sig != Signal::SIGCHLD
-            {
-                let _ = kill(self.pid, sig);
+            // pid 1 blocks forwarded signals and passes them on to the command;
+            // with a pty of its own the jail learns a new size from the pty.
+            match (self.next_signal(left)?, &self.relay) {
+                (None | Some(Signal::SIGCHLD), _) => {}
+                (Some(Signal::SIGWINCH), Some(relay)) => relay.resize(),
+                (Some(sig), _) => {
+                    let _ = kill(self.pid, sig);
+                }
             }
+        }
+    }
+
+    /// The jail is gone: let its last output reach the caller's terminal
+    /// (bounded: a process outside the jail could hold the slave open).
+    fn drain_terminal(&self) {
+        if let Some(relay) = &self.relay {
+            relay.drain(Duration::from_millis(500));
         }
     }
 

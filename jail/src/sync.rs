@@ -128,17 +128,13 @@ impl Channel {
         send_with_fds(self.fd.as_fd(), &[byte], &[])
     }
 
-    /// Child: block until the supervisor sends `byte`; EOF means it went away.
-    pub(crate) fn wait_byte(&self, byte: u8) -> io::Result<()> {
-        self.wait_byte_with_fd(byte).map(drop)
-    }
-
     /// Send `byte` with `fd` attached (SCM_RIGHTS).
     pub(crate) fn send_byte_with_fd(&self, byte: u8, fd: BorrowedFd<'_>) -> io::Result<()> {
         send_with_fds(self.fd.as_fd(), &[byte], &[fd.as_raw_fd()])
     }
 
-    /// Wait for `byte`, and return the descriptor sent with it, if any.
+    /// Child: block until the supervisor sends `byte` (EOF means it went
+    /// away), and return the descriptor sent with it, if any.
     pub(crate) fn wait_byte_with_fd(&self, byte: u8) -> io::Result<Option<OwnedFd>> {
         let mut b = [0u8; 1];
         let (len, fds) = recv_with_fds(self.fd.as_fd(), &mut b)?;

@@ -84,7 +84,7 @@ impl Drop for Saved {
 
 /// Standard descriptor `n` of this process, borrowed for the process's
 /// lifetime (the supervisor never closes them).
-fn standard(n: u8) -> BorrowedFd<'static> {
+pub(crate) fn standard(n: u8) -> BorrowedFd<'static> {
     match n {
         0 => rustix::stdio::stdin(),
         1 => rustix::stdio::stdout(),

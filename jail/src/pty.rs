@@ -1,0 +1,198 @@
+//! A pseudo-terminal of the jail's own, for an interactive run.
+//!
+//! When the caller's stdin and stdout are terminals and oajail is in the
+//! terminal's foreground process group, the supervisor opens a pty pair
+//! ([`Pty::for_caller`]). The slave goes into the jail with the spec: pid 1
+//! starts a new session, makes the slave its controlling terminal and puts
+//! it in place of each standard descriptor that was a terminal
+//! ([`take_over`]); the command gets a process group of its own and becomes
+//! the slave's foreground group ([`foreground`]). So a shell in the jail has
+//! job control (Ctrl-Z, `jobs`, `fg`), and Ctrl-C, Ctrl-Z and Ctrl-\ act on
+//! the jail's foreground job only.
+//!
+//! No process of the jail holds a descriptor of the caller's terminal any
+//! more: pid 1 replaced its own copies before the command was forked. So
+//! no ioctl from the jail (`TIOCSTI`, `TIOCEXCL`, termios, `TIOCSETD`…)
+//! reaches the host terminal; it reaches the slave, which dies with the
+//! run. The seccomp denies of those ioctls stay, for runs without a pty.
+//!
+//! The supervisor puts the host terminal in raw mode once the command runs
+//! ([`Pty::start`]) and relays bytes both ways on two threads (two, so a
+//! command that does not read its input can never stop its output from
+//! being drained); SIGWINCH becomes a window-size update of the pty, which
+//! the kernel signals to the jail's foreground group. The host terminal's
+//! saved state is written back by [`crate::terminal::Saved`] on every exit
+//! path the supervisor lives through; a SIGKILL of the supervisor itself
+//! leaves it raw (`stty sane` repairs it; see `docs/enforcement.md`).
+//!
+//! Safe calls only (rustix); nothing here needs `unsafe`.
+
+use crate::error::{JailError, Step};
+use crate::terminal::standard;
+use rustix::pty::{OpenptFlags, ioctl_tiocgptpeer, openpt, unlockpt};
+use rustix::termios::{OptionalActions, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+/// A pty pair opened by the supervisor, before the command runs.
+#[derive(Debug)]
+pub struct Pty {
+    master: OwnedFd,
+    slave: OwnedFd,
+}
+
+impl Pty {
+    /// A pty for this run when it is interactive: stdin and stdout are
+    /// terminals and this process is in stdin's foreground process group
+    /// (a background `oajail … &` keeps the shared terminal, as before).
+    /// `Err` when one is wanted and cannot be made; the caller may then
+    /// run without it (the seccomp denies still hold the host terminal).
+    pub fn for_caller() -> Result<Option<Pty>, JailError> {
+        let stdin = rustix::stdio::stdin();
+        if !(rustix::termios::isatty(stdin) && rustix::termios::isatty(rustix::stdio::stdout())) {
+            return Ok(None);
+        }
+        let foreground = rustix::termios::tcgetpgrp(stdin).ok();
+        if foreground != Some(rustix::process::getpgrp()) {
+            return Ok(None);
+        }
+        Pty::open(stdin)
+            .map(Some)
+            .map_err(|e| JailError::io(Step::Terminal, e))
+    }
+
+    /// A new pair whose slave starts with `host`'s settings and size.
+    fn open(host: BorrowedFd<'_>) -> io::Result<Pty> {
+        let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+        let master = openpt(flags)?;
+        unlockpt(&master)?;
+        // TIOCGPTPEER opens the peer of this very master, with no path
+        // lookup in /dev/pts (which may be another devpts instance).
+        let slave = ioctl_tiocgptpeer(&master, flags)?;
+        tcsetattr(&slave, OptionalActions::Now, &tcgetattr(host)?)?;
+        if let Ok(size) = tcgetwinsize(host) {
+            tcsetwinsize(&slave, size)?;
+        }
+        Ok(Pty { master, slave })
+    }
+
+    /// The slave, sent to pid 1 with the spec.
+    pub(crate) fn slave(&self) -> BorrowedFd<'_> {
+        self.slave.as_fd()
+    }
+
+    /// The command runs: close our slave (the jail holds its own), put the
+    /// host terminal in raw mode and start relaying.
+    pub(crate) fn start(self) -> io::Result<Relay> {
+        let Pty { master, slave } = self;
+        drop(slave);
+        let stdin = rustix::stdio::stdin();
+        let mut raw = tcgetattr(stdin)?;
+        raw.make_raw();
+        tcsetattr(stdin, OptionalActions::Now, &raw)?;
+        let master = Arc::new(File::from(master));
+        let input = File::from(rustix::io::fcntl_dupfd_cloexec(stdin, 3)?);
+        let output = File::from(rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)?);
+        let (done, drained) = mpsc::channel();
+        let to_jail = Arc::clone(&master);
+        std::thread::Builder::new()
+            .name("oajail-tty-in".into())
+            .spawn(move || copy(input, &*to_jail))?;
+        let from_jail = Arc::clone(&master);
+        std::thread::Builder::new()
+            .name("oajail-tty-out".into())
+            .spawn(move || {
+                copy(&*from_jail, output);
+                let _ = done.send(());
+            })?;
+        Ok(Relay { master, drained })
+    }
+}
+
+/// The running relay between the host terminal and the pty master.
+#[derive(Debug)]
+pub(crate) struct Relay {
+    master: Arc<File>,
+    drained: Receiver<()>,
+}
+
+impl Relay {
+    /// The host terminal changed size: give the pty the same size (the
+    /// kernel sends SIGWINCH to the jail's foreground group).
+    pub(crate) fn resize(&self) {
+        if let Ok(size) = tcgetwinsize(rustix::stdio::stdin()) {
+            let _ = tcsetwinsize(&*self.master, size);
+        }
+    }
+
+    /// The jail is gone: wait (at most `limit`) until the output it left in
+    /// the pty has reached the host terminal. The master reads end-of-file
+    /// (EIO) once no process holds the slave.
+    pub(crate) fn drain(&self, limit: Duration) {
+        let _ = self.drained.recv_timeout(limit);
+    }
+}
+
+/// Copy until end-of-file or an error (EIO: the other side hung up).
+fn copy(mut from: impl Read, mut to: impl Write) {
+    let mut buf = [0u8; 8192];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// pid 1, before it drops privileges: a new session whose controlling
+/// terminal is `slave`, and `slave` in place of every standard descriptor
+/// that is a terminal (the caller's; descriptors redirected to files or
+/// pipes stay as they are). After this no process of the jail holds the
+/// caller's terminal.
+pub(crate) fn take_over(slave: OwnedFd) -> io::Result<()> {
+    nix::unistd::setsid()?;
+    rustix::process::ioctl_tiocsctty(&slave)?;
+    let tty = |n| rustix::termios::isatty(standard(n));
+    if tty(0) {
+        nix::unistd::dup2_stdin(&slave)?;
+    }
+    if tty(1) {
+        nix::unistd::dup2_stdout(&slave)?;
+    }
+    if tty(2) {
+        nix::unistd::dup2_stderr(&slave)?;
+    }
+    Ok(())
+}
+
+/// The command, before `execve`: a process group of its own, made the
+/// foreground group of its controlling terminal (SIGTTOU blocked
+/// meanwhile: until the call succeeds the group is a background one).
+pub(crate) fn foreground() -> io::Result<()> {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+    nix::unistd::setpgid(nix::unistd::Pid::from_raw(0), nix::unistd::Pid::from_raw(0))?;
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let old = ttou.thread_swap_mask(SigmaskHow::SIG_BLOCK)?;
+    let tty = (0..3).map(standard).find(|fd| rustix::termios::isatty(*fd));
+    let set = match tty {
+        Some(fd) => {
+            rustix::termios::tcsetpgrp(fd, rustix::process::getpid()).map_err(io::Error::from)
+        }
+        None => Err(io::Error::other(
+            "no standard descriptor is the jail's terminal",
+        )),
+    };
+    old.thread_set_mask()?;
+    set
+}
