@@ -96,7 +96,9 @@ fn start(
                   spec: &JailSpec|
      -> Result<(Jail, Vec<TcpListener>), JailError> {
         let mut jail = jail?;
-        attach_terminal(&mut jail);
+        if oajail_jail::pty::wanted() {
+            jail.use_terminal();
+        }
         jail.send_spec(spec)?;
         let listeners = jail.take_listeners()?;
         Ok((jail, listeners))
@@ -116,18 +118,6 @@ fn start(
             finish(Jail::spawn(flat.layers()), &spec).map_err(Fail::from)
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-/// An interactive run gets a pty of its own (job control in the jail, the
-/// caller's terminal out of its reach). Without one the command shares the
-/// caller's terminal in a session of its own, as for a non-interactive
-/// run, where seccomp's ioctl denies hold it: said, not refused.
-fn attach_terminal(jail: &mut Jail) {
-    match oajail_jail::pty::Pty::for_caller() {
-        Ok(Some(pty)) => jail.attach_terminal(pty),
-        Ok(None) => {}
-        Err(e) => eprintln!("oajail: note: {e}; the command runs without job control"),
     }
 }
 

@@ -137,6 +137,9 @@ fn bash_in_the_jail_has_job_control() {
         "{line}"
     );
     assert_ne!(words[1], "fg=-1", "no controlling terminal: {line}");
+    // The pty lives on the jail's own devpts: ttyname works.
+    t.line("echo name=$(tty)");
+    t.wait_for("the terminal's name", |s| s.contains("\nname=/dev/pts/0"));
     t.line("sleep 100");
     std::thread::sleep(Duration::from_millis(300));
     t.keys(&["C-z"]);

@@ -11,7 +11,7 @@
 use crate::cgroup::Cgroup;
 use crate::error::{JailError, Step};
 use crate::landlock::Prebuilt;
-use crate::pty::{Pty, Relay};
+use crate::pty::Relay;
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, clone_fork};
@@ -102,9 +102,9 @@ pub struct Jail {
     layers: Layers,
     /// The Landlock ruleset built ahead for pid 1 (sent with "go").
     landlock: Option<Prebuilt>,
-    /// The jail's own terminal (interactive runs), until the command runs.
-    pty: Option<Pty>,
-    /// Then the relay between it and the caller's terminal.
+    /// The run asks pid 1 for a pty of the jail's own (interactive runs).
+    terminal: bool,
+    /// The relay between that pty and the caller's terminal.
     relay: Option<Relay>,
 }
 
@@ -141,7 +141,7 @@ impl Jail {
                     memory: None,
                     layers,
                     landlock: None,
-                    pty: None,
+                    terminal: false,
                     relay: None,
                 })
             }
@@ -153,10 +153,11 @@ impl Jail {
         self.pid.as_raw()
     }
 
-    /// Give the command `pty`'s slave as its controlling terminal (see
-    /// `pty.rs`); call before [`Jail::send_spec`].
-    pub fn attach_terminal(&mut self, pty: Pty) {
-        self.pty = Some(pty);
+    /// Give the command a pty of the jail's own as its controlling
+    /// terminal, relayed to the caller's (see `pty.rs`); call before
+    /// [`Jail::send_spec`], for an interactive run ([`crate::pty::wanted`]).
+    pub fn use_terminal(&mut self) {
+        self.terminal = true;
     }
 
     /// Hand the jail what it needs for the rest of its setup and the command.
@@ -183,13 +184,14 @@ impl Jail {
                 }
             }
         }
-        let chan = &self.chan;
+        let byte = if self.terminal {
+            sync::SPEC_TERMINAL
+        } else {
+            sync::SPEC
+        };
         self.spec_file
             .write(spec)
-            .and_then(|()| match &self.pty {
-                Some(pty) => chan.send_byte_with_fd(sync::SPEC, pty.slave()),
-                None => chan.send_byte(sync::SPEC),
-            })
+            .and_then(|()| self.chan.send_byte(byte))
             .map_err(|e| JailError::io(Step::Supervisor, e))?;
         self.prebuild_landlock(spec)
     }
@@ -240,16 +242,23 @@ impl Jail {
                 _ => JailError::io(Step::Supervisor, e),
             });
         }
-        let report = match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
-            Some((ChildMsg::Enforced(report), _)) => report,
-            other => return Err(self.fail(other, Step::Exec)),
+        let mut master = None;
+        let report = loop {
+            match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
+                Some((ChildMsg::Enforced(report), _)) => break report,
+                Some((ChildMsg::Terminal, fds)) if self.terminal => {
+                    master = fds.into_iter().next();
+                }
+                other => return Err(self.fail(other, Step::Exec)),
+            }
         };
         match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
             None => {}
             other => return Err(self.fail(other, Step::Exec)),
         }
-        if let Some(pty) = self.pty.take() {
-            self.relay = Some(pty.start().map_err(|e| JailError::io(Step::Terminal, e))?);
+        if let Some(master) = master {
+            let relay = crate::pty::start(master).map_err(|e| JailError::io(Step::Terminal, e))?;
+            self.relay = Some(relay);
         }
         Ok(report)
     }
@@ -352,6 +361,12 @@ impl Jail {
     /// pid 1 (which exits right after reporting).
     fn fail(&mut self, got: Option<(ChildMsg, Vec<std::os::fd::OwnedFd>)>, at: Step) -> JailError {
         let err = match got {
+            // A pty master sent just before a later step failed: that
+            // step's report follows it.
+            Some((ChildMsg::Terminal, _)) => {
+                let next = self.chan.recv().ok().flatten();
+                return self.fail(next, at);
+            }
             Some((ChildMsg::StepFailed { step, errno, msg }, _)) => {
                 JailError::Step { step, errno, msg }
             }

@@ -1,12 +1,13 @@
 //! A pseudo-terminal of the jail's own, for an interactive run.
 //!
 //! When the caller's stdin and stdout are terminals and oajail is in the
-//! terminal's foreground process group, the supervisor opens a pty pair
-//! ([`Pty::for_caller`]). The slave goes into the jail with the spec: pid 1
-//! starts a new session, makes the slave its controlling terminal and puts
-//! it in place of each standard descriptor that was a terminal
-//! ([`take_over`]); the command gets a process group of its own and becomes
-//! the slave's foreground group ([`foreground`]). So a shell in the jail has
+//! terminal's foreground process group ([`wanted`]), the supervisor asks
+//! pid 1 for a pty with the spec. pid 1 opens the pair on the jail's own
+//! devpts once its mounts are in place ([`open_in_jail`]), sends the master
+//! to the supervisor, starts a new session, makes the slave its controlling
+//! terminal and puts it in place of each standard descriptor that was a
+//! terminal ([`take_over`]); the command gets a process group of its own
+//! and becomes the slave's foreground group ([`foreground`]). So a shell in the jail has
 //! job control (Ctrl-Z, `jobs`, `fg`), and Ctrl-C, Ctrl-Z and Ctrl-\ act on
 //! the jail's foreground job only.
 //!
@@ -17,7 +18,7 @@
 //! run. The seccomp denies of those ioctls stay, for runs without a pty.
 //!
 //! The supervisor puts the host terminal in raw mode once the command runs
-//! ([`Pty::start`]) and relays bytes both ways on two threads (two, so a
+//! ([`start`]) and relays bytes both ways on two threads (two, so a
 //! command that does not read its input can never stop its output from
 //! being drained); SIGWINCH becomes a window-size update of the pty, which
 //! the kernel signals to the jail's foreground group. The host terminal's
@@ -27,90 +28,67 @@
 //!
 //! Safe calls only (rustix); nothing here needs `unsafe`.
 
-use crate::error::{JailError, Step};
 use crate::terminal::standard;
 use rustix::pty::{OpenptFlags, ioctl_tiocgptpeer, openpt, unlockpt};
 use rustix::termios::{OptionalActions, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize};
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-/// A pty pair opened by the supervisor, before the command runs.
-#[derive(Debug)]
-pub struct Pty {
-    master: OwnedFd,
-    slave: OwnedFd,
+/// Whether this run is interactive: stdin and stdout are terminals and
+/// this process is in stdin's foreground process group (a background
+/// `oajail … &` keeps the shared terminal, as before).
+pub fn wanted() -> bool {
+    let stdin = rustix::stdio::stdin();
+    if !(rustix::termios::isatty(stdin) && rustix::termios::isatty(rustix::stdio::stdout())) {
+        return false;
+    }
+    rustix::termios::tcgetpgrp(stdin).ok() == Some(rustix::process::getpgrp())
 }
 
-impl Pty {
-    /// A pty for this run when it is interactive: stdin and stdout are
-    /// terminals and this process is in stdin's foreground process group
-    /// (a background `oajail … &` keeps the shared terminal, as before).
-    /// `Err` when one is wanted and cannot be made; the caller may then
-    /// run without it (the seccomp denies still hold the host terminal).
-    pub fn for_caller() -> Result<Option<Pty>, JailError> {
-        let stdin = rustix::stdio::stdin();
-        if !(rustix::termios::isatty(stdin) && rustix::termios::isatty(rustix::stdio::stdout())) {
-            return Ok(None);
-        }
-        let foreground = rustix::termios::tcgetpgrp(stdin).ok();
-        if foreground != Some(rustix::process::getpgrp()) {
-            return Ok(None);
-        }
-        Pty::open(stdin)
-            .map(Some)
-            .map_err(|e| JailError::io(Step::Terminal, e))
+/// pid 1, after its mounts: a new pair on the jail's own devpts (so
+/// `tty`, `ttyname` and `/dev/pts/N` work in the jail) whose slave starts
+/// with the caller's terminal settings and size. Returns (master, slave).
+pub(crate) fn open_in_jail() -> io::Result<(OwnedFd, OwnedFd)> {
+    let host = rustix::stdio::stdin();
+    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+    let master = openpt(flags)?;
+    unlockpt(&master)?;
+    // TIOCGPTPEER opens the peer of this very master, with no path lookup.
+    let slave = ioctl_tiocgptpeer(&master, flags)?;
+    tcsetattr(&slave, OptionalActions::Now, &tcgetattr(host)?)?;
+    if let Ok(size) = tcgetwinsize(host) {
+        tcsetwinsize(&slave, size)?;
     }
+    Ok((master, slave))
+}
 
-    /// A new pair whose slave starts with `host`'s settings and size.
-    fn open(host: BorrowedFd<'_>) -> io::Result<Pty> {
-        let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
-        let master = openpt(flags)?;
-        unlockpt(&master)?;
-        // TIOCGPTPEER opens the peer of this very master, with no path
-        // lookup in /dev/pts (which may be another devpts instance).
-        let slave = ioctl_tiocgptpeer(&master, flags)?;
-        tcsetattr(&slave, OptionalActions::Now, &tcgetattr(host)?)?;
-        if let Ok(size) = tcgetwinsize(host) {
-            tcsetwinsize(&slave, size)?;
-        }
-        Ok(Pty { master, slave })
-    }
-
-    /// The slave, sent to pid 1 with the spec.
-    pub(crate) fn slave(&self) -> BorrowedFd<'_> {
-        self.slave.as_fd()
-    }
-
-    /// The command runs: close our slave (the jail holds its own), put the
-    /// host terminal in raw mode and start relaying.
-    pub(crate) fn start(self) -> io::Result<Relay> {
-        let Pty { master, slave } = self;
-        drop(slave);
-        let stdin = rustix::stdio::stdin();
-        let mut raw = tcgetattr(stdin)?;
-        raw.make_raw();
-        tcsetattr(stdin, OptionalActions::Now, &raw)?;
-        let master = Arc::new(File::from(master));
-        let input = File::from(rustix::io::fcntl_dupfd_cloexec(stdin, 3)?);
-        let output = File::from(rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)?);
-        let (done, drained) = mpsc::channel();
-        let to_jail = Arc::clone(&master);
-        std::thread::Builder::new()
-            .name("oajail-tty-in".into())
-            .spawn(move || copy(input, &*to_jail))?;
-        let from_jail = Arc::clone(&master);
-        std::thread::Builder::new()
-            .name("oajail-tty-out".into())
-            .spawn(move || {
-                copy(&*from_jail, output);
-                let _ = done.send(());
-            })?;
-        Ok(Relay { master, drained })
-    }
+/// Supervisor, once the command runs: put the host terminal in raw mode
+/// and relay between it and `master` (received from pid 1).
+pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
+    let stdin = rustix::stdio::stdin();
+    let mut raw = tcgetattr(stdin)?;
+    raw.make_raw();
+    tcsetattr(stdin, OptionalActions::Now, &raw)?;
+    let master = Arc::new(File::from(master));
+    let input = File::from(rustix::io::fcntl_dupfd_cloexec(stdin, 3)?);
+    let output = File::from(rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)?);
+    let (done, drained) = mpsc::channel();
+    let to_jail = Arc::clone(&master);
+    std::thread::Builder::new()
+        .name("oajail-tty-in".into())
+        .spawn(move || copy(input, &*to_jail))?;
+    let from_jail = Arc::clone(&master);
+    std::thread::Builder::new()
+        .name("oajail-tty-out".into())
+        .spawn(move || {
+            copy(&*from_jail, output);
+            let _ = done.send(());
+        })?;
+    Ok(Relay { master, drained })
 }
 
 /// The running relay between the host terminal and the pty master.
