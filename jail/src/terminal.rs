@@ -1,10 +1,12 @@
 //! The caller's terminal, saved before the run and put back after it.
 //!
-//! The jailed command shares the caller's terminal through its standard
-//! descriptors (it has no controlling terminal: it runs in a session of its
-//! own, see `docs/threat-model.md`, "Terminal"). It may switch the terminal
-//! to raw mode, turn echo or the signal keys off, and die before it puts
-//! them back (a crash, `kill -9`, the wall timeout). The supervisor records
+//! A non-interactive jailed command shares the caller's terminal through
+//! its standard descriptors (it has no controlling terminal: it runs in a
+//! session of its own); an interactive one gets a pty of the jail's own and
+//! the supervisor puts the caller's terminal in raw mode (`pty.rs`). Either
+//! way the terminal can be left in raw mode, without echo or signal keys by
+//! a run that ends before it puts them back (a crash, `kill -9`, the wall
+//! timeout). The supervisor records
 //! the termios of every terminal among descriptors 0–2 before the jail
 //! starts and writes it back when the run ends, whatever ended it, so the
 //! user's shell gets the terminal it had.
