@@ -188,6 +188,12 @@ fn hierarchy_root(mountinfo: &str, controller: &str) -> Option<PathBuf> {
         })
 }
 
+/// Whether `controller`'s hierarchy is mounted (for `oajail doctor`).
+pub(crate) fn hierarchy_mounted(controller: &str) -> bool {
+    fs::read_to_string("/proc/self/mountinfo")
+        .is_ok_and(|info| hierarchy_root(&info, controller).is_some())
+}
+
 /// `(root, mount point, fs type, super options)` of one mountinfo line.
 fn parse_line(line: &str) -> Option<(String, String, String, String)> {
     let (left, right) = line.split_once(" - ")?;
