@@ -105,11 +105,22 @@ pub fn whole_jail_bounds(rlimits: &[RlimitEntry]) -> String {
     let show = |v: Option<u64>| v.map_or("not set".to_owned(), |v| v.to_string());
     let numbers = format!("addressSpaceBytes {}, processes {}", show(mem), show(procs));
     if !nix::unistd::geteuid().is_root() {
-        return format!(
-            "memory and pids: bounded per process only ({numbers}; RLIMIT_AS, RLIMIT_NPROC): \
-             memfd, tmpfs and page-cache pages are not counted; the whole jail gets \
-             memory and pids cgroups only when oajail runs as root"
-        );
+        let mut want = Vec::new();
+        want.extend(procs.map(|_| "pids"));
+        want.extend(mem.map(|_| "memory"));
+        return match crate::cgroup::delegated_parent(&want) {
+            Some(parent) => format!(
+                "memory and pids: bounded for the whole jail ({numbers}; a cgroup below the \
+                 delegated {}, memory without swap)",
+                parent.display()
+            ),
+            None => format!(
+                "memory and pids: bounded per process only ({numbers}; RLIMIT_AS, RLIMIT_NPROC): \
+                 memfd, tmpfs and page-cache pages are not counted; the whole jail gets \
+                 cgroups as root or inside a cgroup v2 subtree delegated to the user \
+                 (a systemd user session), and there is none here"
+            ),
+        };
     }
     let missing: Vec<&str> = [("memory", mem), ("pids", procs)]
         .into_iter()

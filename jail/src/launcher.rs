@@ -8,7 +8,7 @@
 //! privileges, so a proxy that fails to start means the command never runs
 //! ([`Jail::abort`], or just dropping the [`Jail`]).
 
-use crate::cgroup::Cgroup;
+use crate::cgroup::Bounds;
 use crate::error::{JailError, Step};
 use crate::landlock::Prebuilt;
 use crate::pty::Relay;
@@ -95,10 +95,9 @@ pub struct Jail {
     signals: SignalFd,
     spec_file: SpecFile,
     reaped: Option<WaitStatus>,
-    /// Held until the jail is dropped (after pid 1 is reaped).
-    pids: Option<Cgroup>,
-    /// The memory cgroup, likewise (host root with `addressSpaceBytes`).
-    memory: Option<Cgroup>,
+    /// The cgroups bounding the whole jail, held until the jail is dropped
+    /// (after pid 1 is reaped).
+    bounds: Bounds,
     layers: Layers,
     /// The Landlock ruleset built ahead for pid 1 (sent with "go").
     landlock: Option<Prebuilt>,
@@ -137,8 +136,7 @@ impl Jail {
                     signals,
                     spec_file,
                     reaped: None,
-                    pids: None,
-                    memory: None,
+                    bounds: Bounds::default(),
                     layers,
                     landlock: None,
                     terminal: false,
@@ -161,29 +159,21 @@ impl Jail {
     }
 
     /// Hand the jail what it needs for the rest of its setup and the command.
-    /// pid 1 joins the pids cgroup first when one is needed (host root with
-    /// `limits.processes`: see cgroup.rs), so the command is counted from its
-    /// first fork.
+    /// pid 1 joins the cgroups that bound the whole jail first, when the
+    /// caller can have them (`limits.processes` and `addressSpaceBytes`: see
+    /// cgroup/mod.rs), so the command is counted from its first fork.
     pub fn send_spec(&mut self, spec: &JailSpec) -> Result<(), JailError> {
-        if nix::unistd::geteuid().is_root() {
-            let max = spec
-                .rlimits
+        let limit = |r: Resource| {
+            spec.rlimits
                 .iter()
-                .find(|r| r.resource == Resource::RlimitNproc);
-            if let Some(limit) = max {
-                self.pids = Some(Cgroup::attach(self.pid.as_raw(), limit.value)?);
-            }
-            let mem = spec
-                .rlimits
-                .iter()
-                .find(|r| r.resource == Resource::RlimitAs);
-            if let Some(limit) = mem {
-                match Cgroup::attach_memory(self.pid.as_raw(), limit.value) {
-                    Ok(cg) => self.memory = Some(cg),
-                    Err(e) => eprintln!("oajail: note: memory bounded per process only: {e}"),
-                }
-            }
-        }
+                .find(|e| e.resource == r)
+                .map(|e| e.value)
+        };
+        self.bounds = Bounds::attach(
+            self.pid.as_raw(),
+            limit(Resource::RlimitNproc),
+            limit(Resource::RlimitAs),
+        )?;
         let byte = if self.terminal {
             sync::SPEC_TERMINAL
         } else {
