@@ -191,6 +191,33 @@ pub fn unix_dgram_sink(sock: UnixDatagram, name: String, local: String, log: Eve
     }
 }
 
+/// Copy what a pty master reads to `out` until `stop` is set, then what is
+/// still readable (the lab keeps the slave open, so the master never reads
+/// end-of-file; polling lets the lab stop the copy once the run is over).
+pub fn pty_output(master: std::os::fd::OwnedFd, mut out: File, stop: Arc<AtomicBool>) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let mut master = File::from(master);
+    let mut buf = [0u8; 4096];
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
+        let wait = if stopping { 0u16 } else { 50 };
+        match poll(&mut fds, PollTimeout::from(wait)) {
+            Ok(0) if stopping => return,
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        match master.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                let _ = out.write_all(&buf[..n]);
+            }
+            _ => return,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,32 +255,5 @@ mod tests {
         );
         assert_eq!(client_hello_sni(b"GET / HTTP/1.1\r\n"), None);
         assert_eq!(client_hello_sni(&hello("x")[..20]), None);
-    }
-}
-
-/// Copy what a pty master reads to `out` until `stop` is set, then what is
-/// still readable (the lab keeps the slave open, so the master never reads
-/// end-of-file; polling lets the lab stop the copy once the run is over).
-pub fn pty_output(master: std::os::fd::OwnedFd, mut out: File, stop: Arc<AtomicBool>) {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    let mut master = File::from(master);
-    let mut buf = [0u8; 4096];
-    loop {
-        let stopping = stop.load(Ordering::SeqCst);
-        let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
-        let wait = if stopping { 0u16 } else { 50 };
-        match poll(&mut fds, PollTimeout::from(wait)) {
-            Ok(0) if stopping => return,
-            Ok(0) => continue,
-            Ok(_) => {}
-            Err(_) => return,
-        }
-        match master.read(&mut buf) {
-            Ok(n) if n > 0 => {
-                let _ = out.write_all(&buf[..n]);
-            }
-            _ => return,
-        }
     }
 }
