@@ -211,3 +211,19 @@ fn a_piped_run_keeps_the_shared_terminal_without_a_session_terminal() {
     assert!(s.contains("fg=-1"), "{s}");
     assert_restored(&t);
 }
+
+/// `--timeout` on an interactive run: the jail is killed, the terminal is
+/// out of raw mode before oajail's own line (which starts its line), and
+/// the status is 124.
+#[test]
+fn timeout_of_an_interactive_run_restores_the_terminal_first() {
+    let t = start("timeout", "--timeout 1 -- sleep 30");
+    assert_restored(&t);
+    let s = t.screen();
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("oajail: timeout: killed the jail after 1s")),
+        "{s}"
+    );
+    assert_eq!(t.file("status").trim(), "EXIT=124");
+}

@@ -70,7 +70,8 @@ pub(crate) fn open_in_jail() -> io::Result<(OwnedFd, OwnedFd)> {
 /// and relay between it and `master` (received from pid 1).
 pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
     let stdin = rustix::stdio::stdin();
-    let mut raw = tcgetattr(stdin)?;
+    let cooked = tcgetattr(stdin)?;
+    let mut raw = cooked.clone();
     raw.make_raw();
     tcsetattr(stdin, OptionalActions::Now, &raw)?;
     let master = Arc::new(File::from(master));
@@ -88,7 +89,11 @@ pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
             copy(&*from_jail, output);
             let _ = done.send(());
         })?;
-    Ok(Relay { master, drained })
+    Ok(Relay {
+        master,
+        drained,
+        cooked,
+    })
 }
 
 /// The running relay between the host terminal and the pty master.
@@ -96,6 +101,8 @@ pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
 pub(crate) struct Relay {
     master: Arc<File>,
     drained: Receiver<()>,
+    /// The caller's terminal settings before raw mode.
+    cooked: rustix::termios::Termios,
 }
 
 impl Relay {
@@ -110,8 +117,21 @@ impl Relay {
     /// The jail is gone: wait (at most `limit`) until the output it left in
     /// the pty has reached the host terminal. The master reads end-of-file
     /// (EIO) once no process holds the slave.
+    /// The caller's terminal leaves raw mode here, so oajail's own last
+    /// lines (the timeout note) print as usual.
     pub(crate) fn drain(&self, limit: Duration) {
         let _ = self.drained.recv_timeout(limit);
+        self.unraw();
+    }
+
+    fn unraw(&self) {
+        let _ = tcsetattr(rustix::stdio::stdin(), OptionalActions::Now, &self.cooked);
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.unraw();
     }
 }
 
