@@ -7,9 +7,9 @@
 //! to the supervisor, starts a new session, makes the slave its controlling
 //! terminal and puts it in place of each standard descriptor that was a
 //! terminal ([`take_over`]); the command gets a process group of its own
-//! and becomes the slave's foreground group ([`foreground`]). So a shell in the jail has
-//! job control (Ctrl-Z, `jobs`, `fg`), and Ctrl-C, Ctrl-Z and Ctrl-\ act on
-//! the jail's foreground job only.
+//! and becomes the slave's foreground group ([`foreground`]). So a shell in
+//! the jail has job control (Ctrl-Z, `jobs`, `fg`), and Ctrl-C, Ctrl-Z and
+//! Ctrl-\ act on the jail's foreground job only.
 //!
 //! No process of the jail holds a descriptor of the caller's terminal any
 //! more: pid 1 replaced its own copies before the command was forked. So
@@ -21,8 +21,9 @@
 //! ([`start`]) and relays bytes both ways on two threads (two, so a
 //! command that does not read its input can never stop its output from
 //! being drained); SIGWINCH becomes a window-size update of the pty, which
-//! the kernel signals to the jail's foreground group. The host terminal's
-//! saved state is written back by [`crate::terminal::Saved`] on every exit
+//! the kernel signals to the jail's foreground group. The relay puts the
+//! host terminal back in cooked mode once the jail's output is drained, and
+//! [`crate::terminal::Saved`] writes the saved state back on every exit
 //! path the supervisor lives through; a SIGKILL of the supervisor itself
 //! leaves it raw (`stty sane` repairs it; see `docs/enforcement.md`).
 //!

@@ -191,10 +191,33 @@ pub fn unix_dgram_sink(sock: UnixDatagram, name: String, local: String, log: Eve
     }
 }
 
-/// Copy what a pty master reads to `out` until `stop` is set, then what is
-/// still readable (the lab keeps the slave open, so the master never reads
-/// end-of-file; polling lets the lab stop the copy once the run is over).
-pub fn pty_output(master: std::os::fd::OwnedFd, mut out: File, stop: Arc<AtomicBool>) {
+/// A running copy of what a pty master reads into a file (an interactive
+/// lab run's `cmd.stdout`).
+pub struct PtyCopy {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl PtyCopy {
+    /// Start copying `master`'s output to `out`.
+    pub fn start(master: std::os::fd::OwnedFd, out: File) -> PtyCopy {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || pty_output(master, out, &flag));
+        PtyCopy { stop, thread }
+    }
+
+    /// Copy what is still readable, then stop.
+    pub fn finish(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+    }
+}
+
+/// Copy until `stop` is set, then what is still readable (the lab keeps
+/// the slave open, so the master never reads end-of-file; polling lets the
+/// copy stop once the run is over).
+fn pty_output(master: std::os::fd::OwnedFd, mut out: File, stop: &AtomicBool) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     let mut master = File::from(master);

@@ -445,9 +445,8 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         Duration::from_millis(config.timeout_ms),
         config.kill_after_ms,
     )?;
-    if let Some((stop, copier)) = copying {
-        stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = copier.join();
+    if let Some(copy) = copying {
+        copy.finish();
     }
     if let Some(p) = pty {
         let after = tty_state(&p.slave);
@@ -477,24 +476,13 @@ struct Pty {
 
 /// stdout on the pty too, its output copied to `cmd.stdout`, and the pty's
 /// identity (`st_dev:st_ino`) in `OAJ_HOST_TTY` for the probe to look for.
-fn interactive(
-    cmd: &mut Command,
-    p: &Pty,
-    dir: &Path,
-) -> Result<(
-    Arc<std::sync::atomic::AtomicBool>,
-    std::thread::JoinHandle<()>,
-)> {
+fn interactive(cmd: &mut Command, p: &Pty, dir: &Path) -> Result<sinks::PtyCopy> {
     let st = nix::sys::stat::fstat(&p.slave).context("fstat pty")?;
     cmd.env("OAJ_HOST_TTY", format!("{}:{}", st.st_dev, st.st_ino));
     cmd.stdout(Stdio::from(p.slave.try_clone()?));
     let out = fs::File::create(dir.join("cmd.stdout"))?;
     // A copy: the master stays open for the after-run checks.
-    let master = p.master.try_clone()?;
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let copier = std::thread::spawn(move || sinks::pty_output(master, out, flag));
-    Ok((stop, copier))
+    Ok(sinks::PtyCopy::start(p.master.try_clone()?, out))
 }
 
 fn open_pty() -> Result<Pty> {
