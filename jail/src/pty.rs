@@ -126,7 +126,9 @@ impl Relay {
     }
 
     fn unraw(&self) {
-        let _ = tcsetattr(rustix::stdio::stdin(), OptionalActions::Now, &self.cooked);
+        crate::terminal::without_ttou(|| {
+            let _ = tcsetattr(rustix::stdio::stdin(), OptionalActions::Now, &self.cooked);
+        });
     }
 }
 

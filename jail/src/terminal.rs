@@ -55,32 +55,39 @@ impl Saved {
         saved
     }
 
-    /// Write the saved termios back and clear exclusive mode. SIGTTOU is
-    /// blocked meanwhile: a supervisor in a background process group would
-    /// otherwise be stopped by its own restore.
+    /// Write the saved termios back and clear exclusive mode (SIGTTOU
+    /// blocked meanwhile).
     pub fn restore(&self) {
         if self.terms.is_empty() {
             return;
         }
-        let mut ttou = SigSet::empty();
-        ttou.add(Signal::SIGTTOU);
-        let old = ttou.thread_swap_mask(SigmaskHow::SIG_BLOCK).ok();
-        for (n, termios) in &self.terms {
-            let fd = standard(*n);
-            // Best effort: a terminal that was hung up meanwhile cannot be
-            // restored, and there is nobody left to tell.
-            let _ = tcsetattr(fd, OptionalActions::Now, termios);
-            let _ = rustix::termios::ioctl_tiocnxcl(fd);
-        }
-        if let Some(old) = old {
-            let _ = old.thread_set_mask();
-        }
+        without_ttou(|| {
+            for (n, termios) in &self.terms {
+                let fd = standard(*n);
+                // Best effort: a terminal that was hung up meanwhile cannot
+                // be restored, and there is nobody left to tell.
+                let _ = tcsetattr(fd, OptionalActions::Now, termios);
+                let _ = rustix::termios::ioctl_tiocnxcl(fd);
+            }
+        });
     }
 }
 
 impl Drop for Saved {
     fn drop(&mut self) {
         self.restore();
+    }
+}
+
+/// Run `f` with SIGTTOU blocked: a supervisor in a background process
+/// group would otherwise be stopped by its own terminal settings.
+pub(crate) fn without_ttou(f: impl FnOnce()) {
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let old = ttou.thread_swap_mask(SigmaskHow::SIG_BLOCK).ok();
+    f();
+    if let Some(old) = old {
+        let _ = old.thread_set_mask();
     }
 }
 
