@@ -63,14 +63,7 @@ fn repo(dir: &Path) {
         &["add", "-A"],
         &["commit", "-qm", "init"],
     ] {
-        let o = Command::new("git")
-            .args(["-c", "user.email=a@b.c", "-c", "user.name=n"])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", dir)
-            .output()
-            .unwrap();
+        let o = host_git(dir, args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     let o = Command::new("chmod")
