@@ -82,6 +82,25 @@ impl Tmux {
         }
     }
 
+    /// Press `key` every half second until the screen satisfies `cond`
+    /// (the key may arrive before the job it is meant for has started:
+    /// the machine is shared; at the shell's prompt it does no harm).
+    fn press_until(&self, key: &str, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            self.keys(&[key]);
+            std::thread::sleep(Duration::from_millis(500));
+            let screen = self.screen();
+            if cond(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "waiting for {what}; screen:\n{screen}"
+            );
+        }
+    }
+
     fn file(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.join(name)).unwrap_or_default()
     }
@@ -141,18 +160,26 @@ fn bash_in_the_jail_has_job_control() {
     t.line("echo name=$(tty)");
     t.wait_for("the terminal's name", |s| s.contains("\nname=/dev/pts/0"));
     t.line("sleep 100");
-    std::thread::sleep(Duration::from_millis(300));
-    t.keys(&["C-z"]);
-    t.wait_for("the stopped job", |s| s.contains("Stopped"));
+    t.press_until("C-z", "the stopped job", |s| s.contains("Stopped"));
     t.line("jobs");
     t.wait_for("jobs to list it", |s| {
         s.lines().filter(|l| l.contains("sleep 100")).count() >= 3
     });
+    let prompts = |s: &str| s.matches("jail$ ").count();
+    let before = prompts(&t.screen());
     t.line("fg");
-    std::thread::sleep(Duration::from_millis(300));
-    t.keys(&["C-c"]);
-    t.line("echo after=$?");
-    t.wait_for("the interrupted job's status", |s| s.contains("after=130"));
+    // fg echoes the job's command line before it continues the job.
+    t.wait_for("fg to take the job", |s| {
+        s.lines().filter(|l| l.trim() == "sleep 100").count() >= 1
+    });
+    // A prompt within 30 s: the 100 s job was interrupted, not the shell.
+    t.press_until("C-c", "the prompt after the interrupt", |s| {
+        prompts(s) > before
+    });
+    t.line("echo after=$? jobs=$(jobs | wc -l)");
+    t.wait_for("the interrupted job's status", |s| {
+        s.contains("after=130 jobs=0")
+    });
     t.line("exit 3");
     assert_restored(&t);
     assert_eq!(t.file("status").trim(), "EXIT=3");
