@@ -160,6 +160,11 @@ fn bash_in_the_jail_has_job_control() {
     t.line("echo name=$(tty)");
     t.wait_for("the terminal's name", |s| s.contains("\nname=/dev/pts/0"));
     t.line("sleep 100");
+    // Ctrl-Z flushes the terminal's pending input: press it only once the
+    // shell has read the line (readline echoes it then).
+    t.wait_for("the shell to read the line", |s| {
+        s.contains("jail$ sleep 100")
+    });
     t.press_until("C-z", "the stopped job", |s| s.contains("Stopped"));
     t.line("jobs");
     t.wait_for("jobs to list it", |s| {
