@@ -259,3 +259,19 @@ fn timeout_of_an_interactive_run_restores_the_terminal_first() {
     );
     assert_eq!(t.file("status").trim(), "EXIT=124");
 }
+
+/// Two interactive runs overlap on one terminal (`make -j` with a recipe
+/// in oajail): the second starts while the first holds the terminal in
+/// raw mode and ends after it. The terminal ends as it was before both.
+#[test]
+fn overlapping_interactive_runs_leave_the_terminal_as_it_was() {
+    let dir = scratch_home("overlap");
+    let d = dir.display();
+    let script = format!(
+        "cd {d}\nexport HOME={d}\nunset OAJAIL_SETTINGS\nstty -g > {d}/before\n\
+         {OAJAIL} -- sleep 1 < /dev/tty &\nsleep 0.5\n{OAJAIL} -- sleep 2 < /dev/tty &\nwait\n\
+         stty -g > {d}/after\necho DONE\nsleep 600\n"
+    );
+    let t = Tmux::start("overlap", &script);
+    assert_restored(&t);
+}

@@ -31,7 +31,7 @@
 
 use crate::terminal::standard;
 use rustix::pty::{OpenptFlags, ioctl_tiocgptpeer, openpt, unlockpt};
-use rustix::termios::{OptionalActions, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize};
+use rustix::termios::{OptionalActions, Termios, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
@@ -74,6 +74,7 @@ pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
     let cooked = tcgetattr(stdin)?;
     let mut raw = cooked.clone();
     raw.make_raw();
+    crate::terminal::relayed();
     tcsetattr(stdin, OptionalActions::Now, &raw)?;
     let master = Arc::new(File::from(master));
     let input = File::from(rustix::io::fcntl_dupfd_cloexec(stdin, 3)?);
@@ -94,6 +95,7 @@ pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
         master,
         drained,
         cooked,
+        raw,
     })
 }
 
@@ -103,7 +105,9 @@ pub(crate) struct Relay {
     master: Arc<File>,
     drained: Receiver<()>,
     /// The caller's terminal settings before raw mode.
-    cooked: rustix::termios::Termios,
+    cooked: Termios,
+    /// The raw mode set.
+    raw: Termios,
 }
 
 impl Relay {
@@ -125,9 +129,17 @@ impl Relay {
         self.unraw();
     }
 
+    /// Only while the terminal is still in the raw mode set here: another
+    /// interactive oajail started meanwhile on the same terminal (`make
+    /// -j`) took this raw mode for the caller's state, and may end after
+    /// a run that restored it already; the one whose raw mode is still in
+    /// place puts the terminal back.
     fn unraw(&self) {
+        let stdin = rustix::stdio::stdin();
         crate::terminal::without_ttou(|| {
-            let _ = tcsetattr(rustix::stdio::stdin(), OptionalActions::Now, &self.cooked);
+            if tcgetattr(stdin).is_ok_and(|now| same_modes(&now, &self.raw)) {
+                let _ = tcsetattr(stdin, OptionalActions::Now, &self.cooked);
+            }
         });
     }
 }
@@ -136,6 +148,13 @@ impl Drop for Relay {
     fn drop(&mut self) {
         self.unraw();
     }
+}
+
+fn same_modes(a: &Termios, b: &Termios) -> bool {
+    a.input_modes == b.input_modes
+        && a.output_modes == b.output_modes
+        && a.control_modes == b.control_modes
+        && a.local_modes == b.local_modes
 }
 
 /// Copy until end-of-file or an error (EIO: the other side hung up).

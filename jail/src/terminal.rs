@@ -20,6 +20,7 @@
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use rustix::termios::{OptionalActions, Termios, tcgetattr, tcsetattr};
 use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The saved state of the caller's terminals; restored on [`Saved::restore`]
 /// and again on drop (restoring twice is harmless).
@@ -58,7 +59,7 @@ impl Saved {
     /// Write the saved termios back and clear exclusive mode (SIGTTOU
     /// blocked meanwhile).
     pub fn restore(&self) {
-        if self.terms.is_empty() {
+        if self.terms.is_empty() || RELAYED.load(Ordering::SeqCst) {
             return;
         }
         without_ttou(|| {
@@ -77,6 +78,18 @@ impl Drop for Saved {
     fn drop(&mut self) {
         self.restore();
     }
+}
+
+/// Set once this process relays the caller's terminal to a pty of the
+/// jail's own (`pty.rs`): the command then never held the caller's
+/// terminal, and the relay puts back the raw mode it set itself. A blind
+/// restore here could write back another interactive oajail's raw mode
+/// (parallel runs on one terminal), so [`Saved::restore`] stands down.
+static RELAYED: AtomicBool = AtomicBool::new(false);
+
+/// The caller's terminal is relayed from now on (see [`RELAYED`]).
+pub(crate) fn relayed() {
+    RELAYED.store(true, Ordering::SeqCst);
 }
 
 /// Run `f` with SIGTTOU blocked: a supervisor in a background process
