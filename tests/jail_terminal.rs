@@ -2,7 +2,7 @@
 //! its own, so a shell in the jail has job control, full-screen programs
 //! see the window size, and the caller's terminal is back as it was after
 //! the run, a `kill -9` of the command included. Runs as root and as the
-//! unprivileged user (tmux is part of the CI image: `.ci/install-deps`).
+//! unprivileged user (tmux and ps come with `.ci/install-deps`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
 
 mod support;
