@@ -71,32 +71,34 @@ pub(crate) fn open_in_jail() -> io::Result<(OwnedFd, OwnedFd)> {
 /// and relay between it and `master` (received from pid 1).
 pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
     let stdin = rustix::stdio::stdin();
+    let input = File::from(rustix::io::fcntl_dupfd_cloexec(stdin, 3)?);
+    let output = File::from(rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)?);
     let cooked = tcgetattr(stdin)?;
     let mut raw = cooked.clone();
     raw.make_raw();
-    crate::terminal::relayed();
-    tcsetattr(stdin, OptionalActions::Now, &raw)?;
-    let master = Arc::new(File::from(master));
-    let input = File::from(rustix::io::fcntl_dupfd_cloexec(stdin, 3)?);
-    let output = File::from(rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdout(), 3)?);
     let (done, drained) = mpsc::channel();
-    let to_jail = Arc::clone(&master);
+    // From here on the relay owns the terminal: dropping it (an error
+    // below included) leaves raw mode.
+    crate::terminal::relayed();
+    let relay = Relay {
+        master: Arc::new(File::from(master)),
+        drained,
+        cooked,
+        raw,
+    };
+    tcsetattr(stdin, OptionalActions::Now, &relay.raw)?;
+    let to_jail = Arc::clone(&relay.master);
     std::thread::Builder::new()
         .name("oajail-tty-in".into())
         .spawn(move || copy(input, &*to_jail))?;
-    let from_jail = Arc::clone(&master);
+    let from_jail = Arc::clone(&relay.master);
     std::thread::Builder::new()
         .name("oajail-tty-out".into())
         .spawn(move || {
             copy(&*from_jail, output);
             let _ = done.send(());
         })?;
-    Ok(Relay {
-        master,
-        drained,
-        cooked,
-        raw,
-    })
+    Ok(relay)
 }
 
 /// The running relay between the host terminal and the pty master.
@@ -120,10 +122,9 @@ impl Relay {
     }
 
     /// The jail is gone: wait (at most `limit`) until the output it left in
-    /// the pty has reached the host terminal. The master reads end-of-file
-    /// (EIO) once no process holds the slave.
-    /// The caller's terminal leaves raw mode here, so oajail's own last
-    /// lines (the timeout note) print as usual.
+    /// the pty has reached the host terminal (the master reads end-of-file,
+    /// EIO, once no process holds the slave), then leave raw mode, so
+    /// oajail's own last lines (the timeout note) print as usual.
     pub(crate) fn drain(&self, limit: Duration) {
         let _ = self.drained.recv_timeout(limit);
         self.unraw();
