@@ -65,6 +65,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         "guard": plans.compiled.guard,
         "guardProtects": guard_protects(&plans.compiled.guard),
         "limits": plans.compiled.limits,
+        "wholeJailBounds": oajail_jail::doctor::whole_jail_bounds(&plans.compiled.limits.rlimits),
         "egress": plans.egress,
         "env": {
             "set": env_names,
@@ -87,6 +88,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         "guard",
         "guardProtects",
         "limits",
+        "wholeJailBounds",
         "egress",
         "env",
     ] {
@@ -206,6 +208,11 @@ pub fn doctor(common: &Common) -> Result<i32, Fail> {
         println!("fix: {hint}");
     }
     println!("policy: {origin}");
+    let limits = oajail_policy::compile::limits::plan(&loaded.policy.oajail.limits);
+    println!(
+        "{}",
+        oajail_jail::doctor::whole_jail_bounds(&limits.rlimits)
+    );
     let facts = PlanFacts::of(&loaded.policy);
     for line in negotiation_table(f, facts) {
         println!("{line}");

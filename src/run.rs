@@ -96,6 +96,9 @@ fn start(
                   spec: &JailSpec|
      -> Result<(Jail, Vec<TcpListener>), JailError> {
         let mut jail = jail?;
+        if oajail_jail::pty::wanted() {
+            jail.use_terminal();
+        }
         jail.send_spec(spec)?;
         let listeners = jail.take_listeners()?;
         Ok((jail, listeners))

@@ -12,7 +12,6 @@ mod fs_support;
 
 use fs_support::*;
 use serde_json::json;
-use std::path::Path;
 use std::process::Command;
 
 fn ws(allow_git_config: bool) -> serde_json::Value {
@@ -23,18 +22,6 @@ fn ws(allow_git_config: bool) -> serde_json::Value {
 const T: &str = r#"t() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=ok"; else echo "$n=fail"; fi; }
 G() { git -c user.email=a@b.c -c user.name=n "$@"; }
 "#;
-
-/// git on the host, in `dir`, with a fixed identity and no user config.
-fn host_git(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(["-c", "user.email=a@b.c", "-c", "user.name=n"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .unwrap()
-}
 
 /// A repository with one commit, made on the host.
 fn repo(lab: &Lab) {

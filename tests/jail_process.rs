@@ -292,3 +292,49 @@ fn the_policy_wall_clock_limit_kills_the_jail() {
     assert_eq!(o.status.code(), Some(124), "{}", err(&o));
     assert!(start.elapsed() < Duration::from_secs(10));
 }
+
+/// `doctor` and `explain` say in one line how memory and the task count
+/// are bounded for this caller: for the whole jail (cgroups) as root, per
+/// process only otherwise (issue 13, "memory outside RLIMIT_AS").
+#[test]
+fn doctor_and_explain_say_how_memory_and_pids_are_bounded() {
+    let home = scratch_home("bounds");
+    let path = home.join("bounds.json");
+    std::fs::write(
+        &path,
+        r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
+            "filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},
+            "oajail":{"limits":{"addressSpaceBytes":268435456,"processes":256}}}"#,
+    )
+    .unwrap();
+    // /proc/self belongs to the effective uid.
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    // An unprivileged caller inside a delegated cgroup v2 subtree (a systemd
+    // user session, not the CI machine) is bounded as a whole too.
+    let delegated =
+        !root && std::fs::read_to_string("/proc/self/cgroup").is_ok_and(|c| c.contains("/user@"));
+    let expected = if root {
+        "memory and pids: bounded for the whole jail (addressSpaceBytes 268435456, processes 256; memory cgroup"
+    } else if delegated {
+        "memory and pids: bounded for the whole jail (addressSpaceBytes 268435456, processes 256; a cgroup below the delegated"
+    } else {
+        "memory and pids: bounded per process only (addressSpaceBytes 268435456, processes 256; RLIMIT_AS, RLIMIT_NPROC)"
+    };
+    for sub in ["doctor", "explain"] {
+        let o = oajail("bounds", &["-s", path.to_str().unwrap(), sub])
+            .output()
+            .unwrap();
+        let text = out(&o);
+        assert_eq!(
+            text.lines().filter(|l| l.contains(expected)).count(),
+            1,
+            "{sub}: {text}"
+        );
+    }
+    let o = oajail("bounds", &["doctor"]).output().unwrap();
+    assert!(
+        out(&o).contains("memory and pids: not limited"),
+        "{}",
+        out(&o)
+    );
+}

@@ -22,6 +22,7 @@ use crate::sys::process::{Forked, fork};
 use crate::{caps, exit_code, init, net, ns};
 use nix::sys::signalfd::SignalFd;
 use nix::unistd::Pid;
+use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The jail's host name (its uts namespace is private).
@@ -70,7 +71,7 @@ fn setup(
     ids: (u32, u32),
 ) -> StepResult<(Pid, SignalFd, Option<Server>)> {
     enter(layers, chan, ids)?;
-    at(Step::Supervisor, chan.wait_byte(sync::SPEC))?;
+    let wants_terminal = at(Step::Supervisor, chan.wait_spec())?;
     let spec = at(Step::Supervisor, spec_file.read())?;
     if let Some(plan) = spec.mounts.as_ref().filter(|_| layers.mount_view()) {
         // Includes pivot_root into the new root (see mount.rs).
@@ -78,6 +79,7 @@ fn setup(
     }
     install_trust_bundle(layers, &spec)?;
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
+    let on_terminal = wants_terminal && open_terminal(chan)?;
     let prebuilt = at(Step::Supervisor, chan.wait_byte_with_fd(sync::GO))?;
     let report = lock_down(layers, &spec, prebuilt.map(Prebuilt::from_fd))?;
     at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
@@ -93,7 +95,7 @@ fn setup(
         at(Step::Seccomp, program.install())?;
     }
     let command = match at(Step::Fork, fork())? {
-        Forked::Child => crate::command::run(&spec, chan, handoff),
+        Forked::Child => crate::command::run(&spec, chan, handoff, on_terminal),
         Forked::Parent(pid) => Pid::from_raw(pid),
     };
     let server = match (guard, handoff) {
@@ -106,6 +108,29 @@ fn setup(
         _ => None,
     };
     Ok((command, signals, server))
+}
+
+/// An interactive run: a pty on the jail's own devpts (after the mounts),
+/// its master to the supervisor, its slave our controlling terminal and
+/// standard descriptors. Without one (no pty device) the command shares
+/// the caller's terminal in a session of its own, as a non-interactive run
+/// does, where seccomp's ioctl denies hold it: said, not refused.
+fn open_terminal(chan: &Channel) -> StepResult<bool> {
+    let (master, slave) = match crate::pty::open_in_jail() {
+        Ok(pair) => pair,
+        Err(e) => {
+            let why = crate::error::lower_first(&e.to_string());
+            eprintln!("oajail: note: terminal: no pty in the jail ({why}); no job control");
+            return Ok(false);
+        }
+    };
+    at(
+        Step::Terminal,
+        chan.send(&ChildMsg::Terminal, &[master.as_raw_fd()]),
+    )?;
+    drop(master);
+    at(Step::Terminal, crate::pty::take_over(slave))?;
+    Ok(true)
 }
 
 /// The run's CA bundle, inside the jail's own mount view only (without one

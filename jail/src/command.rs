@@ -17,23 +17,34 @@ use std::os::unix::ffi::OsStrExt;
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Run the command's steps and execute it. Never returns.
-pub(crate) fn run(spec: &JailSpec, chan: &Channel, guard: Option<Handoff>) -> ! {
-    if let Err((step, failure)) = prepare(spec, guard) {
+/// `on_terminal`: pid 1 made the jail's pty its controlling terminal.
+pub(crate) fn run(spec: &JailSpec, chan: &Channel, guard: Option<Handoff>, on_terminal: bool) -> ! {
+    if let Err((step, failure)) = prepare(spec, guard, on_terminal) {
         report(chan, step, failure)
     }
     exec(spec, chan)
 }
 
-fn prepare(spec: &JailSpec, guard: Option<Handoff>) -> Result<(), (Step, Failure)> {
+fn prepare(
+    spec: &JailSpec,
+    guard: Option<Handoff>,
+    on_terminal: bool,
+) -> Result<(), (Step, Failure)> {
     // Signals: pid 1 and the supervisor block the forwarded ones; the command
     // starts with a clean mask and default dispositions.
     crate::sys::process::reset_signal_dispositions();
     SigSet::empty()
         .thread_set_mask()
         .map_err(|e| (Step::Setsid, e.into()))?;
-    // A new session: the command has no controlling terminal, so it cannot
-    // push input into the user's terminal with TIOCSTI.
-    nix::unistd::setsid().map_err(|e| (Step::Setsid, e.into()))?;
+    if on_terminal {
+        // The jail's own pty: the command leads its foreground group (job
+        // control for a shell); the caller's terminal is out of reach.
+        crate::pty::foreground().map_err(|e| (Step::Terminal, e.into()))?;
+    } else {
+        // A new session: the command has no controlling terminal, so it
+        // cannot push input into the user's terminal with TIOCSTI.
+        nix::unistd::setsid().map_err(|e| (Step::Setsid, e.into()))?;
+    }
     crate::rlimit::apply(&spec.rlimits).map_err(|e| (Step::Rlimits, e))?;
     crate::sys::fd::cloexec_from(3).map_err(|e| (Step::CloseFds, e.into()))?;
     // Last: the listener goes to pid 1 and no copy stays here.

@@ -2,6 +2,7 @@
 //! negotiation (`crate::negotiate`) reads before each run.
 
 use crate::negotiate::Kernel;
+use oajail_policy::compile::limits::{Resource, RlimitEntry};
 use serde::Serialize;
 
 /// What the running kernel offers.
@@ -89,6 +90,53 @@ pub fn apparmor_userns_hint() -> Option<String> {
          and run `sudo apparmor_parser -r /etc/apparmor.d/oajail` (the Debian package \
          installs and loads it for /usr/bin/oajail)"
     ))
+}
+
+/// One line on how the jail's memory and task count are bounded for this
+/// caller and these rlimits (`oajail doctor` and `oajail explain` print
+/// it): a memory and a pids cgroup for the whole jail when oajail runs as
+/// host root (`cgroup.rs`), the per-process rlimits otherwise.
+pub fn whole_jail_bounds(rlimits: &[RlimitEntry]) -> String {
+    let find = |r: Resource| rlimits.iter().find(|e| e.resource == r).map(|e| e.value);
+    let (mem, procs) = (find(Resource::RlimitAs), find(Resource::RlimitNproc));
+    if mem.is_none() && procs.is_none() {
+        return "memory and pids: not limited (limits.addressSpaceBytes and limits.processes are not set)".into();
+    }
+    let show = |v: Option<u64>| v.map_or("not set".to_owned(), |v| v.to_string());
+    let numbers = format!("addressSpaceBytes {}, processes {}", show(mem), show(procs));
+    if !nix::unistd::geteuid().is_root() {
+        let mut want = Vec::new();
+        want.extend(procs.map(|_| "pids"));
+        want.extend(mem.map(|_| "memory"));
+        return match crate::cgroup::delegated_parent(&want) {
+            Some(parent) => format!(
+                "memory and pids: bounded for the whole jail ({numbers}; a cgroup below the \
+                 delegated {}, memory without swap)",
+                parent.display()
+            ),
+            None => format!(
+                "memory and pids: bounded per process only ({numbers}; RLIMIT_AS, RLIMIT_NPROC): \
+                 memfd, tmpfs and page-cache pages are not counted; the whole jail gets \
+                 cgroups as root or inside a cgroup v2 subtree delegated to the user \
+                 (a systemd user session), and there is none here"
+            ),
+        };
+    }
+    let missing: Vec<&str> = [("memory", mem), ("pids", procs)]
+        .into_iter()
+        .filter(|(c, v)| v.is_some() && !crate::cgroup::hierarchy_mounted(c))
+        .map(|(c, _)| c)
+        .collect();
+    if missing.is_empty() {
+        format!(
+            "memory and pids: bounded for the whole jail ({numbers}; memory cgroup without swap, pids cgroup), as root"
+        )
+    } else {
+        format!(
+            "memory and pids: no {} cgroup hierarchy is mounted: {numbers} bounded per process only",
+            missing.join(" or ")
+        )
+    }
 }
 
 fn sysctl(name: &str) -> Option<u64> {

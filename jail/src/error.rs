@@ -58,6 +58,8 @@ pub enum Step {
     Wait,
     /// The memory cgroup that bounds a host-root jail's memory as a whole.
     MemoryCgroup,
+    /// The jail's own pseudo-terminal (interactive runs).
+    Terminal,
 }
 
 impl fmt::Display for Step {

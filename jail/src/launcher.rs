@@ -8,9 +8,10 @@
 //! privileges, so a proxy that fails to start means the command never runs
 //! ([`Jail::abort`], or just dropping the [`Jail`]).
 
-use crate::cgroup::Cgroup;
+use crate::cgroup::Bounds;
 use crate::error::{JailError, Step};
 use crate::landlock::Prebuilt;
+use crate::pty::Relay;
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, clone_fork};
@@ -94,13 +95,16 @@ pub struct Jail {
     signals: SignalFd,
     spec_file: SpecFile,
     reaped: Option<WaitStatus>,
-    /// Held until the jail is dropped (after pid 1 is reaped).
-    pids: Option<Cgroup>,
-    /// The memory cgroup, likewise (host root with `addressSpaceBytes`).
-    memory: Option<Cgroup>,
+    /// The cgroups bounding the whole jail, held until the jail is dropped
+    /// (after pid 1 is reaped).
+    bounds: Bounds,
     layers: Layers,
     /// The Landlock ruleset built ahead for pid 1 (sent with "go").
     landlock: Option<Prebuilt>,
+    /// The run asks pid 1 for a pty of the jail's own (interactive runs).
+    terminal: bool,
+    /// The relay between that pty and the caller's terminal.
+    relay: Option<Relay>,
 }
 
 impl Jail {
@@ -132,10 +136,11 @@ impl Jail {
                     signals,
                     spec_file,
                     reaped: None,
-                    pids: None,
-                    memory: None,
+                    bounds: Bounds::default(),
                     layers,
                     landlock: None,
+                    terminal: false,
+                    relay: None,
                 })
             }
         }
@@ -146,33 +151,37 @@ impl Jail {
         self.pid.as_raw()
     }
 
+    /// Give the command a pty of the jail's own as its controlling
+    /// terminal, relayed to the caller's (see `pty.rs`); call before
+    /// [`Jail::send_spec`], for an interactive run ([`crate::pty::wanted`]).
+    pub fn use_terminal(&mut self) {
+        self.terminal = true;
+    }
+
     /// Hand the jail what it needs for the rest of its setup and the command.
-    /// pid 1 joins the pids cgroup first when one is needed (host root with
-    /// `limits.processes`: see cgroup.rs), so the command is counted from its
-    /// first fork.
+    /// pid 1 joins the cgroups that bound the whole jail first, when the
+    /// caller can have them (`limits.processes` and `addressSpaceBytes`: see
+    /// cgroup/mod.rs), so the command is counted from its first fork.
     pub fn send_spec(&mut self, spec: &JailSpec) -> Result<(), JailError> {
-        if nix::unistd::geteuid().is_root() {
-            let max = spec
-                .rlimits
+        let limit = |r: Resource| {
+            spec.rlimits
                 .iter()
-                .find(|r| r.resource == Resource::RlimitNproc);
-            if let Some(limit) = max {
-                self.pids = Some(Cgroup::attach(self.pid.as_raw(), limit.value)?);
-            }
-            let mem = spec
-                .rlimits
-                .iter()
-                .find(|r| r.resource == Resource::RlimitAs);
-            if let Some(limit) = mem {
-                match Cgroup::attach_memory(self.pid.as_raw(), limit.value) {
-                    Ok(cg) => self.memory = Some(cg),
-                    Err(e) => eprintln!("oajail: note: memory bounded per process only: {e}"),
-                }
-            }
-        }
+                .find(|e| e.resource == r)
+                .map(|e| e.value)
+        };
+        self.bounds = Bounds::attach(
+            self.pid.as_raw(),
+            limit(Resource::RlimitNproc),
+            limit(Resource::RlimitAs),
+        )?;
+        let byte = if self.terminal {
+            sync::SPEC_TERMINAL
+        } else {
+            sync::SPEC
+        };
         self.spec_file
             .write(spec)
-            .and_then(|()| self.chan.send_byte(sync::SPEC))
+            .and_then(|()| self.chan.send_byte(byte))
             .map_err(|e| JailError::io(Step::Supervisor, e))?;
         self.prebuild_landlock(spec)
     }
@@ -223,14 +232,25 @@ impl Jail {
                 _ => JailError::io(Step::Supervisor, e),
             });
         }
-        let report = match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
-            Some((ChildMsg::Enforced(report), _)) => report,
-            other => return Err(self.fail(other, Step::Exec)),
+        let mut master = None;
+        let report = loop {
+            match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
+                Some((ChildMsg::Enforced(report), _)) => break report,
+                Some((ChildMsg::Terminal, fds)) if self.terminal => {
+                    master = fds.into_iter().next();
+                }
+                other => return Err(self.fail(other, Step::Exec)),
+            }
         };
         match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
-            None => Ok(report),
-            other => Err(self.fail(other, Step::Exec)),
+            None => {}
+            other => return Err(self.fail(other, Step::Exec)),
         }
+        if let Some(master) = master {
+            let relay = crate::pty::start(master).map_err(|e| JailError::io(Step::Terminal, e))?;
+            self.relay = Some(relay);
+        }
+        Ok(report)
     }
 
     /// Kill the jail (the whole pid namespace) and reap pid 1.
@@ -244,6 +264,7 @@ impl Jail {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             if let Some(status) = self.try_reap()? {
+                self.drain_terminal();
                 return Ok(Outcome {
                     code: status_code(status),
                     timed_out: false,
@@ -253,17 +274,29 @@ impl Jail {
             if left == Some(Duration::ZERO) {
                 let _ = kill(self.pid, Signal::SIGKILL);
                 self.reap_blocking();
+                self.drain_terminal();
                 return Ok(Outcome {
                     code: crate::exit_code::TIMEOUT,
                     timed_out: true,
                 });
             }
-            // pid 1 blocks forwarded signals and passes them on to the command.
-            if let Some(sig) = self.next_signal(left)?
-                && sig != Signal::SIGCHLD
-            {
-                let _ = kill(self.pid, sig);
+            // pid 1 blocks forwarded signals and passes them on to the command;
+            // with a pty of its own the jail learns a new size from the pty.
+            match (self.next_signal(left)?, &self.relay) {
+                (None | Some(Signal::SIGCHLD), _) => {}
+                (Some(Signal::SIGWINCH), Some(relay)) => relay.resize(),
+                (Some(sig), _) => {
+                    let _ = kill(self.pid, sig);
+                }
             }
+        }
+    }
+
+    /// The jail is gone: let its last output reach the caller's terminal
+    /// (bounded: a process outside the jail could hold the slave open).
+    fn drain_terminal(&self) {
+        if let Some(relay) = &self.relay {
+            relay.drain(Duration::from_millis(500));
         }
     }
 
@@ -318,6 +351,12 @@ impl Jail {
     /// pid 1 (which exits right after reporting).
     fn fail(&mut self, got: Option<(ChildMsg, Vec<std::os::fd::OwnedFd>)>, at: Step) -> JailError {
         let err = match got {
+            // A pty master sent just before a later step failed: that
+            // step's report follows it.
+            Some((ChildMsg::Terminal, _)) => {
+                let next = self.chan.recv().ok().flatten();
+                return self.fail(next, at);
+            }
             Some((ChildMsg::StepFailed { step, errno, msg }, _)) => {
                 JailError::Step { step, errno, msg }
             }

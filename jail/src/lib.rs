@@ -57,6 +57,7 @@ pub mod mount;
 pub mod negotiate;
 pub mod net;
 mod ns;
+pub mod pty;
 mod rlimit;
 pub mod seccomp;
 mod spec;

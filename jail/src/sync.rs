@@ -44,10 +44,15 @@ pub(crate) enum ChildMsg {
         /// One-line reason.
         msg: String,
     },
+    /// The master of the jail's own pty is attached (interactive runs).
+    Terminal,
 }
 
 /// Supervisor → jail: the spec is in the spec file.
 pub(crate) const SPEC: u8 = b'S';
+/// Supervisor → jail: the spec is in the spec file, and the run is
+/// interactive: open a pty in the jail (`pty.rs`).
+pub(crate) const SPEC_TERMINAL: u8 = b'T';
 /// Supervisor → jail: the proxy runs, finish setup.
 pub(crate) const GO: u8 = b'G';
 const MAX_MSG: usize = 8192;
@@ -128,17 +133,24 @@ impl Channel {
         send_with_fds(self.fd.as_fd(), &[byte], &[])
     }
 
-    /// Child: block until the supervisor sends `byte`; EOF means it went away.
-    pub(crate) fn wait_byte(&self, byte: u8) -> io::Result<()> {
-        self.wait_byte_with_fd(byte).map(drop)
-    }
-
     /// Send `byte` with `fd` attached (SCM_RIGHTS).
     pub(crate) fn send_byte_with_fd(&self, byte: u8, fd: BorrowedFd<'_>) -> io::Result<()> {
         send_with_fds(self.fd.as_fd(), &[byte], &[fd.as_raw_fd()])
     }
 
-    /// Wait for `byte`, and return the descriptor sent with it, if any.
+    /// Child: wait for [`SPEC`] or [`SPEC_TERMINAL`]; true for the latter.
+    pub(crate) fn wait_spec(&self) -> io::Result<bool> {
+        let mut b = [0u8; 1];
+        match recv_with_fds(self.fd.as_fd(), &mut b)? {
+            (1, _) if b[0] == SPEC => Ok(false),
+            (1, _) if b[0] == SPEC_TERMINAL => Ok(true),
+            (0, _) => Err(io::Error::other("supervisor went away")),
+            _ => Err(io::Error::other("unexpected message from supervisor")),
+        }
+    }
+
+    /// Child: block until the supervisor sends `byte` (EOF means it went
+    /// away), and return the descriptor sent with it, if any.
     pub(crate) fn wait_byte_with_fd(&self, byte: u8) -> io::Result<Option<OwnedFd>> {
         let mut b = [0u8; 1];
         let (len, fds) = recv_with_fds(self.fd.as_fd(), &mut b)?;

@@ -152,3 +152,15 @@ pub fn has(o: &Output, want: &str) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// git on the host, in `dir`, with a fixed identity and no user config.
+pub fn host_git(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .args(["-c", "user.email=a@b.c", "-c", "user.name=n"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap()
+}

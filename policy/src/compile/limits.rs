@@ -59,7 +59,8 @@ pub fn compile(policy: &Policy, _facts: &HostFacts) -> Result<ResourcePlan, Comp
     Ok(plan(&policy.oajail.limits))
 }
 
-fn plan(limits: &Limits) -> ResourcePlan {
+/// The plan of `limits` alone (`oajail doctor` shows the whole-jail bounds).
+pub fn plan(limits: &Limits) -> ResourcePlan {
     let core = limits.core_bytes.unwrap_or(DEFAULT_CORE_BYTES);
     let optional = [
         (Resource::RlimitNofile, limits.open_files),

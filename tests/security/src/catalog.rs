@@ -1208,6 +1208,12 @@ pub const ATTACKS: &[Attack] = &[
         "append a CA to the jail's TLS trust bundle (tlsTerminate on; every CA variable names it)",
         "NS (read-only tmpfs), SC (mount API)",
     ),
+    a(
+        "C10-tty-own-pty",
+        'C',
+        "interactive run (stdin and stdout on the caller's terminal): look for the caller's terminal among the jail's descriptors and /dev/tty, TIOCSTI into each terminal found",
+        "SUP (a pty of the jail's own, relayed), SC",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -101,6 +101,8 @@ pub struct Run {
 pub struct RunOptions {
     /// Run the command on a pty that is its controlling terminal.
     pub pty: bool,
+    /// With `pty`: stdout on the pty as well (an interactive run).
+    pub pty_output: bool,
     /// Leak a dirfd and a socket into oajail.
     pub leak_fds: bool,
     /// Plant a session-keyring canary key with this description.
@@ -427,6 +429,7 @@ impl Lab {
                 .owner
                 .map_or_else(|| nix::unistd::getgid().as_raw(), |o| o.1),
             pty: opts.pty,
+            pty_output: opts.pty && opts.pty_output,
             leak_fds: opts.leak_fds,
             keyring_canary: opts
                 .keyring_desc

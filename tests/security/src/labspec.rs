@@ -82,6 +82,11 @@ pub struct LabConfig {
     pub gid: u32,
     /// Give the command a pty (raw mode) as stdin and controlling terminal.
     pub pty: bool,
+    /// With `pty`: stdout on the pty too (an interactive run, where oajail
+    /// gives the command a pty of the jail's own); the lab copies what the
+    /// master reads to `cmd.stdout`.
+    #[serde(default)]
+    pub pty_output: bool,
     /// Leak extra descriptors (dirfd to the fake home, a socket) into oajail.
     pub leak_fds: bool,
     /// Plant a `user` key `(description, payload)` in the session keyring.

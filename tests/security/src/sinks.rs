@@ -13,6 +13,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -187,6 +188,56 @@ pub fn unix_dgram_sink(sock: UnixDatagram, name: String, local: String, log: Eve
             data: lossy(&buf[..n]),
             name: None,
         });
+    }
+}
+
+/// A running copy of what a pty master reads into a file (an interactive
+/// lab run's `cmd.stdout`).
+pub struct PtyCopy {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl PtyCopy {
+    /// Start copying `master`'s output to `out`.
+    pub fn start(master: std::os::fd::OwnedFd, out: File) -> PtyCopy {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || pty_output(master, out, &flag));
+        PtyCopy { stop, thread }
+    }
+
+    /// Copy what is still readable, then stop.
+    pub fn finish(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+    }
+}
+
+/// Copy until `stop` is set, then what is still readable (the lab keeps
+/// the slave open, so the master never reads end-of-file; polling lets the
+/// copy stop once the run is over).
+fn pty_output(master: std::os::fd::OwnedFd, mut out: File, stop: &AtomicBool) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let mut master = File::from(master);
+    let mut buf = [0u8; 4096];
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
+        let wait = if stopping { 0u16 } else { 50 };
+        match poll(&mut fds, PollTimeout::from(wait)) {
+            Ok(0) if stopping => return,
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        match master.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                let _ = out.write_all(&buf[..n]);
+            }
+            _ => return,
+        }
     }
 }
 

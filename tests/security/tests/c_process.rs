@@ -202,6 +202,32 @@ fn restores_the_terminal_after_a_killed_command() {
     });
 }
 
+/// An interactive run (stdin and stdout on the caller's terminal) gets a
+/// pty of the jail's own: no descriptor of the jail, and not `/dev/tty`,
+/// is the caller's terminal any more, so TIOCSTI (refused by seccomp
+/// anyway) could only reach the jail's own input.
+#[test]
+fn interactive_run_cannot_reach_the_callers_terminal() {
+    let opts = RunOptions {
+        pty: true,
+        pty_output: true,
+        ..RunOptions::default()
+    };
+    let id = "C10-tty-own-pty";
+    let mut lab = Lab::new(id);
+    // The control: without the jail the probe finds the lab's terminal.
+    let control = lab.unjailed(&["host-tty-reach"], &opts);
+    assert_eq!(
+        control.report.as_ref().map(|r| r.verdict),
+        Some(oajail_security::verdict::Verdict::Succeeded),
+        "control: {} {}",
+        control.stdout,
+        control.stderr
+    );
+    let run = lab.jailed(DENY_HOME, &["host-tty-reach"], &opts);
+    assert_blocked(&mut lab, id, &run);
+}
+
 /// C11: with `allowAllUnixSockets` the command may create unix sockets, and
 /// a readable home holds sockets to host services: Docker Desktop, colima,
 /// gpg-agent. The test listens on each in the fake home (the control:

@@ -426,6 +426,10 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         (None, Some(_)) => cmd.stdin(Stdio::piped()),
         (None, None) => cmd.stdin(Stdio::null()),
     };
+    let copying = match pty.as_ref().filter(|_| config.pty_output) {
+        Some(p) => Some(interactive(&mut cmd, p, &config.dir)?),
+        None => None,
+    };
     let mut child = cmd.spawn().with_context(|| format!("spawn {}", argv[0]))?;
     if let (Some(file), Some(stdin)) = (&config.stdin_file, child.stdin.take()) {
         feed_stdin(
@@ -441,6 +445,9 @@ fn run_command(config: &LabConfig, log: &EventLog) -> Result<LabResult> {
         Duration::from_millis(config.timeout_ms),
         config.kill_after_ms,
     )?;
+    if let Some(copy) = copying {
+        copy.finish();
+    }
     if let Some(p) = pty {
         let after = tty_state(&p.slave);
         if tty_before.as_ref() != Some(&after) {
@@ -463,8 +470,19 @@ fn feed_stdin(mut stdin: std::process::ChildStdin, data: Vec<u8>, hold_ms: u64) 
 }
 
 struct Pty {
-    _master: OwnedFd,
+    master: OwnedFd,
     slave: OwnedFd,
+}
+
+/// stdout on the pty too, its output copied to `cmd.stdout`, and the pty's
+/// identity (`st_dev:st_ino`) in `OAJ_HOST_TTY` for the probe to look for.
+fn interactive(cmd: &mut Command, p: &Pty, dir: &Path) -> Result<sinks::PtyCopy> {
+    let st = nix::sys::stat::fstat(&p.slave).context("fstat pty")?;
+    cmd.env("OAJ_HOST_TTY", format!("{}:{}", st.st_dev, st.st_ino));
+    cmd.stdout(Stdio::from(p.slave.try_clone()?));
+    let out = fs::File::create(dir.join("cmd.stdout"))?;
+    // A copy: the master stays open for the after-run checks.
+    Ok(sinks::PtyCopy::start(p.master.try_clone()?, out))
 }
 
 fn open_pty() -> Result<Pty> {
@@ -474,7 +492,7 @@ fn open_pty() -> Result<Pty> {
     cfmakeraw(&mut t);
     tcsetattr(&p.slave, SetArg::TCSANOW, &t).context("tcsetattr")?;
     Ok(Pty {
-        _master: p.master,
+        master: p.master,
         slave: p.slave,
     })
 }

@@ -14,6 +14,7 @@ pub fn dispatch(id: &str, p: &[String]) -> Option<Outcome> {
     Some(match id {
         "tty-ioctl" => tty_ioctl(id, a(0)),
         "tty-scramble" => tty_scramble(id),
+        "host-tty-reach" => host_tty_reach(id),
         "fill-inodes" => fill_inodes(id, a(0), a(1)),
         "read-any" => read_any(id, p),
         "proc-keys" => proc_keys(id, a(0)),
@@ -26,6 +27,7 @@ pub fn dispatch(id: &str, p: &[String]) -> Option<Outcome> {
 pub const IDS: &[&str] = &[
     "tty-ioctl",
     "tty-scramble",
+    "host-tty-reach",
     "fill-inodes",
     "read-any",
     "proc-keys",
@@ -91,6 +93,64 @@ pub fn tty_scramble_child() -> i32 {
     }
     let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
     2
+}
+
+/// `host-tty-reach`: on an interactive run (stdin and stdout on the lab's
+/// pty, whose `st_dev:st_ino` is in `OAJ_HOST_TTY`), look for the caller's
+/// terminal among every descriptor of the process and `/dev/tty`, and
+/// push a byte with TIOCSTI into each terminal found. Succeeds when any of
+/// them is the caller's terminal: then an ioctl filter is all that keeps
+/// input out of the user's shell.
+pub fn host_tty_reach(attack: &str) -> Outcome {
+    use std::os::unix::fs::MetadataExt;
+    let Some(host) = std::env::var("OAJ_HOST_TTY").ok() else {
+        return Outcome::unexpected(attack, None, "OAJ_HOST_TTY not set");
+    };
+    if !nix::unistd::isatty(std::io::stdin().as_fd()).unwrap_or(false) {
+        return Outcome::unexpected(attack, None, "stdin is not a terminal");
+    }
+    let mut files: Vec<(String, std::fs::File)> = Vec::new();
+    // Copies of the descriptors themselves: reopening /proc/self/fd/N by
+    // path could fail where the descriptor still works.
+    let numbers: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    for n in numbers {
+        if let Ok(fd) = sys::dup_number(n) {
+            files.push((format!("fd {n}"), std::fs::File::from(fd)));
+        }
+    }
+    if let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    {
+        files.push(("/dev/tty".into(), f));
+    }
+    let mut own = Vec::new();
+    for (name, f) in &files {
+        let Ok(m) = f.metadata() else { continue };
+        let sti = sys::tiocsti(f.as_fd(), b'#', false);
+        if format!("{}:{}", m.dev(), m.ino()) == host {
+            return Outcome::succeeded(
+                attack,
+                format!("{name} is the caller's terminal (TIOCSTI: {sti:?})"),
+            );
+        }
+        if nix::unistd::isatty(f.as_fd()).unwrap_or(false) {
+            own.push(format!("{name}: {sti:?}"));
+        }
+    }
+    Outcome::blocked_plain(
+        attack,
+        format!(
+            "no descriptor reaches the caller's terminal; the jail's own: {}",
+            own.join(", ")
+        ),
+    )
 }
 
 /// `fill-inodes DIR N`: create N empty files in DIR. Empty files cost no

@@ -257,6 +257,14 @@ pub fn pidfd_getfd(pidfd: &OwnedFd, target_fd: i32) -> Result<OwnedFd, Errno> {
     owned(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target_fd, 0u32) })
 }
 
+/// `fcntl(fd, F_DUPFD_CLOEXEC, 0)` of a descriptor known by number only
+/// (listed in /proc/self/fd): a copy that reaches the same open file
+/// without opening it again by path.
+pub fn dup_number(fd: i32) -> Result<OwnedFd, Errno> {
+    // SAFETY: integer arguments; the result is a new fd we own.
+    owned(unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 0) })
+}
+
 /// `ioctl(fd, TIOCSTI, &byte)`; with `high_bits` the request word also has
 /// bit 32 set (CVE-2019-10063: filters comparing 64 bits miss it, the tty
 /// layer only looks at the low 32).

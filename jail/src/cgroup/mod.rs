@@ -1,35 +1,121 @@
-//! A pids cgroup that caps the jail's task count, and a memory cgroup that
-//! bounds the jail's memory as a whole, when the caller is host root.
+//! Cgroups that bound the jail as a whole: a pids cgroup for its task
+//! count and a memory cgroup for its memory, when the caller can have them.
 //!
 //! `limits.processes` compiles to `RLIMIT_NPROC`, which the kernel counts per
 //! user (per user namespace since Linux 5.14) and does not enforce at all for
 //! the global root user: a fork bomb run by `sudo oajail …` would only be
-//! stopped by the host's own limits. For that caller the supervisor puts
-//! pid 1 into a fresh pids cgroup with `pids.max` set to the same number
-//! before the command exists, so every task of the jail (threads too, as for
-//! `RLIMIT_NPROC`) is counted there. An unprivileged caller keeps the rlimit,
-//! which the kernel does enforce for it.
+//! stopped by the host's own limits. `limits.addressSpaceBytes` is
+//! `RLIMIT_AS`, per process: memfd, tmpfs and page-cache pages are not
+//! counted at all. So pid 1 joins cgroups with `pids.max` and `memory.max`
+//! (no swap) set to the same numbers before the command exists, so every
+//! task and page of the jail is counted there ([`Bounds::attach`]):
 //!
-//! Memory: `limits.addressSpaceBytes` is `RLIMIT_AS`, per process, and
-//! memfd, tmpfs and page-cache pages are not counted at all. For host root
-//! the jail also gets a memory cgroup with the same number as its total and
-//! no swap ([`Cgroup::attach_memory`]); when none can be had the run
-//! goes on with the per-process bound and says so on stderr (another layer
-//! still holds each process). An unprivileged caller has the per-process
-//! bound only (`docs/threat-model.md`, "Holding the host").
+//! - host root: below the root of each hierarchy (v1 `pids` and `memory`,
+//!   or one cgroup on the unified v2 tree holding both). A root run that
+//!   asks for a process limit and cannot get the pids cgroup stops before
+//!   the command starts (fail closed); without a memory cgroup it goes on
+//!   with the per-process bound and says so on stderr.
+//! - an unprivileged caller: one v2 cgroup below the nearest ancestor
+//!   delegated to the caller with both controllers enabled (`delegated.rs`:
+//!   systemd's user manager), when there is one; otherwise, or when it
+//!   cannot be made, the per-process rlimits, which the kernel does enforce
+//!   for this caller (`oajail doctor` and `explain` say which applies; a
+//!   failure is said on stderr).
 //!
-//! The cgroup is made directly below the root of the pids hierarchy (v1
-//! `pids` or the v2 unified tree), named `oajail-<supervisor pid>-<pid 1>`, and is
-//! removed when the jail is gone. A root run that asks for a process limit
-//! and cannot get the cgroup stops before the command starts (fail closed).
-//! Plain file writes under `/sys/fs/cgroup`: no crate covers this narrow use
-//! (cgroups-rs pulls in far more than three files).
+//! Each cgroup is named `oajail-<supervisor pid>-<pid 1>` and removed when
+//! the jail is gone. A supervisor killed with SIGKILL leaves its empty
+//! cgroups behind; the next run (same caller, same parent) removes every
+//! `oajail-<pid>-…` whose supervisor is gone, and systemd removes a
+//! delegated one with the unit that holds it. Plain file writes under
+//! `/sys/fs/cgroup`: no crate covers this narrow use (cgroups-rs pulls in
+//! far more than a few files).
 
 use crate::error::{JailError, Step};
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod delegated;
+
+/// The cgroups holding the jail; removed (after pid 1 is reaped) on drop.
+#[derive(Debug, Default)]
+pub(crate) struct Bounds {
+    /// Held for their drop, which removes them.
+    _groups: Vec<Cgroup>,
+}
+
+impl Bounds {
+    /// Put `pid` (pid 1 of the jail) under `pids.max = nproc` and
+    /// `memory.max = memory` as this caller can (see the module docs).
+    /// `Err` only for host root without a pids cgroup.
+    pub(crate) fn attach(
+        pid: i32,
+        nproc: Option<u64>,
+        memory: Option<u64>,
+    ) -> Result<Bounds, JailError> {
+        if nproc.is_none() && memory.is_none() {
+            return Ok(Bounds::default());
+        }
+        if nix::unistd::geteuid().is_root() {
+            return Bounds::as_root(pid, nproc, memory);
+        }
+        let mut want = Vec::new();
+        want.extend(nproc.map(|_| "pids"));
+        want.extend(memory.map(|_| "memory"));
+        let Some(parent) = delegated::parent(&want) else {
+            return Ok(Bounds::default());
+        };
+        match Cgroup::unified(&parent, pid, nproc, memory) {
+            Ok((cg, None)) => Ok(Bounds { _groups: vec![cg] }),
+            Ok((_, Some(e))) | Err(e) => {
+                eprintln!("oajail: note: memory and pids bounded per process only: {e}");
+                Ok(Bounds::default())
+            }
+        }
+    }
+
+    fn as_root(pid: i32, nproc: Option<u64>, memory: Option<u64>) -> Result<Bounds, JailError> {
+        let info = fs::read_to_string("/proc/self/mountinfo").map_err(fail)?;
+        let (pids_root, mem_root) = (
+            hierarchy_root(&info, "pids"),
+            hierarchy_root(&info, "memory"),
+        );
+        if let (Some(p), Some(m)) = (&pids_root, &mem_root)
+            && p == m
+            && p.join("cgroup.controllers").exists()
+        {
+            // The unified tree: a process is in one cgroup only, so one
+            // cgroup holds both bounds.
+            enable_v2_controller(p, "pids")?;
+            if memory.is_some() {
+                enable_v2_controller(p, "memory")?;
+            }
+            let (cg, memory_failed) = Cgroup::unified(p, pid, nproc, memory)?;
+            if let Some(e) = memory_failed {
+                eprintln!("oajail: note: memory bounded per process only: {e}");
+            }
+            return Ok(Bounds { _groups: vec![cg] });
+        }
+        let mut groups = Vec::new();
+        if let Some(max) = nproc {
+            groups.push(Cgroup::attach(pid, max)?);
+        }
+        if let Some(bytes) = memory {
+            match Cgroup::attach_memory(pid, bytes) {
+                Ok(cg) => groups.push(cg),
+                Err(e) => eprintln!("oajail: note: memory bounded per process only: {e}"),
+            }
+        }
+        Ok(Bounds { _groups: groups })
+    }
+}
+
+/// Whether an unprivileged caller has a delegated cgroup for `want`
+/// (for `oajail doctor`): its path.
+pub(crate) fn delegated_parent(want: &[&str]) -> Option<PathBuf> {
+    delegated::parent(want)
+}
 
 /// A cgroup (pids or memory) owned by this run; removed on drop.
 #[derive(Debug)]
@@ -90,6 +176,42 @@ impl Cgroup {
         }
         fs::write(cgroup.dir.join("cgroup.procs"), pid.to_string()).map_err(mem_fail)?;
         Ok(cgroup)
+    }
+
+    /// One cgroup on the unified hierarchy below `parent` (whose
+    /// `cgroup.subtree_control` enables the controllers) with `pids.max`
+    /// and `memory.max` (no swap), then `pid` moved in. A memory failure is
+    /// returned beside the cgroup (the pids bound still holds); any other
+    /// failure removes the cgroup again.
+    fn unified(
+        parent: &Path,
+        pid: i32,
+        nproc: Option<u64>,
+        memory: Option<u64>,
+    ) -> Result<(Cgroup, Option<JailError>), JailError> {
+        let cgroup = Cgroup::create(parent, pid, Step::PidsCgroup)?;
+        if let Some(max) = nproc {
+            fs::write(cgroup.dir.join("pids.max"), max.to_string()).map_err(fail)?;
+        }
+        let memory_failed = memory.and_then(|bytes| cgroup.limit_memory(bytes).err());
+        match (memory_failed, nproc) {
+            // Nothing left to bound.
+            (Some(e), None) => Err(e),
+            (memory_failed, _) => {
+                fs::write(cgroup.dir.join("cgroup.procs"), pid.to_string()).map_err(fail)?;
+                Ok((cgroup, memory_failed))
+            }
+        }
+    }
+
+    /// v2 `memory.max = bytes` and `memory.swap.max = 0` (no swap file
+    /// without swap accounting: then nothing can swap out).
+    fn limit_memory(&self, bytes: u64) -> Result<(), JailError> {
+        fs::write(self.dir.join("memory.max"), bytes.to_string()).map_err(mem_fail)?;
+        match fs::write(self.dir.join("memory.swap.max"), "0") {
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(mem_fail(e)),
+            _ => Ok(()),
+        }
     }
 
     /// `oajail-<supervisor pid>-<pid 1>` below `root`: unique even when a
@@ -186,6 +308,12 @@ fn hierarchy_root(mountinfo: &str, controller: &str) -> Option<PathBuf> {
             fs::read_to_string(point.join("cgroup.controllers"))
                 .is_ok_and(|c| c.split_whitespace().any(|x| x == controller))
         })
+}
+
+/// Whether `controller`'s hierarchy is mounted (for `oajail doctor`).
+pub(crate) fn hierarchy_mounted(controller: &str) -> bool {
+    fs::read_to_string("/proc/self/mountinfo")
+        .is_ok_and(|info| hierarchy_root(&info, controller).is_some())
 }
 
 /// `(root, mount point, fs type, super options)` of one mountinfo line.
