@@ -127,7 +127,7 @@ fn inject_host(
     let (sample, port) = sample(&pattern).ok_or_else(|| {
         Problem::new(
             path,
-            format!("{} must be a host name", quote(pattern.as_str())),
+            format!("{} must be a host name or an ip address", quote(pattern.as_str())),
         )
     })?;
     let refuse = |why: String| Err(Problem::new(path, format!("{} {why}", quote(text))));
@@ -148,11 +148,15 @@ fn inject_host(
 
 /// A host the pattern names (a sample subdomain for `*.`) and its port.
 fn sample(pattern: &DomainPattern) -> Option<(host::Host, u16)> {
-    if pattern.is_ip_entry() {
+    let text = pattern.as_str();
+    let name = match pattern.port() {
+        Some(port) => text.strip_suffix(&format!(":{port}"))?,
+        None => text,
+    };
+    // A CIDR range is no one host; an IP address is (a lab or LAN API).
+    if pattern.is_ip_entry() && name.contains('/') {
         return None;
     }
-    let text = pattern.as_str();
-    let name = text.split(':').next().unwrap_or(text);
     let name = match name.strip_prefix("*.") {
         Some(suffix) => format!("x.{suffix}"),
         None => name.to_owned(),
