@@ -138,7 +138,10 @@ impl Lab {
 fn sentinel_of(text: &str) -> String {
     let first = text.lines().next().unwrap_or_default();
     let s = first.strip_prefix("sentinel ").unwrap_or_default();
-    assert!(s.starts_with("oajail_masked_") && s.len() == 46, "{first:?}");
+    assert!(
+        s.starts_with("oajail_masked_") && s.len() == 46,
+        "{first:?}"
+    );
     s.to_owned()
 }
 

@@ -122,12 +122,15 @@ fn inject_host(
     network: &NetworkPolicy,
     tls: &TlsTerminate,
 ) -> Result<DomainPattern, Problem> {
-    let pattern =
-        DomainPattern::parse(text, ListKind::Allow).map_err(|e| Problem::new(path, e.to_string()))?;
+    let pattern = DomainPattern::parse(text, ListKind::Allow)
+        .map_err(|e| Problem::new(path, e.to_string()))?;
     let (sample, port) = sample(&pattern).ok_or_else(|| {
         Problem::new(
             path,
-            format!("{} must be a host name or an ip address", quote(pattern.as_str())),
+            format!(
+                "{} must be a host name or an ip address",
+                quote(pattern.as_str())
+            ),
         )
     })?;
     let refuse = |why: String| Err(Problem::new(path, format!("{} {why}", quote(text))));

@@ -404,7 +404,9 @@ fn read_credential_var(item: &Value, path: &JsonPath, draft: &mut Draft) {
         draft.env_deny.push((path.key("name"), name.to_owned()));
         return;
     }
-    let hosts = item.as_object().map(|o| strings(Some(o), "injectHosts", path));
+    let hosts = item
+        .as_object()
+        .map(|o| strings(Some(o), "injectHosts", path));
     let unsupported = (crate::credentials::UNSUPPORTED_KEYS.into_iter())
         .filter(|k| item.get(k).is_some())
         .collect();

@@ -302,7 +302,10 @@ where
         let found = match (frame.data_ref(), frame.trailers_ref()) {
             (Some(data), _) => this.scan.feed(data),
             (None, Some(trailers)) => {
-                let run: Vec<u8> = trailers.values().flat_map(|v| v.as_bytes().to_vec()).collect();
+                let run: Vec<u8> = trailers
+                    .values()
+                    .flat_map(|v| v.as_bytes().to_vec())
+                    .collect();
                 this.scan.creds.find(&run).map(str::to_owned)
             }
             (None, None) => None,
@@ -310,7 +313,9 @@ where
         match found {
             Some(name) => {
                 let _ = this.hit.set(name);
-                Poll::Ready(Some(Err("a masked credential's sentinel in the body".into())))
+                Poll::Ready(Some(Err(
+                    "a masked credential's sentinel in the body".into()
+                )))
             }
             None => Poll::Ready(Some(Ok(frame))),
         }
@@ -347,7 +352,10 @@ mod tests {
         let (a, b) = (sentinel(&creds()), sentinel(&creds()));
         assert_ne!(a, b);
         assert_eq!(a.len(), PREFIX.len() + CORE_LEN);
-        assert!(a.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'));
+        assert!(
+            a.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        );
         assert!(!format!("{:?}", creds()).contains(PREFIX));
     }
 
@@ -398,6 +406,9 @@ mod tests {
         h.insert("x-echo", "got real-value-123".parse().unwrap());
         c.unswap(&mut h);
         assert_eq!(h["x-echo"], format!("got {s}").as_str());
-        assert_eq!(c.redact(&format!("/a?k={s}")), "/a?k=oajail_masked_[masked KEY]");
+        assert_eq!(
+            c.redact(&format!("/a?k={s}")),
+            "/a?k=oajail_masked_[masked KEY]"
+        );
     }
 }
