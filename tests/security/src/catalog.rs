@@ -1208,6 +1208,24 @@ pub const ATTACKS: &[Attack] = &[
         "append a CA to the jail's TLS trust bundle (tlsTerminate on; every CA variable names it)",
         "NS (read-only tmpfs), SC (mount API)",
     ),
+    a(
+        "G4-masked-env",
+        'G',
+        "srt credentials mode \"mask\" on ANTHROPIC_API_KEY: scan the environment for its real value (the variable holds a per-run sentinel)",
+        "ENV, SUP (the real value stays with the proxy)",
+    ),
+    a(
+        "G4-masked-proc-environ",
+        'G',
+        "the masked variable's real value in any /proc/<pid>/environ the jail can open",
+        "ENV, NS (pid namespace: the supervisor is not in the jail's /proc)",
+    ),
+    a(
+        "A11-tls-ca-key",
+        'A',
+        "read tlsTerminate.caKeyPath (the CA key the proxy signs leaves with) from inside the jail",
+        "NS, LL (the key path is always denied)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does
