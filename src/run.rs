@@ -47,7 +47,9 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let credentials =
         oajail_proxy::Credentials::for_policy(&policy.credentials, |name| std::env::var(name).ok())
             .map_err(|e| Fail::setup(anyhow!("{e}")))?;
-    plans.env.set.extend(credentials.jail_env());
+    let sentinels = credentials.jail_env();
+    (plans.env.set).retain(|(k, _)| sentinels.iter().all(|(name, _)| name != k));
+    plans.env.set.extend(sentinels);
     let mut spec = build_spec(&negotiated, argv, &plans)?;
     spec.trust_bundle = authority
         .as_ref()
