@@ -159,7 +159,8 @@ fn the_jail_holds_only_the_sentinel_and_the_inject_host_gets_the_real_value() {
          for v in 2 1.1; do curl -sS --max-time 10 --http$v -o /tmp/r -w \"curl h%{{http_version}} \" -H \"Authorization: Bearer $OA_KEY\" {url}; cat /tmp/r; done\n\
          {VENV_PYTHON} -c 'import os, sys, urllib.request as u; r = u.Request(sys.argv[1], headers={{\"Authorization\": \"Bearer \" + os.environ[\"OA_KEY\"]}}); print(\"urllib\", u.urlopen(r).read().decode().strip())' {url}\n\
          {VENV_PYTHON} -c 'import os, sys, requests; print(\"requests\", requests.get(sys.argv[1], headers={{\"Authorization\": \"Bearer \" + os.environ[\"OA_KEY\"]}}, timeout=10).text.strip())' {url}\n\
-         {NODE} -e 'fetch(process.argv[1], {{headers: {{authorization: \"Bearer \" + process.env.OA_KEY}}}}).then(r => r.text()).then(t => console.log(\"node\", t.trim()))' {url}\n"
+         {NODE} -e 'fetch(process.argv[1], {{headers: {{authorization: \"Bearer \" + process.env.OA_KEY}}}}).then(r => r.text()).then(t => console.log(\"node\", t.trim()))' {url}\n\
+         git -c http.extraHeader=\"Authorization: Bearer $OA_KEY\" ls-remote https://127.0.0.1:{a}/repo.git >/dev/null 2>&1; echo git-asked\n"
     );
     let o = lab.run(&script, &log);
     let text = out(&o);
@@ -174,13 +175,18 @@ fn the_jail_holds_only_the_sentinel_and_the_inject_host_gets_the_real_value() {
             "urllib auth-ok",
             "requests auth-ok",
             "node auth-ok",
+            "git-asked",
         ],
         "stderr: {}",
         err(&o)
     );
     // The upstream got the real value, never the sentinel.
     let received = lab.received();
-    assert_eq!(received.matches(real.as_str()).count(), 5, "{received}");
+    assert_eq!(received.matches(real.as_str()).count(), 6, "{received}");
+    // git's own request (it cannot parse the lab's answer, so it stops there).
+    let git =
+        (received.split("--\n")).find(|r| r.to_ascii_lowercase().contains("user-agent: git/"));
+    assert!(git.is_some_and(|r| r.contains(real.as_str())), "{received}");
     assert!(!received.contains(&sentinel[14..]), "{received}");
     // Neither value is in the decision log.
     let logged = std::fs::read_to_string(&log).unwrap();

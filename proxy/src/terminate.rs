@@ -38,6 +38,10 @@ type Body = BoxBody<Bytes, hyper::Error>;
 /// What goes upstream: the client's body, scanned for sentinels when the
 /// run masks credentials.
 type UpBody = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+/// Where a body scan records the credential it found.
+type Hit = Arc<std::sync::OnceLock<String>>;
+/// A request head.
+type Parts = http::request::Parts;
 
 /// The upstream side: one HTTP/2 connection (multiplexed) or one HTTP/1.1
 /// connection used by one request at a time.
@@ -289,19 +293,9 @@ impl Conn {
             Ok(rule) => rule,
             Err(refused) => return self.refuse(rec, refused),
         };
-        let (mut parts, body) = req.into_parts();
-        let creds = &self.shared.creds;
-        let target = parts.uri.to_string();
-        let dest = Some((&self.host, self.port));
-        if let Err(leak) = creds.check_head(&target, &mut parts.headers, dest) {
-            return self.refuse(rec, self.leaked(&leak));
-        }
-        let (body, hit): (UpBody, _) = if creds.is_empty() {
-            (body.map_err(Into::into).boxed(), None)
-        } else {
-            let scanned = Scanned::new(body, creds.scanner());
-            let hit = scanned.hit.clone();
-            (BoxBody::new(scanned), Some(hit))
+        let (parts, body, hit) = match self.mask_check(req) {
+            Ok(checked) => checked,
+            Err(leak) => return self.refuse(rec, self.leaked(&leak)),
         };
         rec.decision = Some("allow");
         rec.entry = rule;
@@ -327,6 +321,23 @@ impl Conn {
         rec.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.shared.log.write(rec);
         resp
+    }
+
+    /// Masked credentials: swap or refuse sentinels in the head, and wrap
+    /// the body in the chunk scanner (whose `hit` names a sentinel found
+    /// after the request went upstream).
+    fn mask_check(&self, req: Request<Incoming>) -> Result<(Parts, UpBody, Option<Hit>), Leak> {
+        let (mut parts, body) = req.into_parts();
+        let creds = &self.shared.creds;
+        if creds.is_empty() {
+            return Ok((parts, body.map_err(Into::into).boxed(), None));
+        }
+        let target = parts.uri.to_string();
+        let dest = Some((&self.host, self.port));
+        creds.check_head(&target, &mut parts.headers, dest)?;
+        let scanned = Scanned::new(body, creds.scanner());
+        let hit = scanned.hit.clone();
+        Ok((parts, BoxBody::new(scanned), Some(hit)))
     }
 
     /// A request head the strict parser refused (`sniff.rs`): the
@@ -372,11 +383,7 @@ impl Conn {
     }
 
     /// Send upstream in the form the upstream connection speaks.
-    async fn forward(
-        &self,
-        mut parts: http::request::Parts,
-        body: UpBody,
-    ) -> Result<Response<Body>, String> {
+    async fn forward(&self, mut parts: Parts, body: UpBody) -> Result<Response<Body>, String> {
         strip_hop_by_hop(&mut parts.headers);
         let authority = if self.port == 443 {
             self.host.to_string()
