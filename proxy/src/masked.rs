@@ -32,6 +32,8 @@ use std::task::{Context, Poll};
 const PREFIX: &str = "oajail_masked_";
 /// Hex digits of the random core (16 bytes).
 const CORE_LEN: usize = 32;
+/// Shortest real value looked for in response headers.
+const MIN_UNSWAP: usize = 8;
 
 /// One masked variable of this run.
 struct Secret {
@@ -193,12 +195,15 @@ impl Credentials {
         }
     }
 
-    /// Put the sentinel back where a response from an inject host echoes a
-    /// real value in a header, so the jail never reads it there.
+    /// Put the sentinel back where a response echoes a real value in a
+    /// header, so the jail never reads it there. Values shorter than
+    /// [`MIN_UNSWAP`] are left alone: they would match unrelated text
+    /// (and are no secret worth the name).
     pub(crate) fn unswap(&self, headers: &mut HeaderMap) {
         for value in headers.values_mut() {
             let Ok(text) = value.to_str() else { continue };
-            let hit = (self.0.iter()).filter(|s| !s.real.is_empty() && text.contains(&s.real));
+            let hit =
+                (self.0.iter()).filter(|s| s.real.len() >= MIN_UNSWAP && text.contains(&s.real));
             let mut fixed: Option<String> = None;
             for s in hit {
                 let current = fixed.take().unwrap_or_else(|| text.to_owned());
