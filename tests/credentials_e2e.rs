@@ -225,6 +225,7 @@ fn a_sentinel_anywhere_else_is_refused_and_never_reaches_an_upstream() {
          {c} -w 'upper-case %{{http_code}}\\n' -H \"X-A: $(echo $OA_KEY | tr a-z A-Z)\" {ub}/x\n\
          {c} -w 'dns-label %{{http_connect}}\\n' https://$OA_KEY.example.com/\n\
          {c} -w 'plain-http %{{http_code}}\\n' -H \"Authorization: Bearer $OA_KEY\" http://127.0.0.1:{a}/x\n\
+         {c} -w 'plain-body %{{http_code}}\\n' --data \"k=$OA_KEY\" http://127.0.0.1:{b}/x\n\
          {VENV_PYTHON} {d}/chunked.py 2>&1 | tail -1\n\
          {c} -w 'clean-other %{{http_code}}\\n' {ub}/clean\n",
         d = lab.dir.display()
@@ -243,6 +244,7 @@ fn a_sentinel_anywhere_else_is_refused_and_never_reaches_an_upstream() {
             "upper-case 403",
             "dns-label 403",
             "plain-http 403",
+            "plain-body 403",
             "body-chunks 403",
             "clean-other 200",
         ],
@@ -254,7 +256,7 @@ fn a_sentinel_anywhere_else_is_refused_and_never_reaches_an_upstream() {
         .lines()
         .filter(|l| l.starts_with("oajail: proxy refused the masked credential OA_KEY in "))
         .count();
-    assert_eq!(lines, 9, "{stderr}");
+    assert_eq!(lines, 10, "{stderr}");
     let core = &sentinel[14..];
     assert!(!stderr.contains(core), "{stderr}");
     // No upstream ever received the sentinel whole, nor the real value.
@@ -266,7 +268,7 @@ fn a_sentinel_anywhere_else_is_refused_and_never_reaches_an_upstream() {
     let denials = (logged.lines())
         .filter(|l| l.contains(r#""reason":"masked_credential""#))
         .count();
-    assert_eq!(denials, 9, "{logged}");
+    assert_eq!(denials, 10, "{logged}");
     assert!(!logged.contains(core), "{logged}");
 }
 
