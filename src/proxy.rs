@@ -14,11 +14,20 @@ pub struct Running {
     handle: ProxyHandle,
 }
 
+/// What the proxy holds and the jail never sees: the run's CA (its key) and
+/// the real values of masked credentials.
+pub struct Secrets {
+    /// The TLS-termination CA, when some tunnel may be terminated.
+    pub authority: Option<oajail_proxy::Authority>,
+    /// Masked credentials (sentinel → real value).
+    pub credentials: oajail_proxy::Credentials,
+}
+
 /// Start the proxy on `listeners` (its runtime threads start here, after the
 /// clone: the supervisor was single-threaded until now).
 pub fn start(
     plans: &Plans,
-    authority: Option<oajail_proxy::Authority>,
+    secrets: Secrets,
     log_json: Option<PathBuf>,
     listeners: Vec<TcpListener>,
 ) -> anyhow::Result<Running> {
@@ -30,8 +39,8 @@ pub fn start(
             ..Limits::default()
         },
     };
-    let mut options = oajail_proxy::StartOptions::default();
-    if let Some(ca) = authority {
+    let mut options = oajail_proxy::StartOptions::default().credentials(secrets.credentials);
+    if let Some(ca) = secrets.authority {
         options = options.authority(ca);
     }
     let handle =

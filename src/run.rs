@@ -28,7 +28,7 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     // network on the other core while this process compiles the plans. The
     // process is still single-threaded here, as the clone requires.
     let early = Jail::spawn(negotiated.layers());
-    let plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
+    let mut plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     // Entries the filesystem plan dropped or narrowed (missing, symlinked…).
     settings::print_warnings(&plans.compiled.mounts.warnings);
     // The CA is made before the spec: the jail's trust bundle carries its
@@ -42,6 +42,14 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
                 .to_owned(),
         ]);
     }
+    // Masked variables: the real values stay in this process (the proxy's
+    // swap); the jail gets a fresh sentinel each.
+    let credentials =
+        oajail_proxy::Credentials::for_policy(&policy.credentials, |name| std::env::var(name).ok())
+            .map_err(|e| Fail::setup(anyhow!("{e}")))?;
+    let sentinels = credentials.jail_env();
+    (plans.env.set).retain(|(k, _)| sentinels.iter().all(|(name, _)| name != k));
+    plans.env.set.extend(sentinels);
     let mut spec = build_spec(&negotiated, argv, &plans)?;
     spec.trust_bundle = authority
         .as_ref()
@@ -60,7 +68,11 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let timeout = args.timeout().or(plans.compiled.limits.wall_seconds);
     let facts = PlanFacts::of(&policy);
     let (jail, listeners) = start(early, &negotiated, (facts, &request), &spec, &plans)?;
-    supervise(jail, listeners, &plans, authority, &args, timeout, &clock)
+    let secrets = proxy::Secrets {
+        authority,
+        credentials,
+    };
+    supervise(jail, listeners, &plans, secrets, &args, timeout, &clock)
 }
 
 /// `-d`: timestamped notes on stderr.
@@ -138,12 +150,12 @@ fn supervise(
     mut jail: Jail,
     listeners: Vec<TcpListener>,
     plans: &Plans,
-    authority: Option<oajail_proxy::Authority>,
+    secrets: proxy::Secrets,
     args: &RunArgs,
     timeout: Option<u64>,
     clock: &Clock,
 ) -> Result<i32, Fail> {
-    let proxy = match proxy::start(plans, authority, args.log_json.clone(), listeners) {
+    let proxy = match proxy::start(plans, secrets, args.log_json.clone(), listeners) {
         Ok(p) => p,
         Err(e) => {
             jail.abort();

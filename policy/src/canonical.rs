@@ -170,6 +170,21 @@ fn draft_from_policy(policy: &Policy) -> Draft {
             "deny",
             o.http_rules.deny.iter().map(|r| r.as_str().to_owned()),
         ),
+        masks: (policy.credentials.iter().enumerate())
+            .map(|(i, m)| {
+                let path = root.key("credentials").index(i);
+                crate::credentials::MaskDraft {
+                    inject_hosts: list(
+                        &path,
+                        "injectHosts",
+                        m.inject_hosts.iter().map(|h| h.as_str().to_owned()),
+                    ),
+                    path,
+                    name: m.name.clone(),
+                    unsupported: Vec::new(),
+                }
+            })
+            .collect(),
     }
 }
 

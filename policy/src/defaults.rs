@@ -199,6 +199,7 @@ impl Policy {
             },
             process: ProcessPolicy::default(),
             oajail: OajailSettings::default(),
+            credentials: Vec::new(),
         }
     }
 }

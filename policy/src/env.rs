@@ -200,6 +200,9 @@ pub enum DropReason {
     CredentialUrl,
     /// The value holds a secret recognised by its form (what it is).
     SecretValue(&'static str),
+    /// Masked by srt `credentials` (`mode: "mask"`): the supervisor puts a
+    /// per-run sentinel in its place.
+    Masked,
 }
 
 impl DropReason {
@@ -214,6 +217,7 @@ impl DropReason {
             DropReason::GitConfig => "git configuration through the environment".into(),
             DropReason::CredentialUrl => "the value is a url with user information".into(),
             DropReason::SecretValue(what) => format!("the value holds a {what}"),
+            DropReason::Masked => "masked: the jail gets a per-run sentinel instead".into(),
         }
     }
 }
@@ -326,6 +330,8 @@ fn pass_inherited(inputs: &EnvInputs<'_>, owned: &[(String, String)], plan: &mut
             plan.replaced.push(name.to_owned());
         } else if settings.env_deny.iter().any(|d| d == name) {
             plan.drop(name, DropReason::PolicyDeny);
+        } else if inputs.policy.credentials.iter().any(|m| m.name == name) {
+            plan.drop(name, DropReason::Masked);
         } else if let Some(why) = drop_reason(name, value).filter(|_| !is_kept(name, &keep)) {
             plan.drop(name, why);
         } else {

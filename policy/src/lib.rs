@@ -37,6 +37,7 @@
 mod canonical;
 mod check;
 pub mod compile;
+pub mod credentials;
 mod defaults;
 pub mod domain;
 pub mod egress;

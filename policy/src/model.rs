@@ -21,6 +21,10 @@ pub struct Policy {
     pub process: ProcessPolicy,
     /// oajail's own settings (the `"oajail"` object of the settings file).
     pub oajail: OajailSettings,
+    /// srt `credentials.envVars` with `mode: "mask"`. Absent from the
+    /// canonical form when empty, so policies without it keep their hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub credentials: Vec<crate::credentials::MaskedVar>,
 }
 
 /// srt `network`.

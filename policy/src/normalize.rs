@@ -46,6 +46,7 @@ pub(crate) struct Draft {
     pub(crate) http_allow: Vec<At<String>>,
     pub(crate) http_deny: Vec<At<String>>,
     pub(crate) strict: bool,
+    pub(crate) masks: Vec<crate::credentials::MaskDraft>,
 }
 
 impl Draft {
@@ -96,11 +97,13 @@ impl Draft {
             http_rules,
             strict: self.strict,
         };
+        let credentials = crate::credentials::build(&self.masks, &network, &oajail.env_deny)?;
         Ok(Policy {
             network,
             filesystem,
             process,
             oajail,
+            credentials,
         })
     }
 }

@@ -19,7 +19,8 @@ pub(crate) const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
 
 const MACOS: &str = "accepted but not implemented on linux (ignored)";
 const L7: &str = "http request filtering is not implemented (ignored)";
-const MASKING: &str = "credential masking is not implemented (ignored)";
+const PLAINTEXT_INJECT: &str =
+    "oajail swaps a masked value only inside terminated tls, never over plain http (ignored)";
 
 /// The type of a value.
 pub(crate) enum Ty {
@@ -233,9 +234,17 @@ static CREDENTIALS: Obj = Obj {
     fields: &[
         opt("files", Ty::List(&Ty::Object(&CREDENTIAL_FILE))),
         opt("envVars", Ty::List(&Ty::Object(&CREDENTIAL_ENV))),
-        ign("allowPlaintextInject", Ty::Bool, MASKING),
-        ign("awsPairs", Ty::List(&Ty::Object(&AWS_PAIR)), MASKING),
-        ign("sigv4", Ty::Object(&SIGV4), MASKING),
+        ign("allowPlaintextInject", Ty::Bool, PLAINTEXT_INJECT),
+        ign(
+            "awsPairs",
+            Ty::List(&Ty::Object(&AWS_PAIR)),
+            "masking aws key pairs is not implemented (ignored)",
+        ),
+        ign(
+            "sigv4",
+            Ty::Object(&SIGV4),
+            "sigv4 re-signing is not implemented (ignored)",
+        ),
     ],
 };
 

@@ -72,10 +72,14 @@ impl Policy {
         }
         // srt removes these variables itself (`--unsetenv`), so the srt
         // spelling keeps the meaning for both tools.
-        if !self.oajail.env_deny.is_empty() {
-            let vars: Vec<Value> = (self.oajail.env_deny.iter())
-                .map(|name| json!({"name": name, "mode": "deny"}))
-                .collect();
+        let mut vars: Vec<Value> = (self.oajail.env_deny.iter())
+            .map(|name| json!({"name": name, "mode": "deny"}))
+            .collect();
+        vars.extend(self.credentials.iter().map(|m| {
+            let hosts: Vec<&str> = m.inject_hosts.iter().map(|h| h.as_str()).collect();
+            json!({"name": m.name, "mode": "mask", "injectHosts": hosts})
+        }));
+        if !vars.is_empty() {
             root.insert("credentials".into(), json!({"envVars": vars}));
         }
         let oajail = oajail_json(self);
@@ -331,10 +335,12 @@ fn draft_from_srt(root: &Map<String, Value>, warnings: &mut Vec<String>) -> Resu
     Ok(draft)
 }
 
-/// srt `credentials`: oajail cannot mask, so every listed file is denied
-/// (added to `denyRead`) and every listed variable removed (added to
-/// `envDeny`), whatever the mode: the jail then sees less than under srt,
-/// never more. A `"mask"` entry says so in a warning.
+/// srt `credentials`. A `"mask"` variable becomes a masked entry (checked
+/// against the network settings by `credentials.rs`); every other variable
+/// is removed (added to `envDeny`). Every listed file is denied (added to
+/// `denyRead`), whatever the mode: oajail does not mask files, so the jail
+/// sees less than under srt, never more, and a `"mask"` file says so in a
+/// warning.
 fn read_credentials(
     root: &Map<String, Value>,
     draft: &mut Draft,
@@ -347,51 +353,69 @@ fn read_credentials(
     for list in ["files", "envVars"] {
         let items = creds.get(list).and_then(Value::as_array);
         for (i, item) in items.into_iter().flatten().enumerate() {
-            let is_file = list == "files";
-            read_credential(item, is_file, &path.key(list).index(i), draft, warnings)?;
+            let at = path.key(list).index(i);
+            if list == "files" {
+                read_credential_file(item, &at, draft, warnings)?;
+            } else {
+                read_credential_var(item, &at, draft);
+            }
         }
     }
     Ok(())
 }
 
-/// One `credentials.files[i]` (`is_file`) or `credentials.envVars[i]` entry.
-fn read_credential(
+fn is_mask(item: &Value) -> bool {
+    item.get("mode").and_then(Value::as_str) == Some("mask")
+}
+
+/// One `credentials.files[i]` entry.
+fn read_credential_file(
     item: &Value,
-    is_file: bool,
     path: &JsonPath,
     draft: &mut Draft,
     warnings: &mut Vec<String>,
 ) -> Result<(), Problem> {
-    let key = if is_file { "path" } else { "name" };
-    let text = item.get(key).and_then(Value::as_str).unwrap_or_default();
-    if item.get("mode").and_then(Value::as_str) == Some("mask") {
-        if is_file && text.ends_with('/') {
+    let text = item.get("path").and_then(Value::as_str).unwrap_or_default();
+    if is_mask(item) {
+        if text.ends_with('/') {
             let message = format!(
                 "credential mode \"mask\" applies to a single file, not a directory; use mode \"deny\" for {}",
                 quote(text)
             );
             return Err(Problem::new(&path.key("path"), message));
         }
-        let instead = if is_file {
-            "the file is denied instead"
-        } else {
-            "the variable is removed instead"
-        };
         warnings.push(format!(
-            "{}: \"mask\" is not implemented; {instead}",
+            "{}: \"mask\" is not implemented for files; the file is denied instead",
             path.key("mode")
         ));
     }
     // An empty text cannot pass the schema walk; it is refused again by
     // validation if it ever gets here.
-    if is_file {
-        draft
-            .deny_read
-            .push((path.key(key), (text.to_owned(), false)));
-    } else {
-        draft.env_deny.push((path.key(key), text.to_owned()));
-    }
+    draft
+        .deny_read
+        .push((path.key("path"), (text.to_owned(), false)));
     Ok(())
+}
+
+/// One `credentials.envVars[i]` entry.
+fn read_credential_var(item: &Value, path: &JsonPath, draft: &mut Draft) {
+    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+    if !is_mask(item) {
+        draft.env_deny.push((path.key("name"), name.to_owned()));
+        return;
+    }
+    let hosts = item
+        .as_object()
+        .map(|o| strings(Some(o), "injectHosts", path));
+    let unsupported = (crate::credentials::UNSUPPORTED_KEYS.into_iter())
+        .filter(|k| item.get(k).is_some())
+        .collect();
+    draft.masks.push(crate::credentials::MaskDraft {
+        path: path.clone(),
+        name: name.to_owned(),
+        inject_hosts: hosts.unwrap_or_default(),
+        unsupported,
+    });
 }
 
 /// `network.tlsTerminate` (types already checked by the schema walk).

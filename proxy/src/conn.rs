@@ -21,6 +21,8 @@ pub(crate) enum ReadError {
     TooLarge,
     /// Bytes that cannot be HTTP.
     Bad(&'static str),
+    /// A masked credential's sentinel in a scanned body (its name).
+    Masked(String),
     /// The socket failed.
     Io(io::Error),
 }
@@ -32,6 +34,7 @@ impl std::fmt::Display for ReadError {
             ReadError::Closed => f.write_str("connection closed"),
             ReadError::TooLarge => f.write_str("too large"),
             ReadError::Bad(why) => f.write_str(why),
+            ReadError::Masked(name) => write!(f, "the masked credential {name} in the body"),
             ReadError::Io(e) => write!(f, "{e}"),
         }
     }
@@ -51,6 +54,9 @@ const MAX_CHUNK_LINE: usize = 4096;
 pub(crate) struct BufConn {
     pub stream: TcpStream,
     pub buf: Vec<u8>,
+    /// Set while a request body is relayed and the run masks credentials:
+    /// every relayed byte is scanned before it is written.
+    pub scan: Option<crate::masked::BodyScan>,
 }
 
 impl BufConn {
@@ -58,6 +64,7 @@ impl BufConn {
         Self {
             stream,
             buf: Vec::new(),
+            scan: None,
         }
     }
 
@@ -129,6 +136,9 @@ impl BufConn {
                 return Err(ReadError::Closed);
             }
             let take = usize::try_from(n).unwrap_or(usize::MAX).min(self.buf.len());
+            if let Some(name) = self.scan.as_mut().and_then(|s| s.feed(&self.buf[..take])) {
+                return Err(ReadError::Masked(name));
+            }
             dst.write_all(&self.buf[..take]).await?;
             self.buf.drain(..take);
             n -= take as u64;

@@ -75,6 +75,14 @@ pub(crate) async fn forward(
     req: Request,
 ) -> Result<bool, (String, Reject)> {
     let p = prepare(&req).map_err(|r| (req.method.clone(), r))?;
+    if let Some(name) = head_sentinel(shared, &req) {
+        let leak = crate::masked::Leak {
+            name: name.to_owned(),
+            place: "a plain-http request",
+        };
+        refuse_masked(shared, ctx, client, &req, &p.url, &leak).await;
+        return Ok(false);
+    }
     if let Err(message) = check_rules(shared, &req, &p.url) {
         // A live line, as for requests inside terminated tunnels.
         eprintln!("oajail: proxy refused {message}");
@@ -104,8 +112,17 @@ pub(crate) async fn forward(
     let mut rec = route.record(ctx, &req.method, &p.url.host, p.url.port);
     rec.client_host_header = p.client_host.clone();
     shared.log.write(rec);
-    match send_request(shared, client, &mut route.stream, &req, &p).await {
+    client.scan = (!shared.creds.is_empty()).then(|| shared.creds.scanner());
+    let sent = send_request(shared, client, &mut route.stream, &req, &p).await;
+    client.scan = None;
+    match sent {
         Ok(()) => {}
+        Err(ReadError::Masked(name)) => {
+            let place = "a plain-http request body";
+            let leak = crate::masked::Leak { name, place };
+            refuse_masked(shared, ctx, client, &req, &p.url, &leak).await;
+            return Ok(false);
+        }
         // The upstream went away while taking the request.
         Err(ReadError::Io(e)) => {
             let msg = format!("the upstream failed while receiving the request: {e}");
@@ -151,6 +168,44 @@ async fn send_request(
         Body::Chunked => client.relay_chunked(up, idle).await,
         Body::None => Ok(()),
     }
+}
+
+/// A sentinel anywhere in a plain-HTTP head (never swapped: plain HTTP
+/// is never an inject path).
+fn head_sentinel<'a>(shared: &'a Shared, req: &Request) -> Option<&'a str> {
+    let mut run = Vec::new();
+    let mut names = Vec::new();
+    for (name, value) in &req.headers {
+        names.extend_from_slice(name.as_bytes());
+        run.extend_from_slice(value);
+    }
+    let creds = &shared.creds;
+    (creds.find(req.target.as_bytes()))
+        .or_else(|| creds.find(&run))
+        .or_else(|| creds.find(&names))
+}
+
+/// 403, one decision line and one live stderr line naming the credential.
+async fn refuse_masked(
+    shared: &Shared,
+    ctx: &Ctx,
+    client: &mut BufConn,
+    req: &Request,
+    url: &Url,
+    leak: &crate::masked::Leak,
+) {
+    let message = leak.message(&format!("http://{}", url.host.authority(url.port)));
+    eprintln!("oajail: proxy refused {message}");
+    let mut rec = ctx.record("decision", "masked_credential");
+    rec.decision = Some("deny");
+    rec.method = Some(req.method.clone());
+    rec.host = Some(shared.creds.redact(&url.host.to_string()));
+    rec.port = Some(url.port);
+    rec.message = Some(message.clone());
+    shared.log.write(rec);
+    let header = Some("X-Proxy-Error: blocked-masked-credential");
+    let answer = error_response(403, "Forbidden", &message, header);
+    let _ = client.stream.write_all(&answer).await;
 }
 
 /// `oajail.httpRules` for a plain-HTTP request, decided before any DNS.

@@ -34,7 +34,9 @@
 //! client's, hyper both ways), `mitm` (the run's CA, cached leaves, the
 //! upstream roots), `inspect` (per-request name, framing and rule checks),
 //! `sniff` (client-side streams: replayed ClientHello bytes, the strict
-//! HTTP/1.1 framing check before hyper).
+//! HTTP/1.1 framing check before hyper); `masked` (srt `credentials` with
+//! `mode: "mask"`: sentinels swapped in headers to `injectHosts` only,
+//! refused everywhere else).
 //! Design, answers and log format: docs/proxy.md.
 #![deny(missing_docs)]
 
@@ -48,6 +50,7 @@ mod inspect;
 mod log;
 mod log_gate;
 mod log_sink;
+mod masked;
 mod mitm;
 mod relay;
 mod resolve;
@@ -62,6 +65,7 @@ mod tls;
 pub use addr::{LocalAddrs, classify};
 pub use helper::ssh_connect_helper;
 pub use log::Summary;
+pub use masked::Credentials;
 pub use resolve::{ResolveFuture, Resolver, SystemResolver};
 
 use oajail_policy::egress::EgressPlan;
@@ -175,6 +179,9 @@ pub enum ProxyError {
     /// roots could not be read.
     #[error("proxy: {0}")]
     Ca(String),
+    /// A masked credential could not be set up.
+    #[error("proxy: {0}")]
+    Credential(String),
 }
 
 /// Extra start-up options; [`start`] uses the defaults (system resolver).
@@ -183,6 +190,7 @@ pub struct StartOptions {
     resolver: Arc<dyn Resolver>,
     worker_threads: usize,
     authority: Option<Authority>,
+    credentials: Credentials,
     #[cfg(feature = "test-lab")]
     lab_public: Vec<std::net::IpAddr>,
 }
@@ -193,6 +201,7 @@ impl Default for StartOptions {
             resolver: Arc::new(SystemResolver),
             worker_threads: 2,
             authority: None,
+            credentials: Credentials::default(),
             #[cfg(feature = "test-lab")]
             lab_public: Vec::new(),
         }
@@ -216,6 +225,13 @@ impl StartOptions {
     /// certificate), instead of a CA made at start from the plan.
     pub fn authority(mut self, ca: Authority) -> Self {
         self.authority = Some(ca);
+        self
+    }
+
+    /// Swap and police these masked credentials (their sentinels are in
+    /// the jail's environment).
+    pub fn credentials(mut self, credentials: Credentials) -> Self {
+        self.credentials = credentials;
         self
     }
 

@@ -104,7 +104,7 @@ pub(crate) async fn open(
         };
         let mut rec = ctx.record("decision", reason);
         rec.method = Some(method.to_owned());
-        rec.host = Some(host.to_string());
+        rec.host = Some(shared.creds.redact(&host.to_string()));
         rec.port = Some(port);
         rec.decision = Some(decision);
         rec.message = Some(refusal.message().to_owned());
@@ -114,6 +114,19 @@ pub(crate) async fn open(
 }
 
 async fn open_inner(shared: &Shared, host: &Host, port: u16) -> Result<Route, Refusal> {
+    // A sentinel in a DNS label would leave through the resolver: refused
+    // before the name is decided or resolved.
+    if let Some(name) = shared.creds.find(host.to_string().as_bytes()) {
+        let message = format!(
+            "the masked credential {name} in the destination host name: a sentinel may only go in \
+             the headers of https requests to its injectHosts"
+        );
+        eprintln!("oajail: proxy refused {message}");
+        return Err(Refusal::Denied {
+            reason: "masked_credential",
+            message,
+        });
+    }
     let allowed = match shared.plan.decide(host, port) {
         Decision::Deny(d) => {
             return Err(Refusal::Denied {

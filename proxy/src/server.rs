@@ -26,6 +26,8 @@ pub(crate) struct Shared {
     /// The run's CA and TLS configurations, when some tunnel may be
     /// terminated (`tlsTerminate` or `httpRules`).
     mitm: Option<Arc<crate::mitm::Mitm>>,
+    /// The run's masked credentials (empty when none).
+    pub creds: crate::masked::Credentials,
     /// This value's own `Arc` (hyper's services must own what they use).
     me: std::sync::Weak<Shared>,
 }
@@ -55,6 +57,7 @@ impl Shared {
             lab_public,
             next_id: AtomicU64::new(1),
             mitm,
+            creds: options.credentials.clone(),
             me: std::sync::Weak::new(),
         })
     }

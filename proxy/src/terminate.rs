@@ -13,6 +13,7 @@
 //! address, never resolved again.
 use crate::inspect::{self, Dest, Refused};
 use crate::log::Record;
+use crate::masked::{Leak, Scanned};
 use crate::route::Ctx;
 use crate::server::Shared;
 use crate::sniff::{Counters, Rewind};
@@ -34,12 +35,19 @@ use tokio::sync::Mutex;
 use tokio_rustls::client::TlsStream;
 
 type Body = BoxBody<Bytes, hyper::Error>;
+/// What goes upstream: the client's body, scanned for sentinels when the
+/// run masks credentials.
+type UpBody = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+/// Where a body scan records the credential it found.
+type Hit = Arc<std::sync::OnceLock<String>>;
+/// A request head.
+type Parts = http::request::Parts;
 
 /// The upstream side: one HTTP/2 connection (multiplexed) or one HTTP/1.1
 /// connection used by one request at a time.
 enum Sender {
-    H1(Option<http1::SendRequest<Incoming>>),
-    H2(http2::SendRequest<Incoming>),
+    H1(Option<http1::SendRequest<UpBody>>),
+    H2(http2::SendRequest<UpBody>),
 }
 
 /// What every request of one tunnel shares.
@@ -275,6 +283,7 @@ impl Conn {
         let started = Instant::now();
         let method = req.method().to_string();
         let path = (req.uri().path_and_query()).map_or("/".to_owned(), |p| p.to_string());
+        let path = self.shared.creds.redact(&path);
         let mut rec = self.record(&method, &path);
         let tunnel = Dest {
             host: &self.host,
@@ -284,10 +293,23 @@ impl Conn {
             Ok(rule) => rule,
             Err(refused) => return self.refuse(rec, refused),
         };
+        let (parts, body, hit) = match self.mask_check(req) {
+            Ok(checked) => checked,
+            Err(leak) => return self.refuse(rec, self.leaked(&leak)),
+        };
         rec.decision = Some("allow");
         rec.entry = rule;
-        let resp = match self.forward(req).await {
+        let resp = match self.forward(parts, body).await {
             Ok(resp) => resp,
+            Err(_) if hit.as_ref().is_some_and(|h| h.get().is_some()) => {
+                let name = hit.and_then(|h| h.get().cloned()).unwrap_or_default();
+                let leak = Leak {
+                    name,
+                    place: "the request body",
+                };
+                rec.entry = None;
+                return self.refuse(rec, self.leaked(&leak));
+            }
             Err(message) => {
                 rec.decision = Some("error");
                 rec.reason = "upstream_error".into();
@@ -299,6 +321,23 @@ impl Conn {
         rec.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.shared.log.write(rec);
         resp
+    }
+
+    /// Masked credentials: swap or refuse sentinels in the head, and wrap
+    /// the body in the chunk scanner (whose `hit` names a sentinel found
+    /// after the request went upstream).
+    fn mask_check(&self, req: Request<Incoming>) -> Result<(Parts, UpBody, Option<Hit>), Leak> {
+        let (mut parts, body) = req.into_parts();
+        let creds = &self.shared.creds;
+        if creds.is_empty() {
+            return Ok((parts, body.map_err(Into::into).boxed(), None));
+        }
+        let target = parts.uri.to_string();
+        let dest = Some((&self.host, self.port));
+        creds.check_head(&target, &mut parts.headers, dest)?;
+        let scanned = Scanned::new(body, creds.scanner());
+        let hit = scanned.hit.clone();
+        Ok((parts, BoxBody::new(scanned), Some(hit)))
     }
 
     /// A request head the strict parser refused (`sniff.rs`): the
@@ -318,19 +357,33 @@ impl Conn {
     }
 
     fn refuse(&self, mut rec: Record, r: Refused) -> Response<Body> {
+        // Names the client sent may carry a sentinel: never logged as is.
+        let message = self.shared.creds.redact(&r.message);
         // A live line: the user sees the refusal while the command runs.
-        eprintln!("oajail: proxy refused {}", r.message);
+        eprintln!("oajail: proxy refused {message}");
         rec.decision = Some("deny");
         rec.reason = r.reason.into();
-        rec.message = Some(r.message.clone());
+        rec.message = Some(message.clone());
         self.shared.log.write(rec);
-        let header = (r.status == 403).then_some(("x-proxy-error", "blocked-by-http-rules"));
-        answer(r.status, header, &r.message)
+        let header = match r.reason {
+            "masked_credential" => Some(("x-proxy-error", "blocked-masked-credential")),
+            _ if r.status == 403 => Some(("x-proxy-error", "blocked-by-http-rules")),
+            _ => None,
+        };
+        answer(r.status, header, &message)
+    }
+
+    /// A request carrying a sentinel where none may go.
+    fn leaked(&self, leak: &Leak) -> Refused {
+        Refused {
+            status: 403,
+            reason: "masked_credential",
+            message: leak.message(&format!("https://{}", self.host.authority(self.port))),
+        }
     }
 
     /// Send upstream in the form the upstream connection speaks.
-    async fn forward(&self, req: Request<Incoming>) -> Result<Response<Body>, String> {
-        let (mut parts, body) = req.into_parts();
+    async fn forward(&self, mut parts: Parts, body: UpBody) -> Result<Response<Body>, String> {
         strip_hop_by_hop(&mut parts.headers);
         let authority = if self.port == 443 {
             self.host.to_string()
@@ -371,6 +424,7 @@ impl Conn {
         };
         let mut resp = resp.map_err(|e| format!("the upstream failed: {e}"))?;
         strip_hop_by_hop(resp.headers_mut());
+        self.shared.creds.unswap(resp.headers_mut());
         Ok(resp.map(|b| b.boxed()))
     }
 

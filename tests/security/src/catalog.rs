@@ -1214,6 +1214,24 @@ pub const ATTACKS: &[Attack] = &[
         "interactive run (stdin and stdout on the caller's terminal): look for the caller's terminal among the jail's descriptors and /dev/tty, TIOCSTI into each terminal found",
         "SUP (a pty of the jail's own, relayed), SC",
     ),
+    a(
+        "G4-masked-env",
+        'G',
+        "srt credentials mode \"mask\" on ANTHROPIC_API_KEY: scan the environment for its real value (the variable holds a per-run sentinel)",
+        "ENV, SUP (the real value stays with the proxy)",
+    ),
+    a(
+        "G4-masked-proc-environ",
+        'G',
+        "the masked variable's real value in any /proc/<pid>/environ the jail can open",
+        "ENV, NS (pid namespace: the supervisor is not in the jail's /proc)",
+    ),
+    a(
+        "A11-tls-ca-key",
+        'A',
+        "read tlsTerminate.caKeyPath (the CA key the proxy signs leaves with) from inside the jail",
+        "NS, LL (the key path is always denied)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

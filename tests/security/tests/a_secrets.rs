@@ -320,3 +320,53 @@ fn blocks_a_second_mount_of_a_denied_directory() {
         argv!["read-file", l.path("home-alias/.ssh/id_ed25519")]
     });
 }
+
+/// A11: the TLS-termination CA comes from `caCertPath`/`caKeyPath` in the
+/// lab directory (the workspace's parent, not denied by the policy); a
+/// canary line follows the key's PEM block. The proxy loads the key; the
+/// jail must not read it.
+#[test]
+fn blocks_reading_the_tls_ca_key() {
+    let id = "A11-tls-ca-key";
+    let mut lab = Lab::new(id);
+    let dir = lab.dir.join("ca");
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = std::process::Command::new("openssl")
+        .current_dir(&dir)
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args([
+            "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=lab-ca",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let key = dir.join("ca.key");
+    let mut text = std::fs::read_to_string(&key).unwrap();
+    text.push_str(&oajail_security::canary::canary(&lab.token, "ca-key"));
+    text.push('\n');
+    std::fs::write(&key, text).unwrap();
+    let path = key.display().to_string();
+    let run = lab.jailed(
+        "attack-tls-ca-key.json",
+        &["read-file", &path],
+        &RunOptions::default(),
+    );
+    assert_blocked(&mut lab, id, &run);
+}

@@ -43,3 +43,29 @@ fn blocks_secrets_found_by_value_and_newer_names() {
     let run = lab.jailed(DENY_HOME, &["env-scan"], &opts);
     assert_blocked(&mut lab, id, &run);
 }
+
+/// G4: ANTHROPIC_API_KEY (a canary in every lab run) is masked for
+/// `allowed.test`: the jail must hold the per-run sentinel in its place,
+/// and the canary must be in no environment the jail can read.
+#[test]
+fn blocks_the_real_value_of_a_masked_variable() {
+    const MASK: &str = "attack-credentials-mask.json";
+    for (id, probe) in [
+        ("G4-masked-env", "env-scan"),
+        ("G4-masked-proc-environ", "proc-environ-scan"),
+    ] {
+        let mut lab = Lab::new(id);
+        let opts = RunOptions::default();
+        let argv = vec![
+            lab.tools.oajail.display().to_string(),
+            "-s".into(),
+            lab.policy(MASK),
+            "-c".into(),
+            "printenv ANTHROPIC_API_KEY | cut -c1-14".into(),
+        ];
+        let pre = lab.run(argv, &opts);
+        assert_eq!(pre.stdout.trim(), "oajail_masked_", "{}", pre.stderr);
+        let run = lab.jailed(MASK, &[probe], &opts);
+        assert_blocked(&mut lab, id, &run);
+    }
+}

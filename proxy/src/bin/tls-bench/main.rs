@@ -1,7 +1,7 @@
 //! tls-bench: a terminated tunnel against the opaque tunnel, same run.
 //!
 //! `cargo run --release -p oajail-proxy --bin tls-bench [-- --rounds N]
-//! [--mib N] [--requests N] [--idle N]`
+//! [--mib N] [--requests N] [--idle N] [--masked]`
 //!
 //! Two proxies run as child processes (`tls-bench serve`), as under the
 //! supervisor, so their memory can be read from /proc: one with the plan's
@@ -16,6 +16,11 @@
 //! - handshake: CONNECT + TLS handshake to a host whose leaf is cached, p50;
 //! - idle memory: `--idle` open terminated connections (one request done
 //!   on each, then idle), growth of the proxy's RSS per connection.
+//!
+//! `--masked` compares instead a terminating proxy without credentials and
+//! one with a masked credential injected for the upstream (every request
+//! carries its sentinel in `Authorization`, swapped on the second, passed
+//! as is on the first): the added cost of the sentinel scans and swap.
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Frame;
@@ -41,6 +46,8 @@ type Res<T> = Result<T, Box<dyn Error + Send + Sync>>;
 const NAME: &str = "bench.test";
 /// `bench.test:<upstream port>`, the Host header every request carries.
 static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// `--masked`: the sentinel every request carries in `Authorization`.
+static SENTINEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 struct FixedResolver;
 impl Resolver for FixedResolver {
@@ -73,22 +80,27 @@ fn main() -> Res<()> {
         let port: u16 = args.get(2).ok_or("port")?.parse()?;
         let ca = args.get(3).ok_or("upstream ca")?;
         let out = args.get(4).ok_or("ca output")?;
-        return serve(port, ca, (args.len() > 5).then_some(out.as_str()));
+        let masked = args.get(6).is_some_and(|a| a == "masked");
+        return serve(port, ca, (args.len() > 5).then_some(out.as_str()), masked);
     }
     let rounds = arg(&args, "--rounds", 5)?;
     let mib = arg(&args, "--mib", 256)?;
     let requests = arg(&args, "--requests", 2000)?;
     let idle = arg(&args, "--idle", 500)?;
+    let masked = args.iter().any(|a| a == "--masked");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()?;
+    if masked {
+        return rt.block_on(bench_masked(rounds, mib, requests));
+    }
     rt.block_on(bench(rounds, mib, requests, idle))
 }
 
 /// Child: a proxy for `bench.test:<port>`, terminating when `ca_out` is
 /// given (the CA PEM is written there). Prints its address; stops at EOF.
-fn serve(port: u16, upstream_ca: &str, ca_out: Option<&str>) -> Res<()> {
+fn serve(port: u16, upstream_ca: &str, ca_out: Option<&str>, masked: bool) -> Res<()> {
     let allow = [format!("{NAME}:{port}"), format!("127.0.0.1:{port}")];
     let mut egress = EgressPlan {
         allow: (allow.iter())
@@ -116,12 +128,25 @@ fn serve(port: u16, upstream_ca: &str, ca_out: Option<&str>) -> Res<()> {
             ..Limits::default()
         },
     };
-    let options = StartOptions::default().resolver(Arc::new(FixedResolver));
+    let mut options = StartOptions::default().resolver(Arc::new(FixedResolver));
+    let mut sentinel = String::from("-");
+    if masked {
+        let rule = oajail_policy::credentials::MaskedVar {
+            name: "BENCH_KEY".into(),
+            inject_hosts: vec![DomainPattern::parse(&allow[0], ListKind::Allow)?],
+        };
+        let creds = oajail_proxy::Credentials::for_policy(&[rule], |_| {
+            Some("bench-real-value-0123456789abcdef".into())
+        })?;
+        // Bench only: the client needs the sentinel to send it.
+        sentinel = creds.jail_env().remove(0).1;
+        options = options.credentials(creds);
+    }
     let handle = oajail_proxy::start_with(config, vec![listener], options)?;
     if let (Some(path), Some(pem)) = (ca_out, handle.ca_cert_pem()) {
         std::fs::write(path, pem)?;
     }
-    println!("{addr}");
+    println!("{addr} {sentinel}");
     std::io::stdout().flush()?;
     let mut line = String::new();
     while std::io::stdin().read_line(&mut line)? > 0 {}
@@ -132,21 +157,28 @@ fn serve(port: u16, upstream_ca: &str, ca_out: Option<&str>) -> Res<()> {
 struct Proxy {
     child: Child,
     addr: SocketAddr,
+    /// The masked credential's sentinel (`-` without one).
+    sentinel: String,
 }
 
 impl Proxy {
-    fn spawn(port: u16, upstream_ca: &Path, ca_out: Option<&Path>) -> Res<Self> {
+    fn spawn(port: u16, upstream_ca: &Path, ca_out: Option<&Path>, masked: bool) -> Res<Self> {
         let mut cmd = Command::new(std::env::current_exe()?);
         cmd.arg("serve").arg(port.to_string()).arg(upstream_ca);
         cmd.arg(ca_out.unwrap_or(Path::new("-")));
         if ca_out.is_some() {
             cmd.arg("terminate");
         }
+        if masked {
+            cmd.arg("masked");
+        }
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
         let mut line = String::new();
         BufReader::new(child.stdout.take().ok_or("stdout")?).read_line(&mut line)?;
+        let (addr, sentinel) = line.trim().split_once(' ').ok_or("proxy address")?;
         Ok(Self {
-            addr: line.trim().parse()?,
+            addr: addr.parse()?,
+            sentinel: sentinel.to_owned(),
             child,
         })
     }
@@ -287,9 +319,11 @@ async fn open(
 async fn get(client: &mut Client, path: &str) -> Res<u64> {
     client.ready().await?;
     let host = HOST.get().map_or(NAME, String::as_str);
-    let req = hyper::Request::get(path)
-        .header("host", host)
-        .body(Empty::new())?;
+    let mut req = hyper::Request::get(path).header("host", host);
+    if let Some(s) = SENTINEL.get() {
+        req = req.header("authorization", format!("Bearer {s}"));
+    }
+    let req = req.body(Empty::new())?;
     let mut body = client.send_request(req).await?.into_body();
     let mut n = 0u64;
     while let Some(frame) = body.frame().await {
@@ -379,8 +413,8 @@ async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<(
     let (port, upstream_ca) = upstream(&dir).await?;
     let _ = HOST.set(format!("{NAME}:{port}"));
     let proxy_ca = dir.join("proxy-ca.pem");
-    let opaque = Proxy::spawn(port, &upstream_ca, None)?;
-    let term = Proxy::spawn(port, &upstream_ca, Some(&proxy_ca))?;
+    let opaque = Proxy::spawn(port, &upstream_ca, None, false)?;
+    let term = Proxy::spawn(port, &upstream_ca, Some(&proxy_ca), false)?;
     let tls = connector(&[&upstream_ca, &proxy_ca])?;
     let (mut o, mut t) = (Vec::new(), Vec::new());
     for r in 0..rounds {
@@ -426,6 +460,51 @@ async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<(
     let idle_t = idle_kib(&term, port, &tls, idle).await?;
     println!(
         "idle: {idle} connections, proxy RSS per connection: opaque {idle_o:.1} KiB, terminated {idle_t:.1} KiB (target <= 64)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `--masked`: terminated without credentials (A) against terminated with
+/// a masked credential swapped into every request (B), interleaved.
+async fn bench_masked(rounds: usize, mib: usize, requests: usize) -> Res<()> {
+    let dir = std::env::temp_dir().join(format!("tls-bench-masked-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let (port, upstream_ca) = upstream(&dir).await?;
+    let _ = HOST.set(format!("{NAME}:{port}"));
+    let (ca_a, ca_b) = (dir.join("ca-a.pem"), dir.join("ca-b.pem"));
+    let plain = Proxy::spawn(port, &upstream_ca, Some(&ca_a), false)?;
+    let masked = Proxy::spawn(port, &upstream_ca, Some(&ca_b), true)?;
+    let _ = SENTINEL.set(masked.sentinel.clone());
+    let tls = connector(&[&upstream_ca, &ca_a, &ca_b])?;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        if r % 2 == 0 {
+            a.push(round(plain.addr, port, &tls, mib, requests).await?);
+            b.push(round(masked.addr, port, &tls, mib, requests).await?);
+        } else {
+            b.push(round(masked.addr, port, &tls, mib, requests).await?);
+            a.push(round(plain.addr, port, &tls, mib, requests).await?);
+        }
+        println!(
+            "round {r}: p50 {:.0} / {:.0} us, bulk {:.0} / {:.0} MiB/s (terminated / terminated + masked)",
+            a[r].p50_us, b[r].p50_us, a[r].bulk_mib_s, b[r].bulk_mib_s
+        );
+    }
+    let added: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y.p50_us - x.p50_us).collect();
+    let ratio: Vec<f64> = (a.iter().zip(&b))
+        .map(|(x, y)| y.bulk_mib_s / x.bulk_mib_s)
+        .collect();
+    let pick = |v: &[Round], f: fn(&Round) -> f64| median(v.iter().map(f).collect());
+    println!(
+        "keep-alive p50: terminated {:.0} us, + masked credential {:.0} us, added median {:.0} us",
+        pick(&a, |r| r.p50_us),
+        pick(&b, |r| r.p50_us),
+        median(added)
+    );
+    println!(
+        "bulk download: ratio median {:.2} (masked / unmasked)",
+        median(ratio)
     );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -1,0 +1,419 @@
+//! Masked credentials (srt `credentials` with `mode: "mask"`): the run's
+//! sentinels, the real values behind them, and the scans the proxy runs on
+//! every request.
+//!
+//! The supervisor builds [`Credentials`] from the policy and its own
+//! environment; the real values live only in this value (in the supervisor
+//! process, never in the jail) and nothing returns them. Each sentinel is
+//! `oajail_masked_` followed by 32 lower-case hex digits from the system's
+//! secure random source (128 bits), so it can pass through headers, URLs,
+//! JSON and DNS labels unchanged and cannot be guessed.
+//!
+//! The rule the proxy enforces: a sentinel may appear only in the request
+//! headers of a terminated request to one of its credential's
+//! `injectHosts`, where it is replaced by the real value. Anywhere else
+//! (another host, the URL, the body, a CONNECT or SOCKS host name, plain
+//! HTTP) the request is refused. Scans look for the random core only,
+//! ASCII case-insensitively, so a shortened prefix or a change of case does
+//! not hide it; a sentinel split across two header values is found because
+//! the values are scanned as one run, and one split across body chunks
+//! because each chunk is scanned together with the end of the previous one.
+use crate::ProxyError;
+use http::{HeaderMap, HeaderValue};
+use hyper::body::{Body, Frame, SizeHint};
+use memchr::memmem;
+use oajail_policy::credentials::MaskedVar;
+use oajail_policy::host::Host;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+/// The visible prefix of every sentinel.
+const PREFIX: &str = "oajail_masked_";
+/// Hex digits of the random core (16 bytes).
+const CORE_LEN: usize = 32;
+/// Shortest real value looked for in response headers.
+const MIN_UNSWAP: usize = 8;
+
+/// One masked variable of this run.
+struct Secret {
+    name: String,
+    /// `PREFIX` + core: what the jail sees.
+    sentinel: String,
+    /// The random core, lower-case hex: what the scans look for.
+    core: Vec<u8>,
+    /// The real value (read by the supervisor, never in the jail).
+    real: String,
+    rule: MaskedVar,
+}
+
+/// The run's masked credentials; cheap to clone.
+#[derive(Clone, Default)]
+pub struct Credentials(Arc<Vec<Secret>>);
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Names only: neither the sentinel nor the real value is printed.
+        let names: Vec<&str> = self.0.iter().map(|s| s.name.as_str()).collect();
+        f.debug_tuple("Credentials").field(&names).finish()
+    }
+}
+
+/// Why a request was refused: the credential's name (never its value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Leak {
+    pub name: String,
+    pub place: &'static str,
+}
+
+impl Credentials {
+    /// A sentinel for each masked variable that `real` knows (a variable
+    /// the supervisor was not given is simply absent in the jail too).
+    /// Refused when a value could not travel in an HTTP header.
+    pub fn for_policy(
+        masked: &[MaskedVar],
+        real: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ProxyError> {
+        let random = rustls::crypto::ring::default_provider().secure_random;
+        let mut out = Vec::new();
+        for rule in masked {
+            let Some(value) = real(&rule.name) else {
+                continue;
+            };
+            if HeaderValue::from_str(&value).is_err() {
+                return Err(ProxyError::Credential(format!(
+                    "credentials: {} holds bytes an http header cannot carry, so it cannot be masked",
+                    rule.name
+                )));
+            }
+            let mut bytes = [0u8; CORE_LEN / 2];
+            random
+                .fill(&mut bytes)
+                .map_err(|_| ProxyError::Credential("credentials: no secure random".into()))?;
+            let core: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            out.push(Secret {
+                name: rule.name.clone(),
+                sentinel: format!("{PREFIX}{core}"),
+                core: core.into_bytes(),
+                real: value,
+                rule: rule.clone(),
+            });
+        }
+        Ok(Self(Arc::new(out)))
+    }
+
+    /// `(name, sentinel)` for the jail's environment.
+    pub fn jail_env(&self) -> Vec<(String, String)> {
+        (self.0.iter())
+            .map(|s| (s.name.clone(), s.sentinel.clone()))
+            .collect()
+    }
+
+    /// No masked variable in this run.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The first credential whose sentinel core is in `hay` (any case).
+    pub(crate) fn find(&self, hay: &[u8]) -> Option<&str> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let lower = hay.to_ascii_lowercase();
+        (self.0.iter())
+            .find(|s| memmem::find(&lower, &s.core).is_some())
+            .map(|s| s.name.as_str())
+    }
+
+    /// `text` with every sentinel core replaced by `[masked NAME]`, for
+    /// logs and messages.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for s in self.0.iter() {
+            let core = String::from_utf8_lossy(&s.core).into_owned();
+            while let Some(at) = out.to_ascii_lowercase().find(&core) {
+                out.replace_range(at..at + CORE_LEN, &format!("[masked {}]", s.name));
+            }
+        }
+        out
+    }
+
+    /// Check one request's head. Sentinels of credentials that inject to
+    /// `host:port` are swapped for the real value in header values (when
+    /// `inject` is true: a terminated request); any sentinel left anywhere
+    /// in the target or the headers refuses the request.
+    pub(crate) fn check_head(
+        &self,
+        target: &str,
+        headers: &mut HeaderMap,
+        dest: Option<(&Host, u16)>,
+    ) -> Result<(), Leak> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        if let Some(name) = self.find(target.as_bytes()) {
+            return Err(leak(name, "the request url"));
+        }
+        if let Some((host, port)) = dest {
+            self.swap(headers, host, port);
+        }
+        // One run over every name and value, in order: a sentinel split
+        // across two values (of one name or neighbours) is still found.
+        // Names are scanned on their own run.
+        let mut run = Vec::new();
+        let mut names = Vec::new();
+        for (name, value) in headers.iter() {
+            names.extend_from_slice(name.as_str().as_bytes());
+            run.extend_from_slice(value.as_bytes());
+        }
+        match self.find(&run).or_else(|| self.find(&names)) {
+            Some(name) => Err(leak(name, "a request header")),
+            None => Ok(()),
+        }
+    }
+
+    fn swap(&self, headers: &mut HeaderMap, host: &Host, port: u16) {
+        let injecting: Vec<&Secret> = (self.0.iter())
+            .filter(|s| s.rule.injects_to(host, port))
+            .collect();
+        if injecting.is_empty() {
+            return;
+        }
+        for value in headers.values_mut() {
+            let Ok(text) = value.to_str() else { continue };
+            if !injecting.iter().any(|s| text.contains(&s.sentinel)) {
+                continue;
+            }
+            let mut swapped = text.to_owned();
+            for s in &injecting {
+                swapped = swapped.replace(&s.sentinel, &s.real);
+            }
+            // Both parts are valid header text (checked at start).
+            if let Ok(new) = HeaderValue::from_str(&swapped) {
+                *value = new;
+            }
+        }
+    }
+
+    /// Put the sentinel back where a response echoes a real value in a
+    /// header, so the jail never reads it there. Values shorter than
+    /// [`MIN_UNSWAP`] are left alone: they would match unrelated text
+    /// (and are no secret worth the name).
+    pub(crate) fn unswap(&self, headers: &mut HeaderMap) {
+        for value in headers.values_mut() {
+            let Ok(text) = value.to_str() else { continue };
+            let hit =
+                (self.0.iter()).filter(|s| s.real.len() >= MIN_UNSWAP && text.contains(&s.real));
+            let mut fixed: Option<String> = None;
+            for s in hit {
+                let current = fixed.take().unwrap_or_else(|| text.to_owned());
+                fixed = Some(current.replace(&s.real, &s.sentinel));
+            }
+            if let Some(new) = fixed.and_then(|f| HeaderValue::from_str(&f).ok()) {
+                *value = new;
+            }
+        }
+    }
+
+    /// A streaming scanner for one request body.
+    pub(crate) fn scanner(&self) -> BodyScan {
+        BodyScan {
+            creds: self.clone(),
+            tail: Vec::new(),
+        }
+    }
+}
+
+fn leak(name: &str, place: &'static str) -> Leak {
+    Leak {
+        name: name.to_owned(),
+        place,
+    }
+}
+
+impl Leak {
+    /// The refusal text: the credential by name, never a value.
+    pub(crate) fn message(&self, dest: &str) -> String {
+        format!(
+            "the masked credential {} in {} to {dest}: a sentinel may only go in the headers of https requests to its injectHosts",
+            self.name, self.place
+        )
+    }
+}
+
+/// Scans a body chunk by chunk; each chunk is scanned after the last
+/// `CORE_LEN - 1` bytes of the one before, so a split sentinel is found
+/// when its last byte arrives, before that chunk is passed on.
+#[derive(Debug)]
+pub(crate) struct BodyScan {
+    creds: Credentials,
+    tail: Vec<u8>,
+}
+
+impl BodyScan {
+    /// Scan the next chunk; `Some(name)` refuses the request.
+    pub(crate) fn feed(&mut self, chunk: &[u8]) -> Option<String> {
+        if self.creds.is_empty() {
+            return None;
+        }
+        self.tail.extend_from_slice(chunk);
+        let hit = self.creds.find(&self.tail).map(str::to_owned);
+        let keep = self.tail.len().min(CORE_LEN - 1);
+        self.tail.drain(..self.tail.len() - keep);
+        hit
+    }
+}
+
+/// A request body that is scanned as it streams upstream. On a sentinel
+/// it fails instead of yielding the chunk (the upstream request is
+/// aborted) and records the credential's name in `hit`.
+pub(crate) struct Scanned<B> {
+    inner: B,
+    scan: BodyScan,
+    pub hit: Arc<OnceLock<String>>,
+}
+
+impl<B> Scanned<B> {
+    pub(crate) fn new(inner: B, scan: BodyScan) -> Self {
+        Self {
+            inner,
+            scan,
+            hit: Arc::new(OnceLock::new()),
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<B> Body for Scanned<B>
+where
+    B: Body<Data = bytes::Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = bytes::Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = &mut *self;
+        let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => frame,
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => return Poll::Pending,
+        };
+        let found = match (frame.data_ref(), frame.trailers_ref()) {
+            (Some(data), _) => this.scan.feed(data),
+            (None, Some(trailers)) => {
+                let run: Vec<u8> = trailers
+                    .values()
+                    .flat_map(|v| v.as_bytes().to_vec())
+                    .collect();
+                this.scan.creds.find(&run).map(str::to_owned)
+            }
+            (None, None) => None,
+        };
+        match found {
+            Some(name) => {
+                let _ = this.hit.set(name);
+                Poll::Ready(Some(Err(
+                    "a masked credential's sentinel in the body".into()
+                )))
+            }
+            None => Poll::Ready(Some(Ok(frame))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oajail_policy::domain::{DomainPattern, ListKind};
+
+    fn creds() -> Credentials {
+        let rule = MaskedVar {
+            name: "KEY".into(),
+            inject_hosts: vec![DomainPattern::parse("api.test", ListKind::Allow).unwrap()],
+        };
+        Credentials::for_policy(&[rule], |_| Some("real-value-123".into())).unwrap()
+    }
+
+    fn sentinel(c: &Credentials) -> String {
+        c.jail_env()[0].1.clone()
+    }
+
+    #[test]
+    fn sentinels_are_random_and_well_formed() {
+        let (a, b) = (sentinel(&creds()), sentinel(&creds()));
+        assert_ne!(a, b);
+        assert_eq!(a.len(), PREFIX.len() + CORE_LEN);
+        assert!(
+            a.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        );
+        assert!(!format!("{:?}", creds()).contains(PREFIX));
+    }
+
+    #[test]
+    fn headers_swap_only_for_inject_hosts() {
+        let c = creds();
+        let s = sentinel(&c);
+        let api = oajail_policy::host::canonicalize("api.test").unwrap();
+        let other = oajail_policy::host::canonicalize("other.test").unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("authorization", format!("Bearer {s}").parse().unwrap());
+        let mut h2 = h.clone();
+        assert!(c.check_head("/", &mut h, Some((&api, 443))).is_ok());
+        assert_eq!(h["authorization"], "Bearer real-value-123");
+        let err = c.check_head("/", &mut h2, Some((&other, 443))).unwrap_err();
+        assert_eq!(err.name, "KEY");
+        let mut plain = HeaderMap::new();
+        plain.insert("x", s.to_uppercase().parse().unwrap());
+        assert!(c.check_head("/", &mut plain, Some((&api, 443))).is_err());
+        let mut none = HeaderMap::new();
+        let query = format!("/v1?key={s}");
+        assert!(c.check_head(&query, &mut none, Some((&api, 443))).is_err());
+    }
+
+    #[test]
+    fn split_sentinels_are_found() {
+        let c = creds();
+        let s = sentinel(&c);
+        let (a, b) = s.split_at(30);
+        let mut h = HeaderMap::new();
+        h.append("x-a", a.parse().unwrap());
+        h.append("x-a", b.parse().unwrap());
+        assert!(c.check_head("/", &mut h, None).is_err());
+        for cut in [1, 15, 31, 40] {
+            let mut scan = c.scanner();
+            let body = format!("{{\"k\": \"{s}\"}}");
+            let (x, y) = body.split_at(cut);
+            assert_eq!(scan.feed(x.as_bytes()), None, "{cut}");
+            assert_eq!(scan.feed(y.as_bytes()).as_deref(), Some("KEY"), "{cut}");
+        }
+    }
+
+    #[test]
+    fn echoes_and_logs_hide_values() {
+        let c = creds();
+        let s = sentinel(&c);
+        let mut h = HeaderMap::new();
+        h.insert("x-echo", "got real-value-123".parse().unwrap());
+        c.unswap(&mut h);
+        assert_eq!(h["x-echo"], format!("got {s}").as_str());
+        assert_eq!(
+            c.redact(&format!("/a?k={s}")),
+            "/a?k=oajail_masked_[masked KEY]"
+        );
+    }
+}
