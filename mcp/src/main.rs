@@ -167,7 +167,13 @@ fn run_selftest() -> i32 {
 
 fn run(cli: Cli) -> Result<()> {
     let cfg = cli.opts.config()?;
-    let needs = cfg.egress_needs()?;
+    // The request rules come from the catalogue, so it is loaded before the
+    // policy is printed or handed to oajail.
+    let catalogue = Arc::new(match &cfg.openapi {
+        Some(path) => Catalogue::from_file(path, cfg.allow_writes)?,
+        None => Catalogue::builtin(cfg.allow_writes)?,
+    });
+    let needs = cfg.egress_needs(&catalogue)?;
     if let Some(Command::PrintEgressPolicy { format }) = &cli.command {
         let text = egress::print(format, &needs)?;
         let mut out = std::io::stdout().lock();
@@ -207,10 +213,6 @@ fn run(cli: Cli) -> Result<()> {
             "Egress of this server is not bounded by a jail.".to_owned()
         }
     };
-    let catalogue = Arc::new(match &cfg.openapi {
-        Some(path) => Catalogue::from_file(path, cfg.allow_writes)?,
-        None => Catalogue::builtin(cfg.allow_writes)?,
-    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // Workers are spawned from blocking-pool threads and die with the
@@ -226,6 +228,21 @@ fn run(cli: Cli) -> Result<()> {
     served
 }
 
+/// Under an oajail wrapper the API host's TLS is terminated by its proxy
+/// (the policy says so and the boot check verified the policy): the API
+/// client must trust the bundle the wrapper names, and nothing else works.
+fn wrapper_roots(egress: EgressAuthority) -> Result<Option<std::path::PathBuf>> {
+    if egress != EgressAuthority::Wrapper {
+        return Ok(None);
+    }
+    match std::env::var_os("SSL_CERT_FILE") {
+        Some(path) if !path.is_empty() => Ok(Some(path.into())),
+        _ => bail!(
+            "egress: the wrapper set no SSL_CERT_FILE, so its proxy's certificate for the api host cannot be verified"
+        ),
+    }
+}
+
 async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> Result<()> {
     let key = cfg.api_key.clone();
     let executor = if cfg.execute_disabled {
@@ -235,6 +252,7 @@ async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> R
         let api = api::ApiClient::new(
             &cfg.base_url,
             key,
+            wrapper_roots(cfg.egress)?.as_deref(),
             cfg.extra_ca_certs.as_deref(),
             cfg.limits.api_timeout,
         )?;
