@@ -134,6 +134,9 @@ impl Opts {
     }
 }
 
+/// Threads of tokio's blocking pool (see the runtime's construction).
+const BLOCKING_THREADS: usize = 2;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(worker::WORKER_ARG) {
@@ -217,7 +220,12 @@ fn run(cli: Cli) -> Result<()> {
         .enable_all()
         // Workers are spawned from blocking-pool threads and die with the
         // thread that forked them (PR_SET_PDEATHSIG): those threads must
-        // live as long as the server.
+        // live as long as the server. So they are few: each thread that
+        // ever allocates keeps a malloc arena (~200 KiB resident) for good,
+        // and tokio's default (512) would let a burst of executes or
+        // searches leave hundreds behind. Two: a spawn and a search (or,
+        // when stdin is not a pipe, tokio's blocking stdin read) at once.
+        .max_blocking_threads(BLOCKING_THREADS)
         .thread_keep_alive(Duration::from_secs(u64::from(u32::MAX)))
         .build()
         .context("tokio runtime")?;
