@@ -200,7 +200,10 @@ fn without_url(e: &reqwest::Error) -> String {
     text
 }
 
-fn tls_config(roots_file: Option<&Path>, extra_ca: Option<&Path>) -> Result<rustls::ClientConfig, McpError> {
+fn tls_config(
+    roots_file: Option<&Path>,
+    extra_ca: Option<&Path>,
+) -> Result<rustls::ClientConfig, McpError> {
     let mut roots = rustls::RootCertStore::empty();
     match roots_file {
         Some(path) => add_pem(&mut roots, path, "SSL_CERT_FILE")?,
@@ -220,12 +223,9 @@ fn tls_config(roots_file: Option<&Path>, extra_ca: Option<&Path>) -> Result<rust
 }
 
 /// Adds every certificate of the PEM file `path` (named `what` in errors).
-fn add_pem(
-    roots: &mut rustls::RootCertStore,
-    path: &Path,
-    what: &str,
-) -> Result<(), McpError> {
-    let err = |e: &dyn std::fmt::Display| McpError::Client(format!("{what} {}: {e}", path.display()));
+fn add_pem(roots: &mut rustls::RootCertStore, path: &Path, what: &str) -> Result<(), McpError> {
+    let err =
+        |e: &dyn std::fmt::Display| McpError::Client(format!("{what} {}: {e}", path.display()));
     for cert in CertificateDer::pem_file_iter(path).map_err(|e| err(&e))? {
         roots.add(cert.map_err(|e| err(&e))?).map_err(|e| err(&e))?;
     }

@@ -145,10 +145,7 @@ mod tests {
             template_pattern("/agendas/{agendaUid}/events"),
             "/agendas/*/events"
         );
-        assert_eq!(
-            template_pattern("/events/{uid}.json"),
-            "/events/*.json"
-        );
+        assert_eq!(template_pattern("/events/{uid}.json"), "/events/*.json");
         assert_eq!(template_pattern("/a/{x}{y}/b"), "/a/*/b");
         assert_eq!(template_pattern("agendas"), "/agendas");
     }

@@ -151,12 +151,17 @@ fn the_policy_crate_judges_requests_as_read_only_mode_means() {
     // The credential's scope and the termination, as srt reads them.
     assert_eq!(loaded.policy.oajail.env_deny, ["OA_API_KEY"]);
     let tls = loaded.policy.network.tls_terminate.as_ref().unwrap();
-    assert_eq!((tls.ca_cert_path.as_ref(), tls.ca_key_path.as_ref()), (None, None));
+    assert_eq!(
+        (tls.ca_cert_path.as_ref(), tls.ca_key_path.as_ref()),
+        (None, None)
+    );
 }
 
 #[test]
 fn oajail_explain_shows_the_rules_and_the_termination() {
-    let Some(oajail) = support::oajail_binary() else { return };
+    let Some(oajail) = support::oajail_binary() else {
+        return;
+    };
     let v = policy(&[]);
     let dir = support::mock::TempDir::new_in(&["/var/tmp".into()], "explain");
     let file = dir.0.join("policy.json");
@@ -212,13 +217,17 @@ fn the_boot_check_refuses_a_wrapper_without_the_new_keys() {
             v["network"].as_object_mut().unwrap().remove("tlsTerminate");
         }),
         ("a CA from files", |v| {
-            v["network"]["tlsTerminate"] = json!({"caCertPath": "/etc/ca.pem", "caKeyPath": "/etc/ca.key"});
+            v["network"]["tlsTerminate"] =
+                json!({"caCertPath": "/etc/ca.pem", "caKeyPath": "/etc/ca.key"});
         }),
         ("no httpRules", |v| {
             v.as_object_mut().unwrap().remove("oajail");
         }),
         ("no deny rules", |v| {
-            v["oajail"]["httpRules"].as_object_mut().unwrap().remove("deny");
+            v["oajail"]["httpRules"]
+                .as_object_mut()
+                .unwrap()
+                .remove("deny");
         }),
         ("a wider allow rule", |v| {
             v["oajail"]["httpRules"]["allow"]

@@ -150,10 +150,17 @@ fn execute_through_oajail_and_its_proxy() {
     let result = &r["structuredContent"]["result"];
     assert_eq!(result[0], json!(403), "{r}");
     assert!(
-        result[1].as_str().unwrap_or("").contains("oajail.httpRules"),
+        result[1]
+            .as_str()
+            .unwrap_or("")
+            .contains("oajail.httpRules"),
         "{r}"
     );
-    assert_eq!(lab.mock.seen.lock().unwrap().len(), 2, "nothing new upstream");
+    assert_eq!(
+        lab.mock.seen.lock().unwrap().len(),
+        2,
+        "nothing new upstream"
+    );
     let log = s.stderr.lock().unwrap().clone();
     assert!(
         !log.contains("egress is NOT bounded"),
@@ -212,8 +219,15 @@ fn the_wrapper_refuses_writes_and_other_paths_of_a_rogue_server() {
         "{r}"
     );
     let seen = lab.mock.seen.lock().unwrap().clone();
-    let targets: Vec<_> = seen.iter().map(|x| format!("{} {}", x.method, x.target)).collect();
-    assert_eq!(targets, ["GET /v3/agendas/3/events"], "only the read reached the API");
+    let targets: Vec<_> = seen
+        .iter()
+        .map(|x| format!("{} {}", x.method, x.target))
+        .collect();
+    assert_eq!(
+        targets,
+        ["GET /v3/agendas/3/events"],
+        "only the read reached the API"
+    );
     assert!(log.contains("oajail: proxy refused"), "live lines: {log}");
 }
 
