@@ -390,12 +390,19 @@ pub(crate) fn js_path(id: &str) -> String {
     }
 }
 
-/// The document as JSON. YAML is read straight into a JSON value, which
-/// keeps the load's peak (and so the heap the server keeps for its whole
-/// life: freed chunks below live ones are not returned to the system) to
-/// one tree instead of a YAML tree plus its JSON copy. A document that has
-/// no direct JSON reading (a custom `!tag`) goes through the YAML tree.
+/// The document as JSON. A JSON document (the built-in one, see
+/// `build.rs`) is read by `serde_json`; YAML is read straight into a JSON
+/// value, which keeps the load's peak (and so the heap the server keeps for
+/// its whole life: freed chunks below live ones are not returned to the
+/// system) to one tree instead of a YAML tree plus its JSON copy. A YAML
+/// document that has no direct JSON reading (a custom `!tag`) goes through
+/// the YAML tree.
 fn parse(text: &str, origin: &str) -> Result<Value, McpError> {
+    if text.trim_start().starts_with('{')
+        && let Ok(v) = serde_json::from_str::<Value>(text)
+    {
+        return Ok(v);
+    }
     if let Ok(v) = serde_yaml_ng::from_str::<Value>(text) {
         return Ok(v);
     }
