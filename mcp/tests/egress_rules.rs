@@ -28,11 +28,15 @@ fn policy(args: &[&str]) -> Value {
 }
 
 fn hash(v: &Value) -> String {
+    try_hash(v).unwrap()
+}
+
+/// The policy hash, or `None` when oajail refuses the policy itself.
+fn try_hash(v: &Value) -> Option<String> {
     let text = serde_json::to_string_pretty(v).unwrap();
     oajail_policy::Policy::from_settings_json(&text, "test")
-        .unwrap()
-        .policy
-        .sha256()
+        .ok()
+        .map(|l| l.policy.sha256())
 }
 
 /// The policy with the machine-specific binary paths named generically.
@@ -241,7 +245,12 @@ fn the_boot_check_refuses_a_wrapper_without_the_new_keys() {
     for (what, edit) in edits {
         let mut theirs = ours.clone();
         edit(&mut theirs);
-        let their_hash = hash(&theirs);
+        // An oajail that masks variables refuses a masked variable without
+        // `tlsTerminate` outright: no wrapper can run that policy at all.
+        let Some(their_hash) = try_hash(&theirs) else {
+            assert_eq!(what, "no tlsTerminate", "only that edit is invalid");
+            continue;
+        };
         assert_ne!(their_hash, our_hash, "{what}: the hash must cover it");
         let (code, err) = boot_with(&their_hash);
         assert_eq!(code, Some(2), "{what}: {err}");
