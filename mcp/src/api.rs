@@ -9,7 +9,10 @@
 //!   replaced by `[redacted]` in every text this module returns;
 //! - proxies come from `HTTPS_PROXY`/`NO_PROXY` (inside oajail, the jail's
 //!   proxy); TLS roots are the compiled-in Mozilla set plus
-//!   `OA_EXTRA_CA_CERTS`.
+//!   `OA_EXTRA_CA_CERTS`, except under an oajail wrapper: its proxy
+//!   terminates TLS to the API host with a CA made per run, so there the
+//!   roots are the bundle the wrapper names in `SSL_CERT_FILE` (the host's
+//!   roots plus that CA) instead of the compiled-in set.
 
 use crate::McpError;
 use crate::spec::{Operation, Param, ParamIn, Style};
@@ -44,15 +47,17 @@ pub struct ApiClient {
 }
 
 impl ApiClient {
-    /// Builds the client for `base_url`.
+    /// Builds the client for `base_url`. `roots` replaces the compiled-in
+    /// roots with a PEM bundle (the wrapper's, see the module docs).
     pub fn new(
         base_url: &str,
         key: Option<String>,
+        roots: Option<&Path>,
         extra_ca: Option<&Path>,
         timeout: Duration,
     ) -> Result<Self, McpError> {
         let base = Url::parse(base_url).map_err(|e| McpError::Client(format!("base url: {e}")))?;
-        let tls = tls_config(extra_ca)?;
+        let tls = tls_config(roots, extra_ca)?;
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
             .redirect(reqwest::redirect::Policy::none())
@@ -195,20 +200,17 @@ fn without_url(e: &reqwest::Error) -> String {
     text
 }
 
-fn tls_config(extra_ca: Option<&Path>) -> Result<rustls::ClientConfig, McpError> {
+fn tls_config(
+    roots_file: Option<&Path>,
+    extra_ca: Option<&Path>,
+) -> Result<rustls::ClientConfig, McpError> {
     let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    match roots_file {
+        Some(path) => add_pem(&mut roots, path, "SSL_CERT_FILE")?,
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
     if let Some(path) = extra_ca {
-        let certs = CertificateDer::pem_file_iter(path)
-            .map_err(|e| McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display())))?;
-        for cert in certs {
-            let cert = cert.map_err(|e| {
-                McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display()))
-            })?;
-            roots.add(cert).map_err(|e| {
-                McpError::Client(format!("OA_EXTRA_CA_CERTS {}: {e}", path.display()))
-            })?;
-        }
+        add_pem(&mut roots, path, "OA_EXTRA_CA_CERTS")?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
@@ -218,6 +220,16 @@ fn tls_config(extra_ca: Option<&Path>) -> Result<rustls::ClientConfig, McpError>
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// Adds every certificate of the PEM file `path` (named `what` in errors).
+fn add_pem(roots: &mut rustls::RootCertStore, path: &Path, what: &str) -> Result<(), McpError> {
+    let err =
+        |e: &dyn std::fmt::Display| McpError::Client(format!("{what} {}: {e}", path.display()));
+    for cert in CertificateDer::pem_file_iter(path).map_err(|e| err(&e))? {
+        roots.add(cert.map_err(|e| err(&e))?).map_err(|e| err(&e))?;
+    }
+    Ok(())
 }
 
 /// Headers a spec's header parameter may never set: the server owns them.

@@ -99,15 +99,22 @@ pub struct Config {
 }
 
 impl Config {
-    /// What this configuration needs from its wrapper (see [`crate::egress`]).
-    pub fn egress_needs(&self) -> Result<crate::egress::Needs, McpError> {
+    /// What this configuration, serving `catalogue`, needs from its wrapper
+    /// (see [`crate::egress`] and [`crate::http_rules`]).
+    pub fn egress_needs(
+        &self,
+        catalogue: &crate::spec::Catalogue,
+    ) -> Result<crate::egress::Needs, McpError> {
         let exe = crate::egress::current_exe()?;
-        let extra: Vec<&std::path::Path> =
-            [self.extra_ca_certs.as_deref(), self.openapi.as_deref()]
-                .into_iter()
-                .flatten()
-                .collect();
-        crate::egress::Needs::of(&self.api_host()?, &exe, &extra)
+        let rules =
+            crate::http_rules::ApiRules::derive(&self.base_url, catalogue, self.allow_writes)?;
+        crate::egress::Needs::of(
+            &self.api_host()?,
+            &exe,
+            self.extra_ca_certs.as_deref(),
+            self.openapi.as_deref(),
+            rules,
+        )
     }
 
     /// The host of [`Config::base_url`], the only host the API client talks to.

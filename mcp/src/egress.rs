@@ -1,16 +1,22 @@
 //! The egress policy this server asks its wrapper to enforce, and the boot
 //! check that the wrapper really enforces it.
 //!
-//! The policy is srt settings JSON: network allowed only to the API host;
-//! reads denied under `~` but re-allowed for exactly the files the server
+//! The policy is srt settings JSON: network allowed only to the API host,
+//! its TLS terminated by the wrapper's proxy (a CA made per run; the CA of
+//! `--extra-ca-certs`, when given, trusted for the upstream);
+//! `OA_API_KEY` masked (srt `credentials`: the jail holds a stand-in, the
+//! proxy swaps the real key in for the API host only); every request to
+//! the API host judged by `oajail.httpRules` derived from the spec
+//! ([`crate::http_rules`]: the read operations, plus the write operations
+//! with `--allow-writes`); reads denied under `~` but re-allowed for exactly the files the server
 //! opens (its binary, the worker binary, the CA bundle and OpenAPI file when
 //! given), by absolute canonical path; no writes. Nothing is relative to the
 //! working directory, so the same server gets the same policy and hash from
 //! any cwd (a `.` entry used to re-open all of `~` when a client started the
 //! server in the home directory).
 //!
-//! Layout for later extensions (key masking, L7 rules): [`Needs`] is what the
-//! server derives from its configuration, [`srt_settings`] the one place that
+//! Layout: [`Needs`] is what the server derives from its configuration and
+//! catalogue, [`srt_settings`] the one place that
 //! turns it into policy JSON, [`print()`] the printed forms, [`check_wrapper`]
 //! the boot check against the wrapper's hash. Its hash is
 //! computed by `oajail-policy` from the very JSON text printed, so
@@ -28,6 +34,7 @@
 //! inode is allocated dynamically, and any namespace that has a route out.
 
 use crate::McpError;
+use crate::http_rules::ApiRules;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -47,18 +54,32 @@ pub struct Needs {
     pub exe: PathBuf,
     /// Files re-allowed for reading under the denied home.
     pub files: Vec<PathBuf>,
+    /// The extra CA the API client trusts (absolute): the proxy must trust
+    /// it for the upstream too (`tlsTerminate.extraCaCertPaths`).
+    pub extra_ca: Option<PathBuf>,
+    /// The request rules for the API host.
+    pub rules: ApiRules,
 }
 
 impl Needs {
-    /// The needs of this process: `exe` and its worker, plus `extra` files
-    /// (CA bundle, OpenAPI document), each made absolute and canonical.
-    pub fn of(api_host: &str, exe: &Path, extra: &[&Path]) -> Result<Self, McpError> {
+    /// The needs of this process: `exe` and its worker, plus the extra CA
+    /// bundle and OpenAPI document when given, each made absolute and
+    /// canonical, and the API's request rules.
+    pub fn of(
+        api_host: &str,
+        exe: &Path,
+        extra_ca: Option<&Path>,
+        openapi: Option<&Path>,
+        rules: ApiRules,
+    ) -> Result<Self, McpError> {
         let mut files = vec![exe.to_path_buf()];
         let worker = crate::worker::worker_exe(exe);
         if worker != exe {
             files.push(worker);
         }
-        for path in extra {
+        let extra_ca = extra_ca.map(absolute).transpose()?;
+        files.extend(extra_ca.iter().cloned());
+        if let Some(path) = openapi {
             files.push(absolute(path)?);
         }
         files.sort();
@@ -67,6 +88,8 @@ impl Needs {
             api_host: api_host.to_owned(),
             exe: exe.to_path_buf(),
             files,
+            extra_ca,
+            rules,
         })
     }
 }
@@ -80,22 +103,40 @@ pub fn absolute(path: &Path) -> Result<PathBuf, McpError> {
     })
 }
 
+/// The environment variable holding the API key, masked by the wrapper.
+pub const KEY_VAR: &str = "OA_API_KEY";
+
 /// The srt settings for these needs. No relative entry: `.` would re-open
 /// the whole home directory when a client starts the server in `~`.
+/// `tlsTerminate` names no CA files: the wrapper makes one per run and its
+/// key never exists outside the wrapper's memory.
 pub fn srt_settings(needs: &Needs) -> Value {
-    let files: Vec<String> = needs
-        .files
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
+    let display = |p: &PathBuf| p.display().to_string();
+    let files: Vec<String> = needs.files.iter().map(display).collect();
+    let mut tls = json!({});
+    if let Some(ca) = &needs.extra_ca {
+        tls["extraCaCertPaths"] = json!([display(ca)]);
+    }
+    let mut rules = json!({"allow": needs.rules.allow});
+    if !needs.rules.deny.is_empty() {
+        rules["deny"] = json!(needs.rules.deny);
+    }
     json!({
-        "network": {"allowedDomains": [needs.api_host], "deniedDomains": []},
+        "network": {
+            "allowedDomains": [needs.api_host],
+            "deniedDomains": [],
+            "tlsTerminate": tls
+        },
         "filesystem": {
             "denyRead": ["~"],
             "allowRead": files,
             "allowWrite": [],
             "denyWrite": []
-        }
+        },
+        "credentials": {
+            "envVars": [{"name": KEY_VAR, "mode": "mask", "injectHosts": [needs.api_host]}]
+        },
+        "oajail": {"httpRules": rules}
     })
 }
 

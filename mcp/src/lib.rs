@@ -4,7 +4,8 @@
 //! operations, [`search`] and [`render`]) and `execute` (model-written
 //! JavaScript run by QuickJS, [`executor`] and [`worker`]), the Rust-side API
 //! client ([`api`]), the egress policy it asks its wrapper for and the boot
-//! check of that wrapper ([`egress`]), and the one-entry jailed launch
+//! check of that wrapper ([`egress`]) with its request rules derived from
+//! the spec ([`http_rules`]), and the one-entry jailed launch
 //! ([`relaunch`]).
 //!
 //! Invariants:
@@ -31,6 +32,7 @@ pub mod config;
 pub mod egress;
 pub mod error;
 pub mod executor;
+pub mod http_rules;
 pub mod log;
 pub mod mcp;
 pub mod relaunch;

@@ -134,6 +134,9 @@ impl Opts {
     }
 }
 
+/// Threads of tokio's blocking pool (see the runtime's construction).
+const BLOCKING_THREADS: usize = 2;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(worker::WORKER_ARG) {
@@ -167,7 +170,13 @@ fn run_selftest() -> i32 {
 
 fn run(cli: Cli) -> Result<()> {
     let cfg = cli.opts.config()?;
-    let needs = cfg.egress_needs()?;
+    // The request rules come from the catalogue, so it is loaded before the
+    // policy is printed or handed to oajail.
+    let catalogue = Arc::new(match &cfg.openapi {
+        Some(path) => Catalogue::from_file(path, cfg.allow_writes)?,
+        None => Catalogue::builtin(cfg.allow_writes)?,
+    });
+    let needs = cfg.egress_needs(&catalogue)?;
     if let Some(Command::PrintEgressPolicy { format }) = &cli.command {
         let text = egress::print(format, &needs)?;
         let mut out = std::io::stdout().lock();
@@ -207,15 +216,16 @@ fn run(cli: Cli) -> Result<()> {
             "Egress of this server is not bounded by a jail.".to_owned()
         }
     };
-    let catalogue = Arc::new(match &cfg.openapi {
-        Some(path) => Catalogue::from_file(path, cfg.allow_writes)?,
-        None => Catalogue::builtin(cfg.allow_writes)?,
-    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // Workers are spawned from blocking-pool threads and die with the
         // thread that forked them (PR_SET_PDEATHSIG): those threads must
-        // live as long as the server.
+        // live as long as the server. So they are few: each thread that
+        // ever allocates keeps a malloc arena (~200 KiB resident) for good,
+        // and tokio's default (512) would let a burst of executes or
+        // searches leave hundreds behind. Two: a spawn and a search (or,
+        // when stdin is not a pipe, tokio's blocking stdin read) at once.
+        .max_blocking_threads(BLOCKING_THREADS)
         .thread_keep_alive(Duration::from_secs(u64::from(u32::MAX)))
         .build()
         .context("tokio runtime")?;
@@ -224,6 +234,21 @@ fn run(cli: Cli) -> Result<()> {
     // wait for it. Workers were killed when the pool was dropped.
     rt.shutdown_background();
     served
+}
+
+/// Under an oajail wrapper the API host's TLS is terminated by its proxy
+/// (the policy says so and the boot check verified the policy): the API
+/// client must trust the bundle the wrapper names, and nothing else works.
+fn wrapper_roots(egress: EgressAuthority) -> Result<Option<std::path::PathBuf>> {
+    if egress != EgressAuthority::Wrapper {
+        return Ok(None);
+    }
+    match std::env::var_os("SSL_CERT_FILE") {
+        Some(path) if !path.is_empty() => Ok(Some(path.into())),
+        _ => bail!(
+            "egress: the wrapper set no SSL_CERT_FILE, so its proxy's certificate for the api host cannot be verified"
+        ),
+    }
 }
 
 async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> Result<()> {
@@ -235,6 +260,7 @@ async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> R
         let api = api::ApiClient::new(
             &cfg.base_url,
             key,
+            wrapper_roots(cfg.egress)?.as_deref(),
             cfg.extra_ca_certs.as_deref(),
             cfg.limits.api_timeout,
         )?;

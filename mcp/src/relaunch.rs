@@ -5,8 +5,10 @@
 //! directory, a minimal `PATH`). Outside a jail (no `OAJAIL` in the
 //! environment) the process computes its policy ([`crate::egress::Needs`]),
 //! writes it into a pipe and replaces itself with
-//! `oajail --settings /proc/self/fd/N --env-keep OA_API_KEY -- <this binary>
-//! <the same arguments>`. oajail reads the policy from the pipe (there is no
+//! `oajail --settings /proc/self/fd/N -- <this binary> <the same
+//! arguments>`. `OA_API_KEY` is not kept by flag: the policy masks it
+//! (srt `credentials`), so the jailed server holds a stand-in that the
+//! wrapper's proxy swaps for the key on requests to the API host only. oajail reads the policy from the pipe (there is no
 //! file to keep in sync or to leave behind), closes every inherited
 //! descriptor above stderr before the jailed command runs, and starts the
 //! same binary again inside the jail, where `OAJAIL` is set: that instance
@@ -111,8 +113,6 @@ fn prepare(
     let mut cmd = std::process::Command::new(oajail);
     cmd.arg("--settings")
         .arg(format!("/proc/self/fd/{}", read.as_raw_fd()))
-        .arg("--env-keep")
-        .arg("OA_API_KEY")
         .arg("--")
         .arg(&needs.exe)
         .args(args)

@@ -27,7 +27,7 @@ fn srt_policy_allows_only_the_api_host() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v["network"],
-        json!({"allowedDomains": ["dapi.openagenda.com"], "deniedDomains": []})
+        json!({"allowedDomains": ["dapi.openagenda.com"], "deniedDomains": [], "tlsTerminate": {}})
     );
     assert_eq!(v["filesystem"]["denyRead"], json!(["~"]));
     assert_eq!(v["filesystem"]["allowWrite"], json!([]));

@@ -31,14 +31,23 @@ impl Rng {
     }
 }
 
-fn rss_kib(pid: u32) -> u64 {
+fn status_field(pid: u32, name: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(name))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }
+
+fn rss_kib(pid: u32) -> u64 {
+    status_field(pid, "VmRSS:")
+}
+
+/// The event loop's thread plus tokio's blocking pool, capped at two
+/// (`BLOCKING_THREADS` in main.rs): each thread keeps a malloc arena for
+/// good, so a burst must not leave one per concurrent spawn or search.
+const MAX_THREADS: u64 = 3;
 
 fn call(id: u64, name: &str, args: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -192,6 +201,11 @@ fn hostile_input_soak() {
         "every malformed line gets one id:null error"
     );
     assert!(max_rss < RSS_BOUND_KIB, "server RSS reached {max_rss} KiB");
+    let threads = status_field(pid, "Threads:");
+    assert!(
+        (1..=MAX_THREADS).contains(&threads),
+        "{threads} threads after 50 concurrent executes"
+    );
     // A SIGTERM in the middle of a call: the call is answered, then a clean exit.
     s.send(&call(
         id,

@@ -14,8 +14,13 @@ use std::collections::BTreeMap;
 
 pub use openapi::load_document;
 
-/// The built-in catalogue source.
+/// The built-in catalogue source, verbatim (the tests compare it with the
+/// published document).
 pub const BUILTIN_SOURCE: &str = include_str!("openagenda-v3/openapi.yaml");
+
+/// The same document as compact JSON, made by `build.rs` (what the server
+/// loads: several times faster to read than the YAML, see there).
+pub const BUILTIN_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/openagenda-v3.json"));
 
 /// Where a parameter goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,7 +127,7 @@ pub struct Catalogue {
 impl Catalogue {
     /// Loads the built-in OpenAgenda v3 catalogue.
     pub fn builtin(allow_writes: bool) -> Result<Self, crate::McpError> {
-        load_document(BUILTIN_SOURCE, "built-in", allow_writes)
+        load_document(BUILTIN_JSON, "built-in", allow_writes)
     }
 
     /// Loads an OpenAPI 3.0/3.1 file (YAML or JSON).
@@ -230,4 +235,24 @@ pub(crate) fn type_name_with(has: &dyn Fn(&str) -> bool, schema: &Value) -> Stri
         ty.push_str("|null");
     }
     ty
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON the server loads is the verbatim YAML, read the same way.
+    #[test]
+    fn builtin_json_is_the_yaml_document() {
+        let from_json = load_document(BUILTIN_JSON, "json", true).unwrap();
+        let from_yaml = load_document(BUILTIN_SOURCE, "yaml", true).unwrap();
+        assert!(BUILTIN_JSON.starts_with('{'));
+        assert_eq!(from_json.ops.len(), 24);
+        assert_eq!(from_json.title, from_yaml.title);
+        assert_eq!(from_json.schemas, from_yaml.schemas);
+        assert_eq!(
+            format!("{:?}", from_json.ops),
+            format!("{:?}", from_yaml.ops)
+        );
+    }
 }

@@ -275,3 +275,39 @@ pub fn host_ip() -> std::net::Ipv4Addr {
         other => panic!("no non-loopback IPv4 address for the mock: {other}"),
     }
 }
+
+/// The policy masks `OA_API_KEY` (srt `credentials`): the jailed server
+/// holds a stand-in, and the wrapper's proxy swaps the real key in for the
+/// API host, or, where masking is not implemented, removes the variable so
+/// that no key at all leaves. Either way the API never sees anything but
+/// the real key or no `Authorization`: never the stand-in, never another.
+pub fn assert_real_key_or_none(seen: &[mock::Seen], key: &str) {
+    let real = format!("Bearer {key}");
+    for s in seen {
+        assert!(
+            s.authorization.as_deref().is_none_or(|a| a == real),
+            "{} {}: authorization {:?}",
+            s.method,
+            s.target,
+            s.authorization
+        );
+    }
+}
+
+/// The oajail binary: `OA_MCP_OAJAIL`, else `oajail` next to the server
+/// binary (a workspace build puts it there). `None` when there is none,
+/// which is a failure under `OAJAIL_TEST_STRICT` (the CI).
+pub fn oajail_binary() -> Option<std::path::PathBuf> {
+    let found = match std::env::var_os("OA_MCP_OAJAIL") {
+        Some(p) => Some(p.into()),
+        None => {
+            let sibling = std::path::Path::new(BIN).parent().unwrap().join("oajail");
+            sibling.is_file().then_some(sibling)
+        }
+    };
+    assert!(
+        found.is_some() || std::env::var_os("OAJAIL_TEST_STRICT").is_none(),
+        "OAJAIL_TEST_STRICT is set but there is no oajail binary: build the workspace or set OA_MCP_OAJAIL"
+    );
+    found
+}
