@@ -83,7 +83,7 @@ fn the_documented_entry_works_from_home_and_from_root() {
     }
     let seen = mock.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "one API call per launch");
-    support::assert_real_key_or_none(&seen, "oa_sk_client_config");
+    support::assert_real_key(&seen, "oa_sk_client_config");
 }
 
 #[test]

@@ -133,7 +133,20 @@ fn execute_through_oajail_and_its_proxy() {
     );
     let seen = lab.mock.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
-    support::assert_real_key_or_none(&seen, KEY);
+    support::assert_real_key(&seen, KEY);
+    // Inside the jail the key is a per-run stand-in; only the proxy swaps
+    // the real one in (asserted above by what the mock saw).
+    let inside = jailed_key_values();
+    assert!(
+        !inside.is_empty(),
+        "no jailed process with OA_API_KEY found"
+    );
+    for v in &inside {
+        assert!(
+            v.len() == 46 && v.starts_with("oajail_masked_") && v != KEY,
+            "OA_API_KEY inside the jail: {v:?}"
+        );
+    }
     // Hostile code still gets its codes inside the jail.
     assert_eq!(error_code(&s.execute("while(true){}")), "timeout");
     assert_eq!(
@@ -228,6 +241,14 @@ fn the_wrapper_refuses_writes_and_other_paths_of_a_rogue_server() {
         ["GET /v3/agendas/3/events"],
         "only the read reached the API"
     );
+    // The live line is the supervisor's, on its own stderr: it may land a
+    // moment after the reply.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut log = log;
+    while !log.contains("oajail: proxy refused") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        log = s.stderr.lock().unwrap().clone();
+    }
     assert!(log.contains("oajail: proxy refused"), "live lines: {log}");
 }
 
@@ -249,3 +270,25 @@ paths:
       - {name: agendaUid, in: path, required: true, schema: {type: integer}}
     get: {operationId: members.list, responses: {'200': {description: ok}}}
 ";
+
+/// `OA_API_KEY` of every process in another pid namespace than this test
+/// (the jailed servers of this binary's tests) whose environment is readable.
+fn jailed_key_values() -> Vec<String> {
+    let own = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let mut values = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let dir = entry.path();
+        if std::fs::read_link(dir.join("ns/pid")).is_ok_and(|ns| ns == own) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(dir.join("environ")) else {
+            continue;
+        };
+        for var in env.split(|b| *b == 0) {
+            if let Some(v) = var.strip_prefix(b"OA_API_KEY=") {
+                values.push(String::from_utf8_lossy(v).into_owned());
+            }
+        }
+    }
+    values
+}
