@@ -33,7 +33,7 @@ use landlock::{
 use oajail_policy::compile::landlock::{FsAccess, FsRule, LandlockPlan, Scope as PlanScope};
 use oajail_policy::compile::mounts::{MountPlan, MountStep};
 use rustix::fs::{CWD, Mode, OFlags, ResolveFlags};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 /// What the kernel enforces after [`restrict`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,14 +132,9 @@ impl Prebuilt {
         mounts: &MountPlan,
         level: u8,
     ) -> Result<LandlockStatus, LandlockError> {
-        let raw = |e: std::io::Error| LandlockError::Ruleset(lower_first(&e.to_string()));
-        for rule in plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts)) {
-            if let Some((fd, access)) = open_rule(rule, level)? {
-                crate::sys::landlock::add_path_rule(self.fd(), fd.as_fd(), access.bits())
-                    .map_err(raw)?;
-            }
-        }
-        crate::sys::landlock::restrict_self(self.fd()).map_err(raw)?;
+        let jail = plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts));
+        add_fs_rules_raw(self.fd(), jail, level)?;
+        crate::sys::landlock::restrict_self(self.fd()).map_err(raw_err)?;
         Ok(status_at(plan, level))
     }
 }
@@ -152,11 +147,43 @@ pub fn prebuild(
     level: u8,
 ) -> Result<Prebuilt, LandlockError> {
     let created = handled(plan, level)?.create().map_err(rs_err)?;
+    let created = add_net_rules(created, plan, level)?;
+    let fd = Option::<OwnedFd>::from(created)
+        .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))?;
     let host = plan.fs_rules.iter().filter(|r| !jail_side(&r.path, mounts));
-    let created = add_net_rules(add_fs_rules(created, host, level)?, plan, level)?;
-    Option::<OwnedFd>::from(created)
-        .map(Prebuilt)
-        .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))
+    add_fs_rules_raw(fd.as_fd(), host, level)?;
+    Ok(Prebuilt(fd))
+}
+
+/// Add path rules to a created ruleset's descriptor directly: the crate's
+/// `PathBeneath` stats every descriptor again to tell files from
+/// directories, which [`Opener::open`] has already done (a second `fstat`
+/// per rule, hundreds per run, on the start-up path). The rights are those
+/// of the ruleset's own ABI, which the crate checked when creating it.
+fn add_fs_rules_raw<'a>(
+    ruleset: BorrowedFd<'_>,
+    rules: impl Iterator<Item = &'a FsRule>,
+    level: u8,
+) -> Result<(), LandlockError> {
+    let mut opener = Opener::default();
+    for rule in rules {
+        if let Some(opened) = opener.open(rule, level)? {
+            if !opened.access.is_empty() {
+                crate::sys::landlock::add_path_rule(
+                    ruleset,
+                    opened.fd.as_fd(),
+                    opened.access.bits(),
+                )
+                .map_err(raw_err)?;
+            }
+            opener.keep(&rule.path, opened);
+        }
+    }
+    Ok(())
+}
+
+fn raw_err(e: std::io::Error) -> LandlockError {
+    LandlockError::Ruleset(lower_first(&e.to_string()))
 }
 
 /// Whether the jail sees `path` through a filesystem of its own: a mount
@@ -165,8 +192,21 @@ pub fn prebuild(
 fn jail_side(path: &str, mounts: &MountPlan) -> bool {
     mounts.steps.iter().any(|step| {
         let fresh = !matches!(step, MountStep::RootBind | MountStep::Bind { .. });
-        fresh && std::path::Path::new(path).starts_with(step.path())
+        fresh && under(path, step.path())
     })
+}
+
+/// Whether `path` is `dir` or lies below it. Both are canonical absolute
+/// plan paths (no `.`, `..`, doubled or trailing slashes), so a byte prefix
+/// ending at a separator is the component test `Path::starts_with` makes,
+/// without splitting both paths into components for every pair (this runs
+/// for every rule against every mount step and every open ancestor).
+fn under(path: &str, dir: &str) -> bool {
+    let dir = dir.strip_suffix('/').unwrap_or(dir);
+    match path.strip_prefix(dir) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
 }
 
 /// The ruleset with every right, port restriction and scope of the plan
@@ -204,11 +244,15 @@ fn add_fs_rules<'a>(
     rules: impl Iterator<Item = &'a FsRule>,
     level: u8,
 ) -> Result<RulesetCreated, LandlockError> {
+    let mut opener = Opener::default();
     for rule in rules {
-        if let Some((fd, access)) = open_rule(rule, level)? {
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(rs_err)?;
+        if let Some(opened) = opener.open(rule, level)? {
+            if !opened.access.is_empty() {
+                created = created
+                    .add_rule(PathBeneath::new(opened.fd.as_fd(), opened.access))
+                    .map_err(rs_err)?;
+            }
+            opener.keep(&rule.path, opened);
         }
     }
     Ok(created)
@@ -235,37 +279,79 @@ fn add_net_rules(
     Ok(created)
 }
 
-/// Open one rule's path and work out its rights: `None` when the path is
-/// missing (that only narrows access) or no right of ABI `level` applies to it.
-fn open_rule(
-    rule: &FsRule,
-    level: u8,
-) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, LandlockError> {
-    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    let fd = match rustix::fs::openat2(
-        CWD,
-        rule.path.as_str(),
+/// One rule path, opened, with the rights of ABI `level` that apply to it
+/// (empty when none does: a directory is still kept as an ancestor).
+struct Opened {
+    fd: OwnedFd,
+    is_dir: bool,
+    access: BitFlags<AccessFs>,
+}
+
+/// Opens rule paths relative to the nearest directory opened for an earlier
+/// rule. Plans list rules in path order, so the read complement's many
+/// siblings (every entry of `/etc` beside `/etc/shadow`, say) each cost one
+/// path component to resolve instead of the whole path: the supervisor's
+/// share of the start-up path is mostly these lookups. `RESOLVE_BENEATH`
+/// keeps every open under its ancestor's inode, the very inode that
+/// ancestor's rule was given to; symlinks still fail the step as before.
+#[derive(Default)]
+struct Opener {
+    /// Open directories, each below the one before it.
+    dirs: Vec<(String, OwnedFd)>,
+}
+
+impl Opener {
+    /// Open `rule`'s path: `None` when it is missing (that only narrows
+    /// access).
+    fn open(&mut self, rule: &FsRule, level: u8) -> Result<Option<Opened>, LandlockError> {
+        let path = rule.path.as_str();
+        while self.dirs.last().is_some_and(|(dir, _)| !under(path, dir)) {
+            self.dirs.pop();
+        }
+        let opened = match self.dirs.last() {
+            Some((dir, fd)) if dir.len() < path.len() => {
+                let rel = path[dir.len()..].trim_start_matches('/');
+                open_at(fd.as_fd(), rel, ResolveFlags::BENEATH)
+            }
+            _ => open_at(CWD, path, ResolveFlags::empty()),
+        };
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => {
+                return Err(LandlockError::Path {
+                    path: rule.path.clone(),
+                    reason: lower_first(&std::io::Error::from(e).to_string()),
+                });
+            }
+        };
+        let is_dir = rustix::fs::fstat(&fd)
+            .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFDIR)
+            .unwrap_or(false);
+        let mut access = to_access(rule.access.iter().copied()) & AccessFs::from_all(abi(level));
+        if !is_dir {
+            access &= AccessFs::from_file(abi(level));
+        }
+        Ok(Some(Opened { fd, is_dir, access }))
+    }
+
+    /// Keep a directory as the ancestor of the rules that follow it.
+    fn keep(&mut self, path: &str, opened: Opened) {
+        if opened.is_dir {
+            self.dirs.push((path.to_owned(), opened.fd));
+        }
+    }
+}
+
+/// `openat2(O_PATH)` without following any symlink or magic link.
+fn open_at(dir: impl AsFd, path: &str, extra: ResolveFlags) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat2(
+        dir,
+        path,
         OFlags::PATH | OFlags::CLOEXEC,
         Mode::empty(),
-        resolve,
-    ) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(e) => {
-            return Err(LandlockError::Path {
-                path: rule.path.clone(),
-                reason: lower_first(&std::io::Error::from(e).to_string()),
-            });
-        }
-    };
-    let is_dir = rustix::fs::fstat(&fd)
-        .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFDIR)
-        .unwrap_or(false);
-    let mut access = to_access(rule.access.iter().copied()) & AccessFs::from_all(abi(level));
-    if !is_dir {
-        access &= AccessFs::from_file(abi(level));
-    }
-    Ok((!access.is_empty()).then_some((fd, access)))
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | extra,
+    )
 }
 
 fn to_access(rights: impl Iterator<Item = FsAccess>) -> BitFlags<AccessFs> {
@@ -426,6 +512,46 @@ mod tests {
         let ok = in_thread(move || restrict(&plan(vec![rule(&missing, &[READ])]), 6).is_ok());
         assert!(ok);
         let err = in_thread(move || restrict(&plan(vec![rule(&link2, &[READ])]), 6).err());
+        assert!(matches!(err, Some(LandlockError::Path { .. })), "{err:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The supervisor's path: rules below an earlier rule's directory are
+    /// opened beneath it and the ancestors unwind for a sibling, and each
+    /// rule still gets exactly its own rights; a symlink below a kept
+    /// ancestor still fails the step.
+    #[test]
+    fn prebuilt_nested_rules_keep_their_rights() {
+        let dir = std::env::temp_dir().join(format!("oajail-ll-nest-{}", std::process::id()));
+        let (ro, rw, other) = (dir.join("ro"), dir.join("ro/rw"), dir.join("other"));
+        std::fs::create_dir_all(&rw).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(rw.join("f"), "x").unwrap();
+        let _ = std::fs::remove_file(ro.join("link"));
+        std::os::unix::fs::symlink("/", ro.join("link")).unwrap();
+        let none = MountPlan {
+            steps: vec![],
+            warnings: vec![],
+        };
+        let rules = vec![
+            rule(&dir, &[READ]),
+            rule(&ro, &[READ]),
+            rule(&ro.join("missing"), &[READ, WRITE]),
+            rule(&rw, &[READ, WRITE]),
+            rule(&rw.join("f"), &[READ]),
+            rule(&other, &[READ, WRITE]),
+        ];
+        let (d, m) = (dir.clone(), none.clone());
+        let writes = in_thread(move || {
+            let built = prebuild(&plan(rules), &m, 6).unwrap();
+            built.restrict(&plan(vec![]), &m, 6).unwrap();
+            let w = |p: &str| std::fs::write(d.join(p), "y").map_err(|e| e.raw_os_error());
+            [w("top"), w("ro/x"), w("ro/rw/y"), w("other/z")]
+        });
+        let denied = Err(Some(libc::EACCES));
+        assert_eq!(writes, [denied, denied, Ok(()), Ok(())]);
+        let linked = vec![rule(&ro, &[READ]), rule(&ro.join("link"), &[READ])];
+        let err = in_thread(move || prebuild(&plan(linked), &none, 6).err());
         assert!(matches!(err, Some(LandlockError::Path { .. })), "{err:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
