@@ -544,6 +544,8 @@ mod tests {
         let (d, m) = (dir.clone(), none.clone());
         let writes = in_thread(move || {
             let built = prebuild(&plan(rules), &m, 6).unwrap();
+            // As pid 1 does before restricting (unprivileged, it must).
+            crate::caps::no_new_privs().unwrap();
             built.restrict(&plan(vec![]), &m, 6).unwrap();
             let w = |p: &str| std::fs::write(d.join(p), "y").map_err(|e| e.raw_os_error());
             [w("top"), w("ro/x"), w("ro/rw/y"), w("other/z")]
