@@ -23,12 +23,14 @@
 //! Rule paths are opened with `openat2(O_PATH, RESOLVE_NO_SYMLINKS)`: plan
 //! paths are canonical, so a symlink found now is a change since compilation
 //! and fails the step. A missing path is skipped (that only narrows access).
-//! Directory-only rights are dropped for rules on files.
+//! Directory-only rights are dropped for rules on files (the kernel tells
+//! which paths are files: see `add_path_rule`). Paths below an earlier
+//! rule's directory are opened beneath its descriptor (see `Opener`).
 
 use crate::error::lower_first;
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 use oajail_policy::compile::landlock::{FsAccess, FsRule, LandlockPlan, Scope as PlanScope};
 use oajail_policy::compile::mounts::{MountPlan, MountStep};
@@ -87,16 +89,26 @@ fn rs_err(e: impl std::fmt::Display) -> LandlockError {
     LandlockError::Ruleset(lower_first(&e.to_string()))
 }
 
-/// Restrict the calling process with `plan` at ABI `level` (see the module docs).
+/// Restrict the calling process with `plan` at ABI `level` (see the module
+/// docs). Sets no_new_privs first, as the kernel requires of a process
+/// without `CAP_SYS_ADMIN`.
 pub fn restrict(plan: &LandlockPlan, level: u8) -> Result<LandlockStatus, LandlockError> {
+    let ruleset = create(plan, level)?;
+    add_fs_rules(ruleset.as_fd(), plan.fs_rules.iter(), level)?;
+    crate::caps::no_new_privs().map_err(|f| LandlockError::Ruleset(f.msg))?;
+    crate::sys::landlock::restrict_self(ruleset.as_fd()).map_err(raw_err)?;
+    Ok(status_at(plan, level))
+}
+
+/// The ruleset of `plan` at ABI `level` with its port rules: every handled
+/// right, port rule and scope is a hard requirement of the crate, so a
+/// kernel that cannot enforce them all fails here, and the path rules added
+/// to the descriptor afterwards carry only rights of that same ABI.
+fn create(plan: &LandlockPlan, level: u8) -> Result<OwnedFd, LandlockError> {
     let created = handled(plan, level)?.create().map_err(rs_err)?;
-    let created = add_fs_rules(created, plan.fs_rules.iter(), level)?;
     let created = add_net_rules(created, plan, level)?;
-    let status = created.restrict_self().map_err(rs_err)?;
-    match status.ruleset {
-        RulesetStatus::FullyEnforced => Ok(status_at(plan, level)),
-        _ => Err(LandlockError::Partial(level)),
-    }
+    Option::<OwnedFd>::from(created)
+        .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))
 }
 
 fn status_at(plan: &LandlockPlan, level: u8) -> LandlockStatus {
@@ -133,7 +145,7 @@ impl Prebuilt {
         level: u8,
     ) -> Result<LandlockStatus, LandlockError> {
         let jail = plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts));
-        add_fs_rules_raw(self.fd(), jail, level)?;
+        add_fs_rules(self.fd(), jail, level)?;
         crate::sys::landlock::restrict_self(self.fd()).map_err(raw_err)?;
         Ok(status_at(plan, level))
     }
@@ -146,40 +158,63 @@ pub fn prebuild(
     mounts: &MountPlan,
     level: u8,
 ) -> Result<Prebuilt, LandlockError> {
-    let created = handled(plan, level)?.create().map_err(rs_err)?;
-    let created = add_net_rules(created, plan, level)?;
-    let fd = Option::<OwnedFd>::from(created)
-        .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))?;
+    let fd = create(plan, level)?;
     let host = plan.fs_rules.iter().filter(|r| !jail_side(&r.path, mounts));
-    add_fs_rules_raw(fd.as_fd(), host, level)?;
+    add_fs_rules(fd.as_fd(), host, level)?;
     Ok(Prebuilt(fd))
 }
 
-/// Add path rules to a created ruleset's descriptor directly: the crate's
-/// `PathBeneath` stats every descriptor again to tell files from
-/// directories, which [`Opener::open`] has already done (a second `fstat`
-/// per rule, hundreds per run, on the start-up path). The rights are those
-/// of the ruleset's own ABI, which the crate checked when creating it.
-fn add_fs_rules_raw<'a>(
+/// Add path rules to a created ruleset's descriptor. The crate's
+/// `PathBeneath` would `fstat` every descriptor to tell files from
+/// directories; see [`add_path_rule`] for why the kernel is asked instead.
+fn add_fs_rules<'a>(
     ruleset: BorrowedFd<'_>,
     rules: impl Iterator<Item = &'a FsRule>,
     level: u8,
 ) -> Result<(), LandlockError> {
     let mut opener = Opener::default();
     for rule in rules {
-        if let Some(opened) = opener.open(rule, level)? {
-            if !opened.access.is_empty() {
-                crate::sys::landlock::add_path_rule(
-                    ruleset,
-                    opened.fd.as_fd(),
-                    opened.access.bits(),
-                )
-                .map_err(raw_err)?;
+        if let Some((fd, access)) = opener.open(rule, level)? {
+            if add_path_rule(ruleset, fd.as_fd(), access, level)? {
+                opener.keep(&rule.path, fd);
             }
-            opener.keep(&rule.path, opened);
         }
     }
     Ok(())
+}
+
+/// Add one path rule; false when the path turned out not to be a directory.
+/// The kernel refuses directory-only rights on anything else with `EINVAL`
+/// (Landlock gives files only the rights that make sense for files), and
+/// the rule is then added again with its file rights. Asking the kernel
+/// replaces an `fstat` per rule, which on a network or shared file system
+/// (NFS, 9p: the kernel-matrix VM's root) is a round trip to the server and
+/// made most of the start-up time there. The rights are a subset of the
+/// ruleset's own (both are ABI `level`'s), so no other `EINVAL` is possible
+/// for them, and a retry could only narrow a rule, never widen one.
+fn add_path_rule(
+    ruleset: BorrowedFd<'_>,
+    fd: BorrowedFd<'_>,
+    access: BitFlags<AccessFs>,
+    level: u8,
+) -> Result<bool, LandlockError> {
+    if access.is_empty() {
+        return Ok(true);
+    }
+    match crate::sys::landlock::add_path_rule(ruleset, fd, access.bits()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let file = access & AccessFs::from_file(abi(level));
+            if file == access {
+                return Err(raw_err(e));
+            }
+            if !file.is_empty() {
+                crate::sys::landlock::add_path_rule(ruleset, fd, file.bits()).map_err(raw_err)?;
+            }
+            Ok(false)
+        }
+        Err(e) => Err(raw_err(e)),
+    }
 }
 
 fn raw_err(e: std::io::Error) -> LandlockError {
@@ -239,25 +274,6 @@ fn restricts_tcp(plan: &LandlockPlan, level: u8) -> bool {
     plan.restrict_tcp && level >= 4
 }
 
-fn add_fs_rules<'a>(
-    mut created: RulesetCreated,
-    rules: impl Iterator<Item = &'a FsRule>,
-    level: u8,
-) -> Result<RulesetCreated, LandlockError> {
-    let mut opener = Opener::default();
-    for rule in rules {
-        if let Some(opened) = opener.open(rule, level)? {
-            if !opened.access.is_empty() {
-                created = created
-                    .add_rule(PathBeneath::new(opened.fd.as_fd(), opened.access))
-                    .map_err(rs_err)?;
-            }
-            opener.keep(&rule.path, opened);
-        }
-    }
-    Ok(created)
-}
-
 fn add_net_rules(
     mut created: RulesetCreated,
     plan: &LandlockPlan,
@@ -279,14 +295,6 @@ fn add_net_rules(
     Ok(created)
 }
 
-/// One rule path, opened, with the rights of ABI `level` that apply to it
-/// (empty when none does: a directory is still kept as an ancestor).
-struct Opened {
-    fd: OwnedFd,
-    is_dir: bool,
-    access: BitFlags<AccessFs>,
-}
-
 /// Opens rule paths relative to the nearest directory opened for an earlier
 /// rule. Plans list rules in path order, so the read complement's many
 /// siblings (every entry of `/etc` beside `/etc/shadow`, say) each cost one
@@ -301,9 +309,13 @@ struct Opener {
 }
 
 impl Opener {
-    /// Open `rule`'s path: `None` when it is missing (that only narrows
-    /// access).
-    fn open(&mut self, rule: &FsRule, level: u8) -> Result<Option<Opened>, LandlockError> {
+    /// Open `rule`'s path, with the rights of ABI `level` its rule asks
+    /// for: `None` when it is missing (that only narrows access).
+    fn open(
+        &mut self,
+        rule: &FsRule,
+        level: u8,
+    ) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, LandlockError> {
         let path = rule.path.as_str();
         while self.dirs.last().is_some_and(|(dir, _)| !under(path, dir)) {
             self.dirs.pop();
@@ -325,21 +337,15 @@ impl Opener {
                 });
             }
         };
-        let is_dir = rustix::fs::fstat(&fd)
-            .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFDIR)
-            .unwrap_or(false);
-        let mut access = to_access(rule.access.iter().copied()) & AccessFs::from_all(abi(level));
-        if !is_dir {
-            access &= AccessFs::from_file(abi(level));
-        }
-        Ok(Some(Opened { fd, is_dir, access }))
+        let access = to_access(rule.access.iter().copied()) & AccessFs::from_all(abi(level));
+        Ok(Some((fd, access)))
     }
 
-    /// Keep a directory as the ancestor of the rules that follow it.
-    fn keep(&mut self, path: &str, opened: Opened) {
-        if opened.is_dir {
-            self.dirs.push((path.to_owned(), opened.fd));
-        }
+    /// Keep a path that may be a directory as the ancestor of the rules
+    /// that follow it (a file kept is dropped at the next rule, which
+    /// cannot lie below it).
+    fn keep(&mut self, path: &str, fd: OwnedFd) {
+        self.dirs.push((path.to_owned(), fd));
     }
 }
 
