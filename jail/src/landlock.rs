@@ -174,10 +174,10 @@ fn add_fs_rules<'a>(
 ) -> Result<(), LandlockError> {
     let mut opener = Opener::default();
     for rule in rules {
-        if let Some((fd, access)) = opener.open(rule, level)? {
-            if add_path_rule(ruleset, fd.as_fd(), access, level)? {
-                opener.keep(&rule.path, fd);
-            }
+        if let Some((fd, access)) = opener.open(rule, level)?
+            && add_path_rule(ruleset, fd.as_fd(), access, level)?
+        {
+            opener.keep(&rule.path, fd);
         }
     }
     Ok(())
