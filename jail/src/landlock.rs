@@ -23,17 +23,19 @@
 //! Rule paths are opened with `openat2(O_PATH, RESOLVE_NO_SYMLINKS)`: plan
 //! paths are canonical, so a symlink found now is a change since compilation
 //! and fails the step. A missing path is skipped (that only narrows access).
-//! Directory-only rights are dropped for rules on files.
+//! Directory-only rights are dropped for rules on files (the kernel tells
+//! which paths are files: see `add_path_rule`). Paths below an earlier
+//! rule's directory are opened beneath its descriptor (see `Opener`).
 
 use crate::error::lower_first;
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 use oajail_policy::compile::landlock::{FsAccess, FsRule, LandlockPlan, Scope as PlanScope};
 use oajail_policy::compile::mounts::{MountPlan, MountStep};
 use rustix::fs::{CWD, Mode, OFlags, ResolveFlags};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 /// What the kernel enforces after [`restrict`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,16 +89,26 @@ fn rs_err(e: impl std::fmt::Display) -> LandlockError {
     LandlockError::Ruleset(lower_first(&e.to_string()))
 }
 
-/// Restrict the calling process with `plan` at ABI `level` (see the module docs).
+/// Restrict the calling process with `plan` at ABI `level` (see the module
+/// docs). Sets no_new_privs first, as the kernel requires of a process
+/// without `CAP_SYS_ADMIN`.
 pub fn restrict(plan: &LandlockPlan, level: u8) -> Result<LandlockStatus, LandlockError> {
+    let ruleset = create(plan, level)?;
+    add_fs_rules(ruleset.as_fd(), plan.fs_rules.iter(), level)?;
+    crate::caps::no_new_privs().map_err(|f| LandlockError::Ruleset(f.msg))?;
+    crate::sys::landlock::restrict_self(ruleset.as_fd()).map_err(raw_err)?;
+    Ok(status_at(plan, level))
+}
+
+/// The ruleset of `plan` at ABI `level` with its port rules: every handled
+/// right, port rule and scope is a hard requirement of the crate, so a
+/// kernel that cannot enforce them all fails here, and the path rules added
+/// to the descriptor afterwards carry only rights of that same ABI.
+fn create(plan: &LandlockPlan, level: u8) -> Result<OwnedFd, LandlockError> {
     let created = handled(plan, level)?.create().map_err(rs_err)?;
-    let created = add_fs_rules(created, plan.fs_rules.iter(), level)?;
     let created = add_net_rules(created, plan, level)?;
-    let status = created.restrict_self().map_err(rs_err)?;
-    match status.ruleset {
-        RulesetStatus::FullyEnforced => Ok(status_at(plan, level)),
-        _ => Err(LandlockError::Partial(level)),
-    }
+    Option::<OwnedFd>::from(created)
+        .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))
 }
 
 fn status_at(plan: &LandlockPlan, level: u8) -> LandlockStatus {
@@ -132,14 +144,9 @@ impl Prebuilt {
         mounts: &MountPlan,
         level: u8,
     ) -> Result<LandlockStatus, LandlockError> {
-        let raw = |e: std::io::Error| LandlockError::Ruleset(lower_first(&e.to_string()));
-        for rule in plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts)) {
-            if let Some((fd, access)) = open_rule(rule, level)? {
-                crate::sys::landlock::add_path_rule(self.fd(), fd.as_fd(), access.bits())
-                    .map_err(raw)?;
-            }
-        }
-        crate::sys::landlock::restrict_self(self.fd()).map_err(raw)?;
+        let jail = plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts));
+        add_fs_rules(self.fd(), jail, level)?;
+        crate::sys::landlock::restrict_self(self.fd()).map_err(raw_err)?;
         Ok(status_at(plan, level))
     }
 }
@@ -151,12 +158,67 @@ pub fn prebuild(
     mounts: &MountPlan,
     level: u8,
 ) -> Result<Prebuilt, LandlockError> {
-    let created = handled(plan, level)?.create().map_err(rs_err)?;
+    let fd = create(plan, level)?;
     let host = plan.fs_rules.iter().filter(|r| !jail_side(&r.path, mounts));
-    let created = add_net_rules(add_fs_rules(created, host, level)?, plan, level)?;
-    Option::<OwnedFd>::from(created)
-        .map(Prebuilt)
-        .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))
+    add_fs_rules(fd.as_fd(), host, level)?;
+    Ok(Prebuilt(fd))
+}
+
+/// Add path rules to a created ruleset's descriptor. The crate's
+/// `PathBeneath` would `fstat` every descriptor to tell files from
+/// directories; see [`add_path_rule`] for why the kernel is asked instead.
+fn add_fs_rules<'a>(
+    ruleset: BorrowedFd<'_>,
+    rules: impl Iterator<Item = &'a FsRule>,
+    level: u8,
+) -> Result<(), LandlockError> {
+    let mut opener = Opener::default();
+    for rule in rules {
+        if let Some((fd, access)) = opener.open(rule, level)?
+            && add_path_rule(ruleset, fd.as_fd(), access, level)?
+        {
+            opener.keep(&rule.path, fd);
+        }
+    }
+    Ok(())
+}
+
+/// Add one path rule; false when the path turned out not to be a directory.
+/// The kernel refuses directory-only rights on anything else with `EINVAL`
+/// (Landlock gives files only the rights that make sense for files), and
+/// the rule is then added again with its file rights. Asking the kernel
+/// replaces an `fstat` per rule, which on a network or shared file system
+/// (NFS, 9p: the kernel-matrix VM's root) is a round trip to the server and
+/// made most of the start-up time there. The rights are a subset of the
+/// ruleset's own (both are ABI `level`'s), so no other `EINVAL` is possible
+/// for them, and a retry could only narrow a rule, never widen one.
+fn add_path_rule(
+    ruleset: BorrowedFd<'_>,
+    fd: BorrowedFd<'_>,
+    access: BitFlags<AccessFs>,
+    level: u8,
+) -> Result<bool, LandlockError> {
+    if access.is_empty() {
+        return Ok(true);
+    }
+    match crate::sys::landlock::add_path_rule(ruleset, fd, access.bits()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let file = access & AccessFs::from_file(abi(level));
+            if file == access {
+                return Err(raw_err(e));
+            }
+            if !file.is_empty() {
+                crate::sys::landlock::add_path_rule(ruleset, fd, file.bits()).map_err(raw_err)?;
+            }
+            Ok(false)
+        }
+        Err(e) => Err(raw_err(e)),
+    }
+}
+
+fn raw_err(e: std::io::Error) -> LandlockError {
+    LandlockError::Ruleset(lower_first(&e.to_string()))
 }
 
 /// Whether the jail sees `path` through a filesystem of its own: a mount
@@ -165,8 +227,21 @@ pub fn prebuild(
 fn jail_side(path: &str, mounts: &MountPlan) -> bool {
     mounts.steps.iter().any(|step| {
         let fresh = !matches!(step, MountStep::RootBind | MountStep::Bind { .. });
-        fresh && std::path::Path::new(path).starts_with(step.path())
+        fresh && under(path, step.path())
     })
+}
+
+/// Whether `path` is `dir` or lies below it. Both are canonical absolute
+/// plan paths (no `.`, `..`, doubled or trailing slashes), so a byte prefix
+/// ending at a separator is the component test `Path::starts_with` makes,
+/// without splitting both paths into components for every pair (this runs
+/// for every rule against every mount step and every open ancestor).
+fn under(path: &str, dir: &str) -> bool {
+    let dir = dir.strip_suffix('/').unwrap_or(dir);
+    match path.strip_prefix(dir) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
 }
 
 /// The ruleset with every right, port restriction and scope of the plan
@@ -199,21 +274,6 @@ fn restricts_tcp(plan: &LandlockPlan, level: u8) -> bool {
     plan.restrict_tcp && level >= 4
 }
 
-fn add_fs_rules<'a>(
-    mut created: RulesetCreated,
-    rules: impl Iterator<Item = &'a FsRule>,
-    level: u8,
-) -> Result<RulesetCreated, LandlockError> {
-    for rule in rules {
-        if let Some((fd, access)) = open_rule(rule, level)? {
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(rs_err)?;
-        }
-    }
-    Ok(created)
-}
-
 fn add_net_rules(
     mut created: RulesetCreated,
     plan: &LandlockPlan,
@@ -235,37 +295,69 @@ fn add_net_rules(
     Ok(created)
 }
 
-/// Open one rule's path and work out its rights: `None` when the path is
-/// missing (that only narrows access) or no right of ABI `level` applies to it.
-fn open_rule(
-    rule: &FsRule,
-    level: u8,
-) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, LandlockError> {
-    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    let fd = match rustix::fs::openat2(
-        CWD,
-        rule.path.as_str(),
+/// Opens rule paths relative to the nearest directory opened for an earlier
+/// rule. Plans list rules in path order, so the read complement's many
+/// siblings (every entry of `/etc` beside `/etc/shadow`, say) each cost one
+/// path component to resolve instead of the whole path: the supervisor's
+/// share of the start-up path is mostly these lookups. `RESOLVE_BENEATH`
+/// keeps every open under its ancestor's inode, the very inode that
+/// ancestor's rule was given to; symlinks still fail the step as before.
+#[derive(Default)]
+struct Opener {
+    /// Open directories, each below the one before it.
+    dirs: Vec<(String, OwnedFd)>,
+}
+
+impl Opener {
+    /// Open `rule`'s path, with the rights of ABI `level` its rule asks
+    /// for: `None` when it is missing (that only narrows access).
+    fn open(
+        &mut self,
+        rule: &FsRule,
+        level: u8,
+    ) -> Result<Option<(OwnedFd, BitFlags<AccessFs>)>, LandlockError> {
+        let path = rule.path.as_str();
+        while self.dirs.last().is_some_and(|(dir, _)| !under(path, dir)) {
+            self.dirs.pop();
+        }
+        let opened = match self.dirs.last() {
+            Some((dir, fd)) if dir.len() < path.len() => {
+                let rel = path[dir.len()..].trim_start_matches('/');
+                open_at(fd.as_fd(), rel, ResolveFlags::BENEATH)
+            }
+            _ => open_at(CWD, path, ResolveFlags::empty()),
+        };
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => {
+                return Err(LandlockError::Path {
+                    path: rule.path.clone(),
+                    reason: lower_first(&std::io::Error::from(e).to_string()),
+                });
+            }
+        };
+        let access = to_access(rule.access.iter().copied()) & AccessFs::from_all(abi(level));
+        Ok(Some((fd, access)))
+    }
+
+    /// Keep a path that may be a directory as the ancestor of the rules
+    /// that follow it (a file kept is dropped at the next rule, which
+    /// cannot lie below it).
+    fn keep(&mut self, path: &str, fd: OwnedFd) {
+        self.dirs.push((path.to_owned(), fd));
+    }
+}
+
+/// `openat2(O_PATH)` without following any symlink or magic link.
+fn open_at(dir: impl AsFd, path: &str, extra: ResolveFlags) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat2(
+        dir,
+        path,
         OFlags::PATH | OFlags::CLOEXEC,
         Mode::empty(),
-        resolve,
-    ) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(e) => {
-            return Err(LandlockError::Path {
-                path: rule.path.clone(),
-                reason: lower_first(&std::io::Error::from(e).to_string()),
-            });
-        }
-    };
-    let is_dir = rustix::fs::fstat(&fd)
-        .map(|st| (st.st_mode & libc::S_IFMT) == libc::S_IFDIR)
-        .unwrap_or(false);
-    let mut access = to_access(rule.access.iter().copied()) & AccessFs::from_all(abi(level));
-    if !is_dir {
-        access &= AccessFs::from_file(abi(level));
-    }
-    Ok((!access.is_empty()).then_some((fd, access)))
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | extra,
+    )
 }
 
 fn to_access(rights: impl Iterator<Item = FsAccess>) -> BitFlags<AccessFs> {
@@ -426,6 +518,48 @@ mod tests {
         let ok = in_thread(move || restrict(&plan(vec![rule(&missing, &[READ])]), 6).is_ok());
         assert!(ok);
         let err = in_thread(move || restrict(&plan(vec![rule(&link2, &[READ])]), 6).err());
+        assert!(matches!(err, Some(LandlockError::Path { .. })), "{err:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The supervisor's path: rules below an earlier rule's directory are
+    /// opened beneath it and the ancestors unwind for a sibling, and each
+    /// rule still gets exactly its own rights; a symlink below a kept
+    /// ancestor still fails the step.
+    #[test]
+    fn prebuilt_nested_rules_keep_their_rights() {
+        let dir = std::env::temp_dir().join(format!("oajail-ll-nest-{}", std::process::id()));
+        let (ro, rw, other) = (dir.join("ro"), dir.join("ro/rw"), dir.join("other"));
+        std::fs::create_dir_all(&rw).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(rw.join("f"), "x").unwrap();
+        let _ = std::fs::remove_file(ro.join("link"));
+        std::os::unix::fs::symlink("/", ro.join("link")).unwrap();
+        let none = MountPlan {
+            steps: vec![],
+            warnings: vec![],
+        };
+        let rules = vec![
+            rule(&dir, &[READ]),
+            rule(&ro, &[READ]),
+            rule(&ro.join("missing"), &[READ, WRITE]),
+            rule(&rw, &[READ, WRITE]),
+            rule(&rw.join("f"), &[READ]),
+            rule(&other, &[READ, WRITE]),
+        ];
+        let (d, m) = (dir.clone(), none.clone());
+        let writes = in_thread(move || {
+            let built = prebuild(&plan(rules), &m, 6).unwrap();
+            // As pid 1 does before restricting (unprivileged, it must).
+            crate::caps::no_new_privs().unwrap();
+            built.restrict(&plan(vec![]), &m, 6).unwrap();
+            let w = |p: &str| std::fs::write(d.join(p), "y").map_err(|e| e.raw_os_error());
+            [w("top"), w("ro/x"), w("ro/rw/y"), w("other/z")]
+        });
+        let denied = Err(Some(libc::EACCES));
+        assert_eq!(writes, [denied, denied, Ok(()), Ok(())]);
+        let linked = vec![rule(&ro, &[READ]), rule(&ro.join("link"), &[READ])];
+        let err = in_thread(move || prebuild(&plan(linked), &none, 6).err());
         assert!(matches!(err, Some(LandlockError::Path { .. })), "{err:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
