@@ -89,7 +89,7 @@ fn ids_with(report: &Value, verdict: &str) -> Vec<String> {
 
 /// Audit `examples/policies/<name>` and check the summary: `attacks` run,
 /// `allowed` by policy, no escape and nothing inconclusive, exit 0.
-fn expect_counts(name: &str, attacks: u64, allowed: u64) {
+fn expect_counts(name: &str, attacks: u64, allowed: u64) -> Value {
     let path = format!("examples/policies/{name}");
     let (out, report) = json_report(&["-s", &path]);
     let s = &report["summary"];
@@ -108,36 +108,61 @@ fn expect_counts(name: &str, attacks: u64, allowed: u64) {
         ids_with(&report, "inconclusive"),
     );
     assert_eq!(out.status.code(), Some(0), "{name}: exit status");
+    report
+}
+
+/// The staged families (terminal, keyring, daemons, fail-closed, symlinked
+/// write roots) run under the user's policy and are judged on evidence.
+fn expect_blocked(report: &Value, ids: &[&str]) {
+    for id in ids {
+        let f = finding(report, id);
+        assert_eq!(f["verdict"], "blocked", "{id}: {f:#}");
+    }
 }
 
 #[test]
 fn audits_default_policy() {
-    expect_counts("default.json", 125, 6);
+    let report = expect_counts("default.json", 134, 6);
+    expect_blocked(
+        &report,
+        &[
+            "C7-tiocsti",
+            "C10-tty-restored-after-kill",
+            "D7-keyring-canary",
+            "B7-daemonize",
+            "H6-reap-orphans",
+            "I1-no-user-namespaces",
+        ],
+    );
 }
 
 #[test]
 fn audits_dev_shell_policy() {
-    expect_counts("dev-shell.json", 118, 30);
+    expect_counts("dev-shell.json", 128, 30);
 }
 
 #[test]
 fn audits_globs_and_literals_policy() {
-    expect_counts("globs-and-literals.json", 111, 34);
+    let report = expect_counts("globs-and-literals.json", 122, 34);
+    expect_blocked(
+        &report,
+        &["A4-symlinked-write-root:./build", "I1-proxy-fails-to-start"],
+    );
 }
 
 #[test]
 fn audits_mcp_server_policy() {
-    expect_counts("mcp-server.json", 107, 6);
+    expect_counts("mcp-server.json", 117, 6);
 }
 
 #[test]
 fn audits_srt_compat_policy() {
-    expect_counts("srt-compat.json", 111, 33);
+    expect_counts("srt-compat.json", 121, 33);
 }
 
 #[test]
 fn audits_strict_offline_policy() {
-    expect_counts("strict-offline.json", 105, 4);
+    expect_counts("strict-offline.json", 115, 4);
 }
 
 const WEAK: &str = r#"{

@@ -8,14 +8,13 @@
 //! exfiltration family `X`: every canary the command can read, sent through
 //! one channel each.
 //!
-//! Not in the audit (they need a fixture policy, a second run or a
-//! host-side step, so they stay suite-only): races (A4, A5), the guard's
-//! host-judged git attacks, pty and keyring attacks (C7, D7), daemons (B7,
-//! H6), fail-closed refusals (I1) and the code-mode tests (G2).
+//! Rows that need more from the lab (a terminal, a keyring, a daemon
+//! check, user namespaces taken away, a planted symlink) are in
+//! [`super::staged`].
 
 pub use super::channels::allowed_names;
 use super::channels::exfiltration;
-use super::{Case, Kind, Loc, Target};
+use super::{Case, Kind, Loc, Stage, Target};
 use crate::canary::{HOME_SECRETS, SECRET_ENV};
 use crate::catalog;
 use crate::labspec::{ALLOWED_V4, DNS_V4, EVIL_V4, EVIL_V6, METADATA_V4, PUBLIC_DNS_V4};
@@ -96,6 +95,7 @@ fn row(id: &str, kind: Kind, target: Target, probe: &[&str]) -> Option<Case> {
         kind,
         target,
         probe: probe.iter().map(|s| (*s).to_owned()).collect(),
+        stage: Stage::default(),
     })
 }
 
@@ -107,6 +107,7 @@ pub fn cases(policy: &Policy) -> Vec<Case> {
     out.extend(egress(policy));
     out.extend(resources());
     out.extend(exfiltration(policy));
+    out.extend(super::staged::cases(policy));
     // Catalogue family order (A…I), the audit's own X last; stable.
     out.sort_by_key(|c| {
         if c.family == EXFIL_FAMILY.0 {
@@ -288,6 +289,7 @@ fn persistence() -> Vec<Case> {
         kind: Kind::Persistence,
         target: Target::Write(Loc::Home(rel.to_owned())),
         probe: vec!["write-file".into(), mode.into(), format!("@HOME@/{rel}")],
+        stage: Stage::default(),
     };
     out.push(own(
         "B8-audit-other-project",

@@ -4,7 +4,7 @@
 use super::evidence::judge;
 use super::grant::Grants;
 use super::runbook::secret_sources;
-use super::{Case, Finding, Loc, Verdict};
+use super::{Case, Finding, Loc, Stage, Verdict};
 use crate::canary;
 use crate::lab::{Lab, LabError, RunOptions, Tools};
 use crate::labspec::{ALLOWED_V4, DnsMode};
@@ -63,13 +63,11 @@ impl Setup {
         Ok(lab)
     }
 
-    fn argv(&self, lab: &Lab, probe: &[String]) -> Vec<String> {
+    fn argv(&self, lab: &Lab, case: &Case) -> Vec<String> {
         let mut argv = vec![self.tools.oajail.display().to_string()];
         if self.policy_text.is_some() {
             argv.extend(["-s".to_owned(), lab.path("policy.json")]);
         }
-        argv.push("--".into());
-        argv.push(self.tools.probe.display().to_string());
         let fill = |a: &String| {
             a.replace("@HOME@", &lab.path("home"))
                 .replace("@WS@", &lab.path("ws"))
@@ -78,21 +76,33 @@ impl Setup {
                 .replace("@ABSTRACT@", &lab.abstract_name)
                 .replace("@TOKEN@", &lab.token)
         };
-        argv.extend(probe.iter().map(fill));
+        argv.extend(case.stage.oajail_args.iter().map(fill));
+        argv.push("--".into());
+        argv.push(self.tools.probe.display().to_string());
+        argv.extend(case.probe.iter().map(fill));
         argv
     }
 
-    fn options(&self) -> RunOptions {
+    fn options(&self, lab: &Lab, stage: &Stage) -> RunOptions {
         RunOptions {
             dns: DnsMode::Sinkhole,
             env: self.env.clone(),
+            pty: stage.pty,
+            keyring_desc: stage.keyring.then(|| format!("oaj_canary_{}", lab.token)),
+            daemon_marker: stage.daemon.then(|| format!("oajail-daemon-{}", lab.token)),
+            no_userns: stage.no_userns,
             ..RunOptions::default()
         }
     }
 
     /// Plant the policy's extra canaries and the settings file, then hand
     /// the lab to its owner and take the home's reference snapshot.
-    fn prepare(&self, lab: &mut Lab, sources: &[(String, Loc)]) -> Result<(), LabError> {
+    fn prepare(
+        &self,
+        lab: &mut Lab,
+        sources: &[(String, Loc)],
+        stage: &Stage,
+    ) -> Result<(), LabError> {
         for (slug, loc) in sources {
             let path = match loc {
                 Loc::Home(r) => lab.dir.join("home").join(r),
@@ -103,6 +113,15 @@ impl Setup {
                 canary::plant(&path, &text)
                     .map_err(|e| LabError::new(format!("plant {}", loc.shown()), e))?;
             }
+        }
+        if let Some(rel) = &stage.symlink_to_home {
+            let link = lab.dir.join("ws").join(rel);
+            if let Some(parent) = link.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| LabError::new(format!("mkdir for ./{rel}"), e))?;
+            }
+            std::os::unix::fs::symlink(lab.dir.join("home"), &link)
+                .map_err(|e| LabError::new(format!("plant ./{rel} -> home"), e))?;
         }
         self.write_policy(lab)?;
         lab.give_to_owner()?;
@@ -149,8 +168,17 @@ impl Setup {
         let lab = self.lab("preflight").map_err(AuditError::Lab)?;
         self.write_policy(&lab).map_err(AuditError::Lab)?;
         lab.give_to_owner().map_err(AuditError::Lab)?;
+        let list = Case {
+            id: "preflight".into(),
+            family: 'A',
+            title: "list the probe's attacks".into(),
+            kind: super::Kind::Isolation,
+            target: super::Target::Never,
+            probe: vec!["list".into()],
+            stage: Stage::default(),
+        };
         let run = lab
-            .try_run(self.argv(&lab, &["list".into()]), &self.options())
+            .try_run(self.argv(&lab, &list), &self.options(&lab, &list.stage))
             .map_err(AuditError::Lab)?;
         if let Some(e) = run.lab.lab_error {
             return Err(AuditError::LabStep(e));
@@ -178,8 +206,9 @@ impl Setup {
         let start = Instant::now();
         let sources = secret_sources(policy);
         let judged = self.lab(&case.id).and_then(|mut lab| {
-            self.prepare(&mut lab, &sources)?;
-            let run = lab.try_run(self.argv(&lab, &case.probe), &self.options())?;
+            self.prepare(&mut lab, &sources, &case.stage)?;
+            let opts = self.options(&lab, &case.stage);
+            let run = lab.try_run(self.argv(&lab, case), &opts)?;
             let grants = Grants {
                 policy,
                 home: lab.dir.join("home"),
