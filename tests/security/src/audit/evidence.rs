@@ -106,13 +106,14 @@ pub fn judge(
     if let Some(change) = &run.lab.pty_state_changed {
         effects.push(format!("the terminal was left changed: {change}"));
     }
-    if let Some(want) = case.stage.exit_code {
-        if run.report.is_some() && run.lab.exit_code != Some(want) {
-            effects.push(format!(
-                "exit status {:?} instead of the command's {want}",
-                run.lab.exit_code
-            ));
-        }
+    if let Some(want) = case.stage.exit_code
+        && run.report.is_some()
+        && run.lab.exit_code != Some(want)
+    {
+        effects.push(format!(
+            "exit status {:?} instead of the command's {want}",
+            run.lab.exit_code
+        ));
     }
     let probe = run.report.as_ref();
     let said = probe.map(|r| r.detail.clone()).unwrap_or_default();

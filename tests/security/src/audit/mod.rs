@@ -19,6 +19,7 @@
 //!   the command's stdout/stderr, a changed fake home, a killed host canary,
 //!   or the probe's own `succeeded` verdict.
 
+pub mod abspaths;
 pub mod channels;
 pub mod evidence;
 pub mod grant;
@@ -67,6 +68,9 @@ pub enum Loc {
     Home(String),
     /// Relative to the workspace (the command's cwd, the policy's `.`).
     Ws(String),
+    /// An absolute path the policy names (`/etc/shadow`); the lab shows a
+    /// fake file there through an overlay of its nearest existing directory.
+    Abs(String),
 }
 
 impl Loc {
@@ -77,6 +81,7 @@ impl Loc {
             Loc::Home(r) => format!("~/{r}"),
             Loc::Ws(r) if r.is_empty() => ".".into(),
             Loc::Ws(r) => format!("./{r}"),
+            Loc::Abs(p) => p.clone(),
         }
     }
 }

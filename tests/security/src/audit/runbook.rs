@@ -12,6 +12,7 @@
 //! check, user namespaces taken away, a planted symlink) are in
 //! [`super::staged`].
 
+use super::abspaths::{MAX_ABSOLUTE_PATHS, planted_abs};
 pub use super::channels::allowed_names;
 use super::channels::exfiltration;
 use super::{Case, Kind, Loc, Stage, Target};
@@ -31,18 +32,17 @@ pub const WS_SECRET: (&str, &str) = (".env", "ws-env");
 const MAX_POLICY_PATHS: usize = 24;
 
 /// Every place a canary secret lives in an audit lab: (slug, where). The
-/// home's secret stores, the workspace `.env`, and every plain `~/…` or
-/// `./…` path the policy's read rules name (so a store the user cares about
-/// is planted even when the suite's fake home lacks it).
+/// home's secret stores, the workspace `.env`, every plain `~/…` or `./…`
+/// path the policy's read rules name (so a store the user cares about is
+/// planted even when the suite's fake home lacks it), and every absolute
+/// one the lab can fake ([`super::abspaths`]).
 pub fn secret_sources(policy: &Policy) -> Vec<(String, Loc)> {
     let mut out: Vec<(String, Loc)> = HOME_SECRETS
         .iter()
         .map(|(rel, slug)| ((*slug).to_owned(), Loc::Home((*rel).to_owned())))
         .collect();
     out.push((WS_SECRET.1.into(), Loc::Ws(WS_SECRET.0.into())));
-    let fs = &policy.filesystem;
-    let named = fs.deny_read.iter().chain(&fs.allow_read);
-    for (n, loc) in named
+    for (n, loc) in named(policy)
         .filter_map(planted_loc)
         .take(MAX_POLICY_PATHS)
         .enumerate()
@@ -51,12 +51,28 @@ pub fn secret_sources(policy: &Policy) -> Vec<(String, Loc)> {
             out.push((format!("policy-{n}"), loc));
         }
     }
+    let base = super::session::default_base();
+    let absolute = named(policy)
+        .filter(|e| !e.is_glob() && e.path.starts_with('/'))
+        .filter_map(|e| planted_abs(&e.path, &base));
+    for (n, loc) in absolute.take(MAX_ABSOLUTE_PATHS).enumerate() {
+        if !out.iter().any(|(_, l)| *l == loc) {
+            out.push((format!("policy-abs-{n}"), loc));
+        }
+    }
     out
+}
+
+/// The paths the policy's read rules name (denyRead first).
+fn named(policy: &Policy) -> impl Iterator<Item = &PathEntry> {
+    let fs = &policy.filesystem;
+    fs.deny_read.iter().chain(&fs.allow_read)
 }
 
 /// Where the canary for a policy path goes: the path itself when it names
 /// a file, `<dir>/.oaj-canary` when the fake home already has it as a
-/// directory (a secret store below it). Globs and absolute paths: none.
+/// directory (a secret store below it). Globs and absolute paths: none
+/// here (absolute ones are [`planted_abs`]'s).
 fn planted_loc(entry: &PathEntry) -> Option<Loc> {
     if entry.is_glob() && !entry.literal {
         return None;
@@ -83,6 +99,7 @@ pub(super) fn at(loc: &Loc) -> String {
     match loc {
         Loc::Home(r) => format!("@HOME@/{r}"),
         Loc::Ws(r) => format!("@WS@/{r}"),
+        Loc::Abs(p) => p.clone(),
     }
 }
 

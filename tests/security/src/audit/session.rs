@@ -1,6 +1,7 @@
 //! Running the audit: one fresh lab per attack, several at once, each
 //! command being the real `oajail` with the user's policy around the probe.
 
+use super::abspaths::overlay_plan;
 use super::evidence::judge;
 use super::grant::Grants;
 use super::runbook::secret_sources;
@@ -83,8 +84,9 @@ impl Setup {
         argv
     }
 
-    fn options(&self, lab: &Lab, stage: &Stage) -> RunOptions {
+    fn options(&self, lab: &Lab, stage: &Stage, sources: &[(String, Loc)]) -> RunOptions {
         RunOptions {
+            overlays: overlay_plan(sources).into_iter().map(|o| o.dir).collect(),
             dns: DnsMode::Sinkhole,
             env: self.env.clone(),
             pty: stage.pty,
@@ -103,10 +105,22 @@ impl Setup {
         sources: &[(String, Loc)],
         stage: &Stage,
     ) -> Result<(), LabError> {
+        for (i, overlay) in overlay_plan(sources).iter().enumerate() {
+            let upper = lab.dir.join(format!("abs/{i}/upper"));
+            std::fs::create_dir_all(lab.dir.join(format!("abs/{i}/work")))
+                .map_err(|e| LabError::new("make the overlay work directory", e))?;
+            for (slug, rel) in &overlay.files {
+                let text = format!("secret={}\n", canary::canary(&lab.token, slug));
+                canary::plant(&upper.join(rel), &text).map_err(|e| {
+                    LabError::new(format!("plant {}", overlay.dir.join(rel).display()), e)
+                })?;
+            }
+        }
         for (slug, loc) in sources {
             let path = match loc {
                 Loc::Home(r) => lab.dir.join("home").join(r),
                 Loc::Ws(r) => lab.dir.join("ws").join(r),
+                Loc::Abs(_) => continue,
             };
             if !path.exists() {
                 let text = format!("secret={}\n", canary::canary(&lab.token, slug));
@@ -163,11 +177,13 @@ impl Setup {
     }
 
     /// Prove the lab and the jail work before any verdict is trusted: the
-    /// probe must run under oajail with this policy inside a lab.
-    pub fn preflight(&self) -> Result<(), AuditError> {
-        let lab = self.lab("preflight").map_err(AuditError::Lab)?;
-        self.write_policy(&lab).map_err(AuditError::Lab)?;
-        lab.give_to_owner().map_err(AuditError::Lab)?;
+    /// probe must run under oajail with this policy inside a lab planted
+    /// as every attack's lab is (the overlays for absolute paths included).
+    pub fn preflight(&self, policy: &Policy) -> Result<(), AuditError> {
+        let mut lab = self.lab("preflight").map_err(AuditError::Lab)?;
+        let sources = secret_sources(policy);
+        self.prepare(&mut lab, &sources, &Stage::default())
+            .map_err(AuditError::Lab)?;
         let list = Case {
             id: "preflight".into(),
             family: 'A',
@@ -178,7 +194,10 @@ impl Setup {
             stage: Stage::default(),
         };
         let run = lab
-            .try_run(self.argv(&lab, &list), &self.options(&lab, &list.stage))
+            .try_run(
+                self.argv(&lab, &list),
+                &self.options(&lab, &list.stage, &sources),
+            )
             .map_err(AuditError::Lab)?;
         if let Some(e) = run.lab.lab_error {
             return Err(AuditError::LabStep(e));
@@ -207,7 +226,7 @@ impl Setup {
         let sources = secret_sources(policy);
         let judged = self.lab(&case.id).and_then(|mut lab| {
             self.prepare(&mut lab, &sources, &case.stage)?;
-            let opts = self.options(&lab, &case.stage);
+            let opts = self.options(&lab, &case.stage, &sources);
             let run = lab.try_run(self.argv(&lab, case), &opts)?;
             let grants = Grants {
                 policy,
