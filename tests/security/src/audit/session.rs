@@ -105,17 +105,7 @@ impl Setup {
         sources: &[(String, Loc)],
         stage: &Stage,
     ) -> Result<(), LabError> {
-        for (i, overlay) in overlay_plan(sources).iter().enumerate() {
-            let upper = lab.dir.join(format!("abs/{i}/upper"));
-            std::fs::create_dir_all(lab.dir.join(format!("abs/{i}/work")))
-                .map_err(|e| LabError::new("make the overlay work directory", e))?;
-            for (slug, rel) in &overlay.files {
-                let text = format!("secret={}\n", canary::canary(&lab.token, slug));
-                canary::plant(&upper.join(rel), &text).map_err(|e| {
-                    LabError::new(format!("plant {}", overlay.dir.join(rel).display()), e)
-                })?;
-            }
-        }
+        plant_overlays(lab, sources)?;
         for (slug, loc) in sources {
             let path = match loc {
                 Loc::Home(r) => lab.dir.join("home").join(r),
@@ -278,6 +268,23 @@ impl Setup {
             .flatten()
             .collect()
     }
+}
+
+/// The upper layers of the lab's overlays (`<lab>/abs/<i>/upper`), holding
+/// the canaries for the policy's absolute paths; the lab mounts them.
+fn plant_overlays(lab: &Lab, sources: &[(String, Loc)]) -> Result<(), LabError> {
+    for (i, overlay) in overlay_plan(sources).iter().enumerate() {
+        let upper = lab.dir.join(format!("abs/{i}/upper"));
+        std::fs::create_dir_all(lab.dir.join(format!("abs/{i}/work")))
+            .map_err(|e| LabError::new("make the overlay work directory", e))?;
+        for (slug, rel) in &overlay.files {
+            let text = format!("secret={}\n", canary::canary(&lab.token, slug));
+            canary::plant(&upper.join(rel), &text).map_err(|e| {
+                LabError::new(format!("plant {}", overlay.dir.join(rel).display()), e)
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// The uid and primary gid of user `name` (`--as-user`).

@@ -16,6 +16,9 @@
 #[path = "oajail-probe/raw.rs"]
 mod raw;
 
+#[path = "oajail-lab/overlay.rs"]
+mod overlay;
+
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, unshare};
 use oajail_security::dns::Responder;
@@ -78,7 +81,7 @@ fn run(config_path: &Path) -> i32 {
 fn lab(config: &LabConfig) -> Result<LabResult> {
     let in_userns = enter_namespaces(config)?;
     // Before the resolv.conf bind: an overlay of /etc would hide it.
-    overlay_policy_paths(config, in_userns)?;
+    overlay::policy_paths(config, in_userns)?;
     bind_resolv_conf(&config.dir)?;
     if config.alias_home {
         alias_home(&config.dir)?;
@@ -130,43 +133,6 @@ fn enter_namespaces(config: &LabConfig) -> Result<bool> {
     )
     .context("make / private")?;
     Ok(flags.contains(CloneFlags::CLONE_NEWUSER))
-}
-
-/// The audit's canaries at a policy's absolute paths: each host directory
-/// in `overlays` is covered, in this mount namespace only, by an overlay
-/// whose upper layer (`<lab>/abs/<i>/upper`) holds the fake files; the
-/// host's directory is only read. In a user namespace overlayfs needs
-/// `userxattr` (Linux 5.11+); a kernel without it fails the lab, naming
-/// the directory, rather than auditing without the canary.
-fn overlay_policy_paths(config: &LabConfig, in_userns: bool) -> Result<()> {
-    use nix::mount::{MsFlags, mount};
-    for (i, dir) in config.overlays.iter().enumerate() {
-        let layer = config.dir.join(format!("abs/{i}"));
-        let data = format!(
-            "lowerdir={},upperdir={},workdir={}",
-            dir.display(),
-            layer.join("upper").display(),
-            layer.join("work").display()
-        );
-        let mut tried = mount(
-            Some("oajail-lab"),
-            dir,
-            Some("overlay"),
-            MsFlags::empty(),
-            Some(format!("{data},userxattr").as_str()),
-        );
-        if tried.is_err() && !in_userns {
-            tried = mount(
-                Some("oajail-lab"),
-                dir,
-                Some("overlay"),
-                MsFlags::empty(),
-                Some(data.as_str()),
-            );
-        }
-        tried.with_context(|| format!("overlay {} with the policy's canaries", dir.display()))?;
-    }
-    Ok(())
 }
 
 /// A second mount of the fake home (A10): `<lab>/home-alias`.
