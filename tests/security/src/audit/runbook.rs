@@ -103,7 +103,8 @@ pub(super) fn at(loc: &Loc) -> String {
     }
 }
 
-fn row(id: &str, kind: Kind, target: Target, probe: &[&str]) -> Option<Case> {
+/// The catalogue row `id` as an audit case (`None`: not in the catalogue).
+pub(super) fn row(id: &str, kind: Kind, target: Target, probe: &[&str]) -> Option<Case> {
     let a = catalog::attack(id)?;
     Some(Case {
         id: id.to_owned(),

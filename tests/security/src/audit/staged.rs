@@ -9,9 +9,8 @@
 //! (`I1-no-landlock`, `I1-no-seccomp`, `I1-no-guard`), a host-side git run
 //! (the guard's git attacks), 40 racing runs (A5) or a code-mode server (G2).
 
-use super::runbook::allowed_names;
+use super::runbook::{allowed_names, row};
 use super::{Case, Kind, Loc, Refusal, Stage, Target};
-use crate::catalog;
 use crate::verdict::EXIT_BLOCKED;
 use oajail_policy::{PathEntry, Policy};
 
@@ -19,16 +18,9 @@ use oajail_policy::{PathEntry, Policy};
 const MAX_SYMLINK_ROOTS: usize = 4;
 
 fn staged(id: &str, kind: Kind, target: Target, probe: &[&str], stage: Stage) -> Option<Case> {
-    let a = catalog::attack(id)?;
-    Some(Case {
-        id: id.to_owned(),
-        family: a.family,
-        title: a.title.to_owned(),
-        kind,
-        target,
-        probe: probe.iter().map(|s| (*s).to_owned()).collect(),
-        stage,
-    })
+    let mut c = row(id, kind, target, probe)?;
+    c.stage = stage;
+    Some(c)
 }
 
 /// Every staged case the audit runs against `policy`.
