@@ -60,7 +60,7 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
         .with_context(|| format!("audit: create {}", setup.base.display()))
         .map_err(Fail::setup)?;
     setup
-        .preflight()
+        .preflight(policy)
         .map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
     let start = Instant::now();
     let progress = Progress::new(cases.len(), start);
@@ -157,7 +157,7 @@ fn tools() -> anyhow::Result<Tools> {
             Ok(p)
         } else {
             Err(anyhow!(
-                "audit: {name} not found at {} (install it beside oajail: `cargo install --path tests/security --bins`, or set {env})",
+                "audit: {name} not found at {} (install it beside oajail: `cargo install --locked --path tests/security --bin oajail-probe --bin oajail-lab`, or set {env})",
                 p.display()
             ))
         }

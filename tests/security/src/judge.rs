@@ -403,12 +403,11 @@ pub fn results_dir() -> PathBuf {
 
 fn record(rec: &ResultRecord) {
     let dir = results_dir();
-    let write = fs::create_dir_all(&dir).and_then(|()| {
-        fs::write(
-            dir.join(format!("{}.json", rec.id)),
-            serde_json::to_vec_pretty(rec).unwrap_or_default(),
-        )
-    });
+    let write = write_record(
+        &dir,
+        &rec.id,
+        &serde_json::to_vec_pretty(rec).unwrap_or_default(),
+    );
     if let Err(e) = write {
         panic!(
             "security suite: write result for {} to {}: {e}",
@@ -416,6 +415,34 @@ fn record(rec: &ResultRecord) {
             dir.display()
         );
     }
+}
+
+/// Write `dir/<id>.json`, replacing an earlier record of the same id.
+///
+/// Never by opening the existing file for writing: in the kernel matrix the
+/// results directory is the host's, shared over 9p, where the unprivileged
+/// user may not truncate a record it wrote before (a test that records the
+/// same id twice, or a re-run). The record goes to a fresh file named for
+/// this process and is renamed over the old one (the directory's permission,
+/// not the file's); where even that is refused, the old record is removed
+/// first. A reader never sees a half-written record under `<id>.json`.
+pub fn write_record(dir: &Path, id: &str, bytes: &[u8]) -> std::io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let tmp = dir.join(format!(".{id}.{}.{nanos}.tmp", std::process::id()));
+    let dest = dir.join(format!("{id}.json"));
+    fs::write(&tmp, bytes)?;
+    let renamed = fs::rename(&tmp, &dest).or_else(|_| {
+        fs::remove_file(&dest)?;
+        fs::rename(&tmp, &dest)
+    });
+    if renamed.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    renamed
 }
 
 /// One attack run with one enforcement layer switched off (I2).
@@ -441,12 +468,11 @@ pub fn judge_run(lab: &mut Lab, run: &Run) -> (Judgement, String) {
 /// never when the claim names two or more layers (defence in depth).
 pub fn assert_ablation(rec: &AblationRecord) {
     let dir = results_dir().join("ablation");
-    let write = fs::create_dir_all(&dir).and_then(|()| {
-        fs::write(
-            dir.join(format!("{}.json", rec.id)),
-            serde_json::to_vec_pretty(rec).unwrap_or_default(),
-        )
-    });
+    let write = write_record(
+        &dir,
+        &rec.id,
+        &serde_json::to_vec_pretty(rec).unwrap_or_default(),
+    );
     if let Err(e) = write {
         panic!("security suite: write ablation result for {}: {e}", rec.id);
     }
@@ -470,4 +496,31 @@ pub fn assert_ablation(rec: &AblationRecord) {
         rec.claimed,
         problems.join("\n  ")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_record;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A second record of the same id replaces the first even when the first
+    /// file may not be opened for writing (the 9p-shared results directory),
+    /// and leaves no temporary file behind.
+    #[test]
+    fn second_record_replaces_a_read_only_first() {
+        let dir = std::env::temp_dir().join(format!("oaj-record-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write_record(&dir, "X1-same", b"first").unwrap();
+        let first = dir.join("X1-same.json");
+        std::fs::set_permissions(&first, std::fs::Permissions::from_mode(0o444)).unwrap();
+        write_record(&dir, "X1-same", b"second").unwrap();
+        assert_eq!(std::fs::read(&first).unwrap(), b"second");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["X1-same.json"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -125,6 +125,8 @@ pub struct RunOptions {
     pub stdin: Option<Vec<u8>>,
     /// See `stdin`.
     pub stdin_hold_ms: u64,
+    /// Host directories overlaid in the lab with `<lab>/abs/<i>/upper`.
+    pub overlays: Vec<PathBuf>,
 }
 
 /// One lab: a directory with a fake home, a workspace and a policy, plus a
@@ -444,6 +446,7 @@ impl Lab {
             kill_after_ms: opts.kill_after_ms,
             stdin_file: opts.stdin.as_ref().map(|_| self.dir.join("stdin.bin")),
             stdin_hold_ms: opts.stdin_hold_ms,
+            overlays: opts.overlays.clone(),
         };
         if let Some(bytes) = &opts.stdin {
             fs::write(self.dir.join("stdin.bin"), bytes)

@@ -115,6 +115,11 @@ pub struct LabConfig {
     /// See `stdin_file`.
     #[serde(default)]
     pub stdin_hold_ms: u64,
+    /// Host directories the lab overlays, in its own mount namespace, with
+    /// `<dir>/abs/<i>/upper` (the i-th entry): the fake files a policy's
+    /// absolute paths name, never written on the host.
+    #[serde(default)]
+    pub overlays: Vec<PathBuf>,
 }
 
 /// What the lab saw, written to `lab-result.json`.

@@ -89,7 +89,7 @@ fn ids_with(report: &Value, verdict: &str) -> Vec<String> {
 
 /// Audit `examples/policies/<name>` and check the summary: `attacks` run,
 /// `allowed` by policy, no escape and nothing inconclusive, exit 0.
-fn expect_counts(name: &str, attacks: u64, allowed: u64) {
+fn expect_counts(name: &str, attacks: u64, allowed: u64) -> Value {
     let path = format!("examples/policies/{name}");
     let (out, report) = json_report(&["-s", &path]);
     let s = &report["summary"];
@@ -108,36 +108,61 @@ fn expect_counts(name: &str, attacks: u64, allowed: u64) {
         ids_with(&report, "inconclusive"),
     );
     assert_eq!(out.status.code(), Some(0), "{name}: exit status");
+    report
+}
+
+/// The staged families (terminal, keyring, daemons, fail-closed, symlinked
+/// write roots) run under the user's policy and are judged on evidence.
+fn expect_blocked(report: &Value, ids: &[&str]) {
+    for id in ids {
+        let f = finding(report, id);
+        assert_eq!(f["verdict"], "blocked", "{id}: {f:#}");
+    }
 }
 
 #[test]
 fn audits_default_policy() {
-    expect_counts("default.json", 125, 6);
+    let report = expect_counts("default.json", 155, 6);
+    expect_blocked(
+        &report,
+        &[
+            "C7-tiocsti",
+            "C10-tty-restored-after-kill",
+            "D7-keyring-canary",
+            "B7-daemonize",
+            "H6-reap-orphans",
+            "I1-no-user-namespaces",
+        ],
+    );
 }
 
 #[test]
 fn audits_dev_shell_policy() {
-    expect_counts("dev-shell.json", 118, 30);
+    expect_counts("dev-shell.json", 128, 30);
 }
 
 #[test]
 fn audits_globs_and_literals_policy() {
-    expect_counts("globs-and-literals.json", 111, 34);
+    let report = expect_counts("globs-and-literals.json", 122, 34);
+    expect_blocked(
+        &report,
+        &["A4-symlinked-write-root:./build", "I1-proxy-fails-to-start"],
+    );
 }
 
 #[test]
 fn audits_mcp_server_policy() {
-    expect_counts("mcp-server.json", 107, 6);
+    expect_counts("mcp-server.json", 119, 8);
 }
 
 #[test]
 fn audits_srt_compat_policy() {
-    expect_counts("srt-compat.json", 111, 33);
+    expect_counts("srt-compat.json", 121, 33);
 }
 
 #[test]
 fn audits_strict_offline_policy() {
-    expect_counts("strict-offline.json", 105, 4);
+    expect_counts("strict-offline.json", 119, 4);
 }
 
 const WEAK: &str = r#"{
@@ -227,6 +252,45 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// Absolute paths a policy names (`/home/alice/…`, `/etc/…`) get a canary
+/// too: the lab overlays their nearest existing directory in its own mount
+/// namespace, so the host never gets the fake files.
+#[test]
+fn absolute_policy_paths_get_canaries_without_touching_the_host() {
+    let (alice, etc) = ("/home/alice", "/etc/oaj-audit-test");
+    for p in [alice, etc] {
+        assert!(!Path::new(p).exists(), "{p} exists on this host already");
+    }
+    let policy = scratch("absolute").join("absolute.json");
+    std::fs::write(
+        &policy,
+        format!(
+            r#"{{"network": {{"allowedDomains": [], "deniedDomains": []}},
+                "filesystem": {{"denyRead": ["~", "{etc}/secret.key"],
+                "allowRead": ["{alice}/.ssh/id_rsa"], "allowWrite": [], "denyWrite": []}}}}"#
+        ),
+    )
+    .unwrap_or_else(|e| panic!("write policy: {e}"));
+    let p = policy.display().to_string();
+    let (_, report) = json_report(&["-s", &p, "--only", "A,X"]);
+    let read = finding(&report, "A2-secret-store:/home/alice/.ssh/id_rsa");
+    assert_eq!(read["verdict"], "allowed", "{read:#}");
+    assert_eq!(
+        grant_of(read),
+        vec![("filesystem.denyRead".to_owned(), None)],
+        "{read:#}"
+    );
+    let denied = finding(&report, "A2-secret-store:/etc/oaj-audit-test/secret.key");
+    assert_eq!(denied["verdict"], "blocked", "{denied:#}");
+    // The readable one is also what an exfiltration carries out.
+    let out = finding(&report, "X1-exfil-stdout");
+    let detail = out["detail"].as_str().unwrap_or("");
+    assert!(detail.contains("policy-abs-"), "{out:#}");
+    for p in [alice, etc] {
+        assert!(!Path::new(p).exists(), "the audit left {p} on the host");
+    }
 }
 
 #[test]
@@ -364,6 +428,79 @@ fn a_lab_that_cannot_be_built_fails_naming_the_step() {
     assert!(out.stdout.is_empty());
 }
 
+/// Make user namespaces unavailable to this thread and every process it
+/// starts, as a hardened kernel or a container runtime does: clone and
+/// unshare with `CLONE_NEWUSER` fail with EPERM; clone3, whose flags a
+/// filter cannot read, fails with ENOSYS (libc then falls back to clone).
+fn deny_user_namespaces() -> Result<(), Box<dyn std::error::Error>> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule,
+    };
+    let arch = std::env::consts::ARCH.try_into()?;
+    let newuser = libc::CLONE_NEWUSER as u64;
+    let flag = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Qword,
+        SeccompCmpOp::MaskedEq(newuser),
+        newuser,
+    )?;
+    let rule = || SeccompRule::new(vec![flag.clone()]).map(|r| vec![r]);
+    let eperm = SeccompFilter::new(
+        [(libc::SYS_clone, rule()?), (libc::SYS_unshare, rule()?)].into(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    let enosys = SeccompFilter::new(
+        [(libc::SYS_clone3, vec![])].into(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?;
+    for f in [eperm, enosys] {
+        let prog: BpfProgram = f.try_into()?;
+        seccompiler::apply_filter(&prog)?;
+    }
+    Ok(())
+}
+
+/// User namespaces really refused (a seccomp filter on the thread that
+/// starts the audit, inherited by it; not a stand-in path): the audit stops
+/// with exit 125 and one `oajail: audit:` line naming the step that needed
+/// the namespace (the lab's own when unprivileged, oajail's jail as root),
+/// and never prints a report.
+#[test]
+fn refused_user_namespaces_fail_closed_naming_the_step() {
+    let out = std::thread::spawn(|| {
+        deny_user_namespaces().unwrap_or_else(|e| panic!("refuse user namespaces: {e}"));
+        audit(&[
+            "-s",
+            "examples/policies/strict-offline.json",
+            "--format",
+            "json",
+        ])
+    })
+    .join()
+    .expect("audit thread");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    let step = if nix::unistd::geteuid().is_root() {
+        "oajail: audit: oajail could not run the probe under this policy: "
+    } else {
+        "oajail: audit: cannot build the lab: unshare lab namespaces: "
+    };
+    assert!(lines[0].starts_with(step), "{err}");
+    assert!(lines[0].contains("namespaces"), "{err}");
+    assert!(
+        lines[0].contains("EPERM") || lines[0].contains("not permitted"),
+        "{err}"
+    );
+    assert!(!err.contains("escape") && out.stdout.is_empty(), "{err}");
+}
+
 #[test]
 fn as_user_runs_the_attacks_as_that_user_or_is_refused() {
     let out = audit(&[
@@ -405,12 +542,12 @@ fn progress_line_on_a_terminal_and_none_in_a_pipe() {
         .unwrap_or_else(|e| panic!("run script(1) from util-linux: {e}"));
     let tty = String::from_utf8_lossy(&out.stdout);
     assert!(
-        tty.contains("audit: families H · 2/2 attacks · 0 escape · 2 allowed"),
+        tty.contains("audit: families H · 3/3 attacks · 0 escape · 2 allowed"),
         "{tty}"
     );
     // Piped (as in CI), stderr carries only the summary line.
     let out = audit(&["-s", "examples/policies/strict-offline.json", "--only", "H"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("families"), "{err}");
-    assert!(err.starts_with("oajail: audit: 2 attacks in "), "{err}");
+    assert!(err.starts_with("oajail: audit: 3 attacks in "), "{err}");
 }

@@ -6,7 +6,7 @@
 //! direct routes around the proxy.
 
 use super::runbook::{EXFIL_FAMILY, at, secret_sources};
-use super::{Case, Channel, Kind, Target};
+use super::{Case, Channel, Kind, Stage, Target};
 use crate::labspec::{DNS_V4, EVIL_V4};
 use oajail_policy::Policy;
 
@@ -52,6 +52,7 @@ pub fn exfiltration(policy: &Policy) -> Vec<Case> {
             .into_iter()
             .chain(sources.iter().cloned())
             .collect(),
+        stage: Stage::default(),
     };
     let s = |x: &str| x.to_owned();
     let mut out = vec![case(

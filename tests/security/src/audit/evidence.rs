@@ -9,7 +9,7 @@
 //! readable under the policy for the finding to be `allowed`.
 
 use super::grant::Grants;
-use super::{Case, Channel, Grant, Loc, Target, Verdict};
+use super::{Case, Channel, Grant, Loc, Refusal, Target, Verdict};
 use crate::lab::{Lab, Run};
 use crate::verdict::Verdict as Probe;
 
@@ -74,6 +74,16 @@ pub fn judge(
             format!("lab failed: {e}"),
         );
     }
+    let refused = run.report.is_none()
+        && run.lab.exit_code.is_some_and(|c| c != 0)
+        && run.stderr.lines().any(|l| l.starts_with("oajail"));
+    match case.stage.refusal {
+        Refusal::Required => return refusal_required(lab, run, refused),
+        Refusal::Blocks if refused && lab.home_changes().is_empty() => {
+            return (Verdict::Blocked, Vec::new(), refusal_line(run));
+        }
+        _ => {}
+    }
     let seen = canaries_seen(&lab.token, run);
     let mut effects: Vec<String> = seen
         .iter()
@@ -92,6 +102,18 @@ pub fn judge(
     }
     if run.lab.leftover_daemons > 0 {
         effects.push("a daemon outlived the jail".into());
+    }
+    if let Some(change) = &run.lab.pty_state_changed {
+        effects.push(format!("the terminal was left changed: {change}"));
+    }
+    if let Some(want) = case.stage.exit_code
+        && run.report.is_some()
+        && run.lab.exit_code != Some(want)
+    {
+        effects.push(format!(
+            "exit status {:?} instead of the command's {want}",
+            run.lab.exit_code
+        ));
     }
     let probe = run.report.as_ref();
     let said = probe.map(|r| r.detail.clone()).unwrap_or_default();
@@ -123,6 +145,9 @@ pub fn judge(
     };
     let worked = match &case.target {
         Target::Exfil(_) => !seen.is_empty(),
+        // A daemon attack's probe "succeeds" in starting its daemon; it
+        // works only if the lab finds the daemon alive after the jail.
+        _ if case.stage.daemon => !effects.is_empty(),
         _ => probe.is_some_and(|r| r.verdict == Probe::Succeeded) || !effects.is_empty(),
     };
     if !worked {
@@ -167,4 +192,53 @@ fn not_worked(run: &Run, detail: String) -> Judged {
         Probe::Unexpected => Verdict::Inconclusive,
     };
     (v, Vec::new(), detail)
+}
+
+/// oajail's one refusal line (or its last stderr line).
+fn refusal_line(run: &Run) -> String {
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("oajail"))
+        .or_else(|| run.stderr.lines().last())
+        .unwrap_or("")
+        .trim();
+    format!("refused: {line}")
+}
+
+/// Family I: the command must not run at all. It running (a probe verdict)
+/// is the attack working, whatever it then did; a refusal without the one
+/// `oajail:` line, or a lab that failed, proves nothing.
+fn refusal_required(lab: &mut Lab, run: &Run, refused: bool) -> Judged {
+    if let Some(e) = &run.lab.lab_error {
+        return (
+            Verdict::Inconclusive,
+            Vec::new(),
+            format!("lab failed: {e}"),
+        );
+    }
+    let changed = lab.home_changes();
+    if refused && changed.is_empty() {
+        return (Verdict::Blocked, Vec::new(), refusal_line(run));
+    }
+    if run.report.is_some() || !changed.is_empty() {
+        let said = run.report.as_ref().map(|r| r.detail.as_str()).unwrap_or("");
+        return (
+            Verdict::Escape,
+            Vec::new(),
+            format!(
+                "not refused: the command ran (exit {:?}) {said}; fake home changes: {changed:?}",
+                run.lab.exit_code
+            ),
+        );
+    }
+    (
+        Verdict::Inconclusive,
+        Vec::new(),
+        format!(
+            "no probe verdict and no `oajail:` refusal line (exit {:?}): {}",
+            run.lab.exit_code,
+            run.stderr.lines().last().unwrap_or("").trim()
+        ),
+    )
 }

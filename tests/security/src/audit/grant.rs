@@ -92,6 +92,7 @@ impl Grants<'_> {
         match loc {
             Loc::Home(r) => self.home.join(r),
             Loc::Ws(r) => self.ws.join(r),
+            Loc::Abs(p) => PathBuf::from(p),
         }
     }
 
@@ -215,6 +216,7 @@ fn protected(loc: &Loc) -> bool {
     let (rel, home) = match loc {
         Loc::Home(r) => (r.as_str(), true),
         Loc::Ws(r) => (r.as_str(), false),
+        Loc::Abs(_) => return false,
     };
     let covers =
         |e: &Entry, rel: &str| rel == e.path || (e.dir && rel.starts_with(&format!("{}/", e.path)));

@@ -19,11 +19,13 @@
 //!   the command's stdout/stderr, a changed fake home, a killed host canary,
 //!   or the probe's own `succeeded` verdict.
 
+pub mod abspaths;
 pub mod channels;
 pub mod evidence;
 pub mod grant;
 pub mod runbook;
 pub mod session;
+pub mod staged;
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +68,9 @@ pub enum Loc {
     Home(String),
     /// Relative to the workspace (the command's cwd, the policy's `.`).
     Ws(String),
+    /// An absolute path the policy names (`/etc/shadow`); the lab shows a
+    /// fake file there through an overlay of its nearest existing directory.
+    Abs(String),
 }
 
 impl Loc {
@@ -76,6 +81,7 @@ impl Loc {
             Loc::Home(r) => format!("~/{r}"),
             Loc::Ws(r) if r.is_empty() => ".".into(),
             Loc::Ws(r) => format!("./{r}"),
+            Loc::Abs(p) => p.clone(),
         }
     }
 }
@@ -138,6 +144,57 @@ pub struct Case {
     /// The probe's arguments; `@HOME@`, `@WS@`, `@LAB@`, `@PID@`,
     /// `@ABSTRACT@` and `@TOKEN@` are replaced per lab.
     pub probe: Vec<String>,
+    /// What the lab sets up for this attack beyond the usual.
+    #[serde(default, skip_serializing_if = "Stage::is_plain")]
+    pub stage: Stage,
+}
+
+/// What a lab sets up for one attack beyond the fake home, the workspace
+/// and the sinks (the suite's `RunOptions` for the same catalogue row).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage {
+    /// The command runs on a pty that is its controlling terminal; the lab
+    /// reports bytes injected into it and any state left changed.
+    pub pty: bool,
+    /// The lab's session keyring holds a canary key `oaj_canary_<token>`.
+    pub keyring: bool,
+    /// Processes carrying `oajail-daemon-<token>` must be gone after the run.
+    pub daemon: bool,
+    /// User namespaces are unavailable to oajail (fail-closed).
+    pub no_userns: bool,
+    /// oajail arguments before `--` (placeholders filled per lab).
+    pub oajail_args: Vec<String>,
+    /// A path of the workspace planted as a symlink to the home before the
+    /// run (a previous run's leftover).
+    pub symlink_to_home: Option<String>,
+    /// What a refusal by oajail (no probe verdict, an `oajail:` line, a
+    /// non-zero status) means for this attack.
+    pub refusal: Refusal,
+    /// The command's exit status must come back as this (pid 1 passes it
+    /// through).
+    pub exit_code: Option<i32>,
+}
+
+/// What oajail refusing to run the command means for an attack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Refusal {
+    /// Nothing: the attack was never tried (`inconclusive`).
+    #[default]
+    ProvesNothing,
+    /// The attack is stopped (a refused symlinked write root).
+    Blocks,
+    /// Only a refusal stops it: the command running at all is the attack
+    /// working (family I, fail-closed).
+    Required,
+}
+
+impl Stage {
+    /// Nothing beyond the usual lab.
+    pub fn is_plain(&self) -> bool {
+        *self == Stage::default()
+    }
 }
 
 /// The verdict of one attack relative to the policy.

@@ -8,14 +8,14 @@
 //! exfiltration family `X`: every canary the command can read, sent through
 //! one channel each.
 //!
-//! Not in the audit (they need a fixture policy, a second run or a
-//! host-side step, so they stay suite-only): races (A4, A5), the guard's
-//! host-judged git attacks, pty and keyring attacks (C7, D7), daemons (B7,
-//! H6), fail-closed refusals (I1) and the code-mode tests (G2).
+//! Rows that need more from the lab (a terminal, a keyring, a daemon
+//! check, user namespaces taken away, a planted symlink) are in
+//! [`super::staged`].
 
+use super::abspaths::{MAX_ABSOLUTE_PATHS, planted_abs};
 pub use super::channels::allowed_names;
 use super::channels::exfiltration;
-use super::{Case, Kind, Loc, Target};
+use super::{Case, Kind, Loc, Stage, Target};
 use crate::canary::{HOME_SECRETS, SECRET_ENV};
 use crate::catalog;
 use crate::labspec::{ALLOWED_V4, DNS_V4, EVIL_V4, EVIL_V6, METADATA_V4, PUBLIC_DNS_V4};
@@ -32,18 +32,17 @@ pub const WS_SECRET: (&str, &str) = (".env", "ws-env");
 const MAX_POLICY_PATHS: usize = 24;
 
 /// Every place a canary secret lives in an audit lab: (slug, where). The
-/// home's secret stores, the workspace `.env`, and every plain `~/…` or
-/// `./…` path the policy's read rules name (so a store the user cares about
-/// is planted even when the suite's fake home lacks it).
+/// home's secret stores, the workspace `.env`, every plain `~/…` or `./…`
+/// path the policy's read rules name (so a store the user cares about is
+/// planted even when the suite's fake home lacks it), and every absolute
+/// one the lab can fake ([`super::abspaths`]).
 pub fn secret_sources(policy: &Policy) -> Vec<(String, Loc)> {
     let mut out: Vec<(String, Loc)> = HOME_SECRETS
         .iter()
         .map(|(rel, slug)| ((*slug).to_owned(), Loc::Home((*rel).to_owned())))
         .collect();
     out.push((WS_SECRET.1.into(), Loc::Ws(WS_SECRET.0.into())));
-    let fs = &policy.filesystem;
-    let named = fs.deny_read.iter().chain(&fs.allow_read);
-    for (n, loc) in named
+    for (n, loc) in named(policy)
         .filter_map(planted_loc)
         .take(MAX_POLICY_PATHS)
         .enumerate()
@@ -52,12 +51,28 @@ pub fn secret_sources(policy: &Policy) -> Vec<(String, Loc)> {
             out.push((format!("policy-{n}"), loc));
         }
     }
+    let base = super::session::default_base();
+    let absolute = named(policy)
+        .filter(|e| !e.is_glob() && e.path.starts_with('/'))
+        .filter_map(|e| planted_abs(&e.path, &base));
+    for (n, loc) in absolute.take(MAX_ABSOLUTE_PATHS).enumerate() {
+        if !out.iter().any(|(_, l)| *l == loc) {
+            out.push((format!("policy-abs-{n}"), loc));
+        }
+    }
     out
+}
+
+/// The paths the policy's read rules name (denyRead first).
+fn named(policy: &Policy) -> impl Iterator<Item = &PathEntry> {
+    let fs = &policy.filesystem;
+    fs.deny_read.iter().chain(&fs.allow_read)
 }
 
 /// Where the canary for a policy path goes: the path itself when it names
 /// a file, `<dir>/.oaj-canary` when the fake home already has it as a
-/// directory (a secret store below it). Globs and absolute paths: none.
+/// directory (a secret store below it). Globs and absolute paths: none
+/// here (absolute ones are [`planted_abs`]'s).
 fn planted_loc(entry: &PathEntry) -> Option<Loc> {
     if entry.is_glob() && !entry.literal {
         return None;
@@ -84,10 +99,12 @@ pub(super) fn at(loc: &Loc) -> String {
     match loc {
         Loc::Home(r) => format!("@HOME@/{r}"),
         Loc::Ws(r) => format!("@WS@/{r}"),
+        Loc::Abs(p) => p.clone(),
     }
 }
 
-fn row(id: &str, kind: Kind, target: Target, probe: &[&str]) -> Option<Case> {
+/// The catalogue row `id` as an audit case (`None`: not in the catalogue).
+pub(super) fn row(id: &str, kind: Kind, target: Target, probe: &[&str]) -> Option<Case> {
     let a = catalog::attack(id)?;
     Some(Case {
         id: id.to_owned(),
@@ -96,6 +113,7 @@ fn row(id: &str, kind: Kind, target: Target, probe: &[&str]) -> Option<Case> {
         kind,
         target,
         probe: probe.iter().map(|s| (*s).to_owned()).collect(),
+        stage: Stage::default(),
     })
 }
 
@@ -107,6 +125,7 @@ pub fn cases(policy: &Policy) -> Vec<Case> {
     out.extend(egress(policy));
     out.extend(resources());
     out.extend(exfiltration(policy));
+    out.extend(super::staged::cases(policy));
     // Catalogue family order (A…I), the audit's own X last; stable.
     out.sort_by_key(|c| {
         if c.family == EXFIL_FAMILY.0 {
@@ -288,6 +307,7 @@ fn persistence() -> Vec<Case> {
         kind: Kind::Persistence,
         target: Target::Write(Loc::Home(rel.to_owned())),
         probe: vec!["write-file".into(), mode.into(), format!("@HOME@/{rel}")],
+        stage: Stage::default(),
     };
     out.push(own(
         "B8-audit-other-project",

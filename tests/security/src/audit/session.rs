@@ -1,10 +1,11 @@
 //! Running the audit: one fresh lab per attack, several at once, each
 //! command being the real `oajail` with the user's policy around the probe.
 
+use super::abspaths::overlay_plan;
 use super::evidence::judge;
 use super::grant::Grants;
 use super::runbook::secret_sources;
-use super::{Case, Finding, Loc, Verdict};
+use super::{Case, Finding, Loc, Stage, Verdict};
 use crate::canary;
 use crate::lab::{Lab, LabError, RunOptions, Tools};
 use crate::labspec::{ALLOWED_V4, DnsMode};
@@ -63,13 +64,11 @@ impl Setup {
         Ok(lab)
     }
 
-    fn argv(&self, lab: &Lab, probe: &[String]) -> Vec<String> {
+    fn argv(&self, lab: &Lab, case: &Case) -> Vec<String> {
         let mut argv = vec![self.tools.oajail.display().to_string()];
         if self.policy_text.is_some() {
             argv.extend(["-s".to_owned(), lab.path("policy.json")]);
         }
-        argv.push("--".into());
-        argv.push(self.tools.probe.display().to_string());
         let fill = |a: &String| {
             a.replace("@HOME@", &lab.path("home"))
                 .replace("@WS@", &lab.path("ws"))
@@ -78,31 +77,55 @@ impl Setup {
                 .replace("@ABSTRACT@", &lab.abstract_name)
                 .replace("@TOKEN@", &lab.token)
         };
-        argv.extend(probe.iter().map(fill));
+        argv.extend(case.stage.oajail_args.iter().map(fill));
+        argv.push("--".into());
+        argv.push(self.tools.probe.display().to_string());
+        argv.extend(case.probe.iter().map(fill));
         argv
     }
 
-    fn options(&self) -> RunOptions {
+    fn options(&self, lab: &Lab, stage: &Stage, sources: &[(String, Loc)]) -> RunOptions {
         RunOptions {
+            overlays: overlay_plan(sources).into_iter().map(|o| o.dir).collect(),
             dns: DnsMode::Sinkhole,
             env: self.env.clone(),
+            pty: stage.pty,
+            keyring_desc: stage.keyring.then(|| format!("oaj_canary_{}", lab.token)),
+            daemon_marker: stage.daemon.then(|| format!("oajail-daemon-{}", lab.token)),
+            no_userns: stage.no_userns,
             ..RunOptions::default()
         }
     }
 
     /// Plant the policy's extra canaries and the settings file, then hand
     /// the lab to its owner and take the home's reference snapshot.
-    fn prepare(&self, lab: &mut Lab, sources: &[(String, Loc)]) -> Result<(), LabError> {
+    fn prepare(
+        &self,
+        lab: &mut Lab,
+        sources: &[(String, Loc)],
+        stage: &Stage,
+    ) -> Result<(), LabError> {
+        plant_overlays(lab, sources)?;
         for (slug, loc) in sources {
             let path = match loc {
                 Loc::Home(r) => lab.dir.join("home").join(r),
                 Loc::Ws(r) => lab.dir.join("ws").join(r),
+                Loc::Abs(_) => continue,
             };
             if !path.exists() {
                 let text = format!("secret={}\n", canary::canary(&lab.token, slug));
                 canary::plant(&path, &text)
                     .map_err(|e| LabError::new(format!("plant {}", loc.shown()), e))?;
             }
+        }
+        if let Some(rel) = &stage.symlink_to_home {
+            let link = lab.dir.join("ws").join(rel);
+            if let Some(parent) = link.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| LabError::new(format!("mkdir for ./{rel}"), e))?;
+            }
+            std::os::unix::fs::symlink(lab.dir.join("home"), &link)
+                .map_err(|e| LabError::new(format!("plant ./{rel} -> home"), e))?;
         }
         self.write_policy(lab)?;
         lab.give_to_owner()?;
@@ -144,13 +167,27 @@ impl Setup {
     }
 
     /// Prove the lab and the jail work before any verdict is trusted: the
-    /// probe must run under oajail with this policy inside a lab.
-    pub fn preflight(&self) -> Result<(), AuditError> {
-        let lab = self.lab("preflight").map_err(AuditError::Lab)?;
-        self.write_policy(&lab).map_err(AuditError::Lab)?;
-        lab.give_to_owner().map_err(AuditError::Lab)?;
+    /// probe must run under oajail with this policy inside a lab planted
+    /// as every attack's lab is (the overlays for absolute paths included).
+    pub fn preflight(&self, policy: &Policy) -> Result<(), AuditError> {
+        let mut lab = self.lab("preflight").map_err(AuditError::Lab)?;
+        let sources = secret_sources(policy);
+        self.prepare(&mut lab, &sources, &Stage::default())
+            .map_err(AuditError::Lab)?;
+        let list = Case {
+            id: "preflight".into(),
+            family: 'A',
+            title: "list the probe's attacks".into(),
+            kind: super::Kind::Isolation,
+            target: super::Target::Never,
+            probe: vec!["list".into()],
+            stage: Stage::default(),
+        };
         let run = lab
-            .try_run(self.argv(&lab, &["list".into()]), &self.options())
+            .try_run(
+                self.argv(&lab, &list),
+                &self.options(&lab, &list.stage, &sources),
+            )
             .map_err(AuditError::Lab)?;
         if let Some(e) = run.lab.lab_error {
             return Err(AuditError::LabStep(e));
@@ -178,8 +215,9 @@ impl Setup {
         let start = Instant::now();
         let sources = secret_sources(policy);
         let judged = self.lab(&case.id).and_then(|mut lab| {
-            self.prepare(&mut lab, &sources)?;
-            let run = lab.try_run(self.argv(&lab, &case.probe), &self.options())?;
+            self.prepare(&mut lab, &sources, &case.stage)?;
+            let opts = self.options(&lab, &case.stage, &sources);
+            let run = lab.try_run(self.argv(&lab, case), &opts)?;
             let grants = Grants {
                 policy,
                 home: lab.dir.join("home"),
@@ -230,6 +268,23 @@ impl Setup {
             .flatten()
             .collect()
     }
+}
+
+/// The upper layers of the lab's overlays (`<lab>/abs/<i>/upper`), holding
+/// the canaries for the policy's absolute paths; the lab mounts them.
+fn plant_overlays(lab: &Lab, sources: &[(String, Loc)]) -> Result<(), LabError> {
+    for (i, overlay) in overlay_plan(sources).iter().enumerate() {
+        let upper = lab.dir.join(format!("abs/{i}/upper"));
+        std::fs::create_dir_all(lab.dir.join(format!("abs/{i}/work")))
+            .map_err(|e| LabError::new("make the overlay work directory", e))?;
+        for (slug, rel) in &overlay.files {
+            let text = format!("secret={}\n", canary::canary(&lab.token, slug));
+            canary::plant(&upper.join(rel), &text).map_err(|e| {
+                LabError::new(format!("plant {}", overlay.dir.join(rel).display()), e)
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// The uid and primary gid of user `name` (`--as-user`).

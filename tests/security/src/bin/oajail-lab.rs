@@ -16,6 +16,9 @@
 #[path = "oajail-probe/raw.rs"]
 mod raw;
 
+#[path = "oajail-lab/overlay.rs"]
+mod overlay;
+
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, unshare};
 use oajail_security::dns::Responder;
@@ -77,6 +80,8 @@ fn run(config_path: &Path) -> i32 {
 /// Everything in order; single-threaded until `start_sinks`.
 fn lab(config: &LabConfig) -> Result<LabResult> {
     let in_userns = enter_namespaces(config)?;
+    // Before the resolv.conf bind: an overlay of /etc would hide it.
+    overlay::policy_paths(config, in_userns)?;
     bind_resolv_conf(&config.dir)?;
     if config.alias_home {
         alias_home(&config.dir)?;
