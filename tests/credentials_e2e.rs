@@ -65,18 +65,11 @@ fn lab(tag: &str) -> Lab {
     certificates(&dir);
     let real = format!("real-{}-c0ffee", std::process::id());
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cred_lab.py");
-    let mut server = Command::new(PYTHON)
-        .args([fixture, dir.to_str().unwrap(), &real])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let (server, line) = spawn_and_read_line(
+        Command::new(PYTHON)
+            .args([fixture, dir.to_str().unwrap(), &real])
+            .stderr(Stdio::null()),
+    );
     let mut ports = line.split_whitespace().map(|p| p.parse().expect("port"));
     let (a, b) = (ports.next().unwrap(), ports.next().unwrap());
     Lab {
@@ -113,20 +106,10 @@ impl Lab {
 
     fn run(&self, script: &str, log: &Path) -> std::process::Output {
         let settings = self.settings(&format!("127.0.0.1:{}", self.a), true);
-        oajail(
-            "cred",
-            &[
-                "-s",
-                settings.to_str().unwrap(),
-                "--log-json",
-                log.to_str().unwrap(),
-                "-c",
-                script,
-            ],
-        )
-        .env("OA_KEY", &self.real)
-        .output()
-        .unwrap()
+        oajail_logged("cred", &settings, log, script)
+            .env("OA_KEY", &self.real)
+            .output()
+            .unwrap()
     }
 
     fn received(&self) -> String {

@@ -59,19 +59,9 @@ fn curl_in_the_jail_goes_through_the_proxy_only() {
          curl -sS --max-time 3 --noproxy '*' http://127.0.0.1:{port}/direct || echo direct-failed\n",
         other = port.wrapping_add(1).max(1)
     );
-    let o = oajail(
-        "proxy-e2e",
-        &[
-            "-s",
-            settings.to_str().unwrap(),
-            "--log-json",
-            log.to_str().unwrap(),
-            "-c",
-            &script,
-        ],
-    )
-    .output()
-    .unwrap();
+    let o = oajail_logged("proxy-e2e", &settings, &log, &script)
+        .output()
+        .unwrap();
     let text = out(&o);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(

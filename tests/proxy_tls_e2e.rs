@@ -119,18 +119,11 @@ fn https_server(dir: &Path) -> (Kill, u16) {
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)\n\
         print(srv.server_address[1], flush=True)\n\
         srv.serve_forever()\n";
-    let mut child = Command::new("python3")
-        .args(["-c", script, dir.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let (child, line) = spawn_and_read_line(
+        Command::new("python3")
+            .args(["-c", script, dir.to_str().unwrap()])
+            .stderr(Stdio::null()),
+    );
     let port = line.trim().parse().expect("server port");
     (Kill(child), port)
 }
@@ -259,19 +252,9 @@ fn per_run_ca_is_trusted_by_curl_python_node_and_git_without_flags() {
          {NODE} -e 'fetch(process.argv[1]).then(r => r.text()).then(t => console.log(\"node\", t.trim()))' {url}/hello.txt\n\
          git clone -q {url}/repo.git /tmp/clone && sed 's/^/git /' /tmp/clone/README\n"
     );
-    let o = oajail(
-        "proxy-tls-bundle",
-        &[
-            "-s",
-            settings.to_str().unwrap(),
-            "--log-json",
-            log.to_str().unwrap(),
-            "-c",
-            &script,
-        ],
-    )
-    .output()
-    .unwrap();
+    let o = oajail_logged("proxy-tls-bundle", &settings, &log, &script)
+        .output()
+        .unwrap();
     assert_eq!(
         out(&o).lines().collect::<Vec<_>>(),
         [

@@ -28,6 +28,34 @@ pub fn oajail(tag: &str, args: &[&str]) -> Command {
     cmd
 }
 
+/// `oajail -s SETTINGS --log-json LOG -c SCRIPT`, not yet run (callers add
+/// environment).
+pub fn oajail_logged(
+    tag: &str,
+    settings: &std::path::Path,
+    log: &std::path::Path,
+    script: &str,
+) -> Command {
+    let (settings, log) = (settings.to_str().unwrap(), log.to_str().unwrap());
+    oajail(tag, &["-s", settings, "--log-json", log, "-c", script])
+}
+
+/// Start `cmd` with its stdout piped and return it with the first line it
+/// prints (test servers print their ports there once they listen).
+pub fn spawn_and_read_line(cmd: &mut Command) -> (std::process::Child, String) {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn a test server");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    (child, line)
+}
+
 /// Run `sh -c script` in the jail and return the output.
 pub fn sh(tag: &str, script: &str) -> Output {
     oajail(tag, &["-c", script]).output().unwrap()
