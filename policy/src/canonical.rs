@@ -185,6 +185,21 @@ fn draft_from_policy(policy: &Policy) -> Draft {
                 }
             })
             .collect(),
+        file_masks: (policy.credential_files.iter().enumerate())
+            .map(|(i, m)| {
+                let path = root.key("credentialFiles").index(i);
+                crate::credentials::FileMaskDraft {
+                    inject_hosts: list(
+                        &path,
+                        "injectHosts",
+                        m.inject_hosts.iter().map(|h| h.as_str().to_owned()),
+                    ),
+                    path,
+                    text: m.path.path.clone(),
+                    unsupported: Vec::new(),
+                }
+            })
+            .collect(),
     }
 }
 

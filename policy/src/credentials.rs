@@ -17,8 +17,12 @@
 //!   masking) are refused rather than silently ignored;
 //! - one name is never both masked and denied.
 //!
-//! Masking a file is not built: such an entry keeps srt's older reading in
-//! oajail (the file is denied, with a warning); see `srt.rs`.
+//!
+//! A masked file (`credentials.files[i]`) follows the same rules: its path
+//! stays in `denyRead` (the real file is never readable inside), and the
+//! supervisor shows the jail a read-only file at the same path holding the
+//! sentinel (see `docs/policy-format.md` 3.4.1). Here the entry is checked
+//! as data only: one literal path (no glob), and the host rules above.
 use crate::domain::{DomainPattern, ListKind};
 use crate::error::{JsonPath, Problem, quote};
 use crate::l7::TlsTerminate;
@@ -42,6 +46,29 @@ impl MaskedVar {
     pub fn injects_to(&self, host: &host::Host, port: u16) -> bool {
         self.inject_hosts.iter().any(|p| p.matches(host, port))
     }
+}
+
+/// One masked file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MaskedFile {
+    /// The file, kept symbolic like `denyRead` entries (also listed there).
+    pub path: crate::PathEntry,
+    /// Hosts whose requests get the real content (sorted, unique).
+    pub inject_hosts: Vec<DomainPattern>,
+}
+
+/// A masked file entry before validation.
+#[derive(Debug, Clone)]
+pub(crate) struct FileMaskDraft {
+    /// Where the entry is (`credentials.files[i]`).
+    pub path: JsonPath,
+    /// The `path` text.
+    pub text: String,
+    /// `injectHosts`, each with its path.
+    pub inject_hosts: Vec<At<String>>,
+    /// srt keys oajail does not build, present on the entry.
+    pub unsupported: Vec<&'static str>,
 }
 
 /// A masked entry before validation.
@@ -74,30 +101,17 @@ pub(crate) fn build(
 ) -> Result<Vec<MaskedVar>, Problem> {
     let mut out: Vec<MaskedVar> = Vec::new();
     for draft in drafts {
-        if let Some(key) = draft.unsupported.first() {
-            let message = format!(
-                "{} is not supported by oajail (it masks the whole value); remove it or use mode \"deny\"",
-                quote(key)
-            );
-            return Err(Problem::new(&draft.path.key(key), message));
-        }
+        unsupported(&draft.path, &draft.unsupported)?;
         if !crate::normalize::valid_env_name(&draft.name) {
             let message = format!("{} is not an environment variable name", quote(&draft.name));
             return Err(Problem::new(&draft.path.key("name"), message));
         }
-        let Some(tls) = &network.tls_terminate else {
-            let message = "mode \"mask\" needs network.tlsTerminate: the proxy swaps the \
-                           sentinel only inside terminated tls";
-            return Err(Problem::new(&draft.path.key("mode"), message));
-        };
+        let tls = needs_tls(&draft.path, network)?;
         if env_deny.iter().any(|d| d == &draft.name) {
             let message = format!("{} is both masked and denied", quote(&draft.name));
             return Err(Problem::new(&draft.path.key("name"), message));
         }
-        let mut hosts = Vec::new();
-        for (path, text) in &draft.inject_hosts {
-            hosts.push(inject_host(path, text, network, tls)?);
-        }
+        let hosts = inject_hosts(&draft.inject_hosts, network, tls)?;
         match out.iter_mut().find(|m| m.name == draft.name) {
             Some(same) => same.inject_hosts.extend(hosts),
             None => out.push(MaskedVar {
@@ -112,6 +126,77 @@ pub(crate) fn build(
     }
     out.sort();
     Ok(out)
+}
+
+/// Validate the masked files: one literal path each (a glob could name
+/// several files or none), and the same host rules as variables.
+pub(crate) fn build_files(
+    drafts: &[FileMaskDraft],
+    network: &NetworkPolicy,
+) -> Result<Vec<MaskedFile>, Problem> {
+    let mut out: Vec<MaskedFile> = Vec::new();
+    for draft in drafts {
+        unsupported(&draft.path, &draft.unsupported)?;
+        let at = draft.path.key("path");
+        if crate::paths::has_glob_chars(&draft.text) {
+            let message = format!(
+                "{} is a glob; mode \"mask\" applies to one file, write its path out",
+                quote(&draft.text)
+            );
+            return Err(Problem::new(&at, message));
+        }
+        let path = crate::PathEntry::parse(&draft.text, true)
+            .map_err(|e| Problem::new(&at, e.to_string()))?;
+        let tls = needs_tls(&draft.path, network)?;
+        let hosts = inject_hosts(&draft.inject_hosts, network, tls)?;
+        match out.iter_mut().find(|m| m.path == path) {
+            Some(same) => same.inject_hosts.extend(hosts),
+            None => out.push(MaskedFile {
+                path,
+                inject_hosts: hosts,
+            }),
+        }
+    }
+    for m in &mut out {
+        m.inject_hosts.sort();
+        m.inject_hosts.dedup();
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// srt's partial-masking keys are refused rather than silently ignored.
+fn unsupported(entry: &JsonPath, keys: &[&'static str]) -> Result<(), Problem> {
+    let Some(key) = keys.first() else {
+        return Ok(());
+    };
+    let message = format!(
+        "{} is not supported by oajail (it masks the whole value); remove it or use mode \"deny\"",
+        quote(key)
+    );
+    Err(Problem::new(&entry.key(key), message))
+}
+
+/// Masking needs terminated TLS: the proxy must see the headers.
+fn needs_tls<'a>(
+    entry: &JsonPath,
+    network: &'a NetworkPolicy,
+) -> Result<&'a TlsTerminate, Problem> {
+    network.tls_terminate.as_ref().ok_or_else(|| {
+        let message = "mode \"mask\" needs network.tlsTerminate: the proxy swaps the \
+                       sentinel only inside terminated tls";
+        Problem::new(&entry.key("mode"), message)
+    })
+}
+
+fn inject_hosts(
+    items: &[At<String>],
+    network: &NetworkPolicy,
+    tls: &TlsTerminate,
+) -> Result<Vec<DomainPattern>, Problem> {
+    (items.iter())
+        .map(|(path, text)| inject_host(path, text, network, tls))
+        .collect()
 }
 
 /// One `injectHosts` entry: parsed, and reachable only through a
