@@ -292,6 +292,68 @@ mod tests {
         assert_eq!(canonical.policy.sha256(), p.sha256());
     }
 
+    fn file(path: &str, extra: &str) -> String {
+        format!(
+            r#"{{"files": [{{"path": "{path}", "mode": "mask", "injectHosts": ["api.test"] {extra}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn a_masked_file_is_canonical_and_stays_denied() {
+        let p = load(&file("~/.config/tok/../token", ""), TLS).unwrap();
+        assert_eq!(p.credential_files.len(), 1);
+        assert_eq!(p.credential_files[0].path.path, "~/.config/token");
+        assert_eq!(p.credential_files[0].inject_hosts[0].as_str(), "api.test");
+        assert!(
+            (p.filesystem.deny_read.iter()).any(|e| e.path == "~/.config/token"),
+            "the real file stays in denyRead"
+        );
+        let again = Policy::from_settings_json(&p.to_srt_json().to_string(), "again").unwrap();
+        assert_eq!(again.policy, p);
+        let canonical = Policy::from_settings_json(&p.canonical_json(), "c").unwrap();
+        assert_eq!(canonical.policy.sha256(), p.sha256());
+        let other = load(&file("~/.config/other", ""), TLS).unwrap();
+        assert_ne!(other.sha256(), p.sha256(), "the entry is in the hash");
+    }
+
+    #[test]
+    fn bad_masked_files_name_the_field() {
+        let cases = [
+            (
+                file("~/t", ""),
+                "",
+                "credentials.files[0].mode: mode \"mask\" needs",
+            ),
+            (
+                file("~/t*", ""),
+                TLS,
+                "credentials.files[0].path: \"~/t*\" is a glob",
+            ),
+            (
+                file("~/d/", ""),
+                TLS,
+                "credentials.files[0].path: credential mode \"mask\" applies to a single file",
+            ),
+            (
+                file("~/t", r#", "decode": "jwt""#),
+                TLS,
+                "credentials.files[0].decode: \"decode\" is not supported",
+            ),
+        ];
+        for (creds, tls, want) in cases {
+            let err = load(&creds, tls).unwrap_err();
+            assert!(err.contains(want), "{creds}: got {err}, want {want}");
+        }
+        let bad_host = file("~/t", "").replace("api.test", "other.test");
+        let err = load(&bad_host, TLS).unwrap_err();
+        assert!(
+            err.contains(
+                "credentials.files[0].injectHosts[0]: \"other.test\" is not in allowedDomains"
+            ),
+            "{err}"
+        );
+    }
+
     #[test]
     fn bad_masks_name_the_field() {
         let cases = [
