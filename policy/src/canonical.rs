@@ -188,14 +188,14 @@ fn draft_from_policy(policy: &Policy) -> Draft {
         file_masks: (policy.credential_files.iter().enumerate())
             .map(|(i, m)| {
                 let path = root.key("credentialFiles").index(i);
-                crate::credentials::FileMaskDraft {
+                crate::credentials::MaskDraft {
                     inject_hosts: list(
                         &path,
                         "injectHosts",
                         m.inject_hosts.iter().map(|h| h.as_str().to_owned()),
                     ),
                     path,
-                    text: m.path.path.clone(),
+                    name: m.path.path.clone(),
                     unsupported: Vec::new(),
                 }
             })

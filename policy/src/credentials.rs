@@ -58,25 +58,12 @@ pub struct MaskedFile {
     pub inject_hosts: Vec<DomainPattern>,
 }
 
-/// A masked file entry before validation.
-#[derive(Debug, Clone)]
-pub(crate) struct FileMaskDraft {
-    /// Where the entry is (`credentials.files[i]`).
-    pub path: JsonPath,
-    /// The `path` text.
-    pub text: String,
-    /// `injectHosts`, each with its path.
-    pub inject_hosts: Vec<At<String>>,
-    /// srt keys oajail does not build, present on the entry.
-    pub unsupported: Vec<&'static str>,
-}
-
-/// A masked entry before validation.
+/// A masked entry (variable or file) before validation.
 #[derive(Debug, Clone)]
 pub(crate) struct MaskDraft {
-    /// Where the entry is (`credentials.envVars[i]`).
+    /// Where the entry is (`credentials.envVars[i]` or `credentials.files[i]`).
     pub path: JsonPath,
-    /// The variable name.
+    /// The variable name, or the file's `path` text.
     pub name: String,
     /// `injectHosts`, each with its path.
     pub inject_hosts: Vec<At<String>>,
@@ -131,21 +118,21 @@ pub(crate) fn build(
 /// Validate the masked files: one literal path each (a glob could name
 /// several files or none), and the same host rules as variables.
 pub(crate) fn build_files(
-    drafts: &[FileMaskDraft],
+    drafts: &[MaskDraft],
     network: &NetworkPolicy,
 ) -> Result<Vec<MaskedFile>, Problem> {
     let mut out: Vec<MaskedFile> = Vec::new();
     for draft in drafts {
         unsupported(&draft.path, &draft.unsupported)?;
         let at = draft.path.key("path");
-        if crate::paths::has_glob_chars(&draft.text) {
+        if crate::paths::has_glob_chars(&draft.name) {
             let message = format!(
                 "{} is a glob; mode \"mask\" applies to one file, write its path out",
-                quote(&draft.text)
+                quote(&draft.name)
             );
             return Err(Problem::new(&at, message));
         }
-        let path = crate::PathEntry::parse(&draft.text, true)
+        let path = crate::PathEntry::parse(&draft.name, true)
             .map_err(|e| Problem::new(&at, e.to_string()))?;
         let tls = needs_tls(&draft.path, network)?;
         let hosts = inject_hosts(&draft.inject_hosts, network, tls)?;

@@ -47,7 +47,7 @@ pub(crate) struct Draft {
     pub(crate) http_deny: Vec<At<String>>,
     pub(crate) strict: bool,
     pub(crate) masks: Vec<crate::credentials::MaskDraft>,
-    pub(crate) file_masks: Vec<crate::credentials::FileMaskDraft>,
+    pub(crate) file_masks: Vec<crate::credentials::MaskDraft>,
 }
 
 impl Draft {

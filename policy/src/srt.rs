@@ -389,9 +389,9 @@ fn read_credential_file(item: &Value, path: &JsonPath, draft: &mut Draft) -> Res
             );
             return Err(Problem::new(&path.key("path"), message));
         }
-        draft.file_masks.push(crate::credentials::FileMaskDraft {
+        draft.file_masks.push(crate::credentials::MaskDraft {
             path: path.clone(),
-            text: text.to_owned(),
+            name: text.to_owned(),
             inject_hosts: inject_hosts(item, path),
             unsupported: unsupported_keys(item),
         });
