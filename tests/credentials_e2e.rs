@@ -393,35 +393,64 @@ fn bad_masked_files_are_refused_with_their_json_path() {
     let lab = lab("file-policy");
     let (settings, token) = lab.masked_file();
     let text = std::fs::read_to_string(&settings).unwrap();
-    let cases: [(&str, &[u8], &str); 4] = [
+    let big = vec![b'a'; 70_000];
+    let cases: [(&str, &[u8], &str); 5] = [
         ("missing", b"", "no such file"),
         ("empty", b"\n", "is empty"),
         ("lines", b"a\nb\n", "holds line breaks"),
         ("binary", b"\xff\xfe\n", "is not utf-8 text"),
+        ("big", &big, "is larger than 65536 bytes"),
     ];
     for (name, content, want) in cases {
         let path = lab.dir.join(name);
         if name != "missing" {
             std::fs::write(&path, content).unwrap();
         }
-        let swapped = text.replace(token.to_str().unwrap(), path.to_str().unwrap());
-        std::fs::write(&settings, swapped).unwrap();
-        let o = oajail(
-            "cred-file-policy",
-            &["-s", settings.to_str().unwrap(), "-c", "echo ran"],
-        )
-        .output()
-        .unwrap();
-        assert!(!o.status.success(), "{name}");
-        assert_eq!(out(&o), "", "{name}");
-        let stderr = err(&o);
-        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
-        let at = format!(
-            "credentials.files[0].path: {:?}: {want}",
-            path.display().to_string()
+        refused(
+            &settings,
+            &text.replace(token.to_str().unwrap(), path.to_str().unwrap()),
+            &path,
+            want,
         );
-        assert!(stderr.contains(&at), "{name}: {stderr}");
     }
+    let dir = lab.dir.join("dir");
+    std::fs::create_dir(&dir).unwrap();
+    let swapped = text.replace(token.to_str().unwrap(), dir.to_str().unwrap());
+    refused(&settings, &swapped, &dir, "is not a regular file");
+    let link = lab.dir.join("link");
+    std::os::unix::fs::symlink(&token, &link).unwrap();
+    let swapped = text.replace(token.to_str().unwrap(), link.to_str().unwrap());
+    refused(&settings, &swapped, &link, "is a symbolic link");
+    // Under a denied directory the file is hidden already: nothing to replace.
+    let deny = format!(r#""denyRead":["{}"]"#, lab.dir.display());
+    let swapped = text.replace(r#""denyRead":[]"#, &deny);
+    refused(
+        &settings,
+        &swapped,
+        &token,
+        "the mount plan does not mask it with a file",
+    );
+}
+
+/// `text` as the settings: the run is refused with one line naming
+/// `credentials.files[0].path` and `path`.
+fn refused(settings: &Path, text: &str, path: &Path, want: &str) {
+    std::fs::write(settings, text).unwrap();
+    let o = oajail(
+        "cred-file-policy",
+        &["-s", settings.to_str().unwrap(), "-c", "echo ran"],
+    )
+    .output()
+    .unwrap();
+    assert!(!o.status.success(), "{want}");
+    assert_eq!(out(&o), "", "{want}");
+    let stderr = err(&o);
+    assert_eq!(stderr.lines().count(), 1, "{want}: {stderr}");
+    let at = format!(
+        "credentials.files[0].path: {:?}: {want}",
+        path.display().to_string()
+    );
+    assert!(stderr.contains(&at), "{want}: {stderr}");
 }
 
 #[test]
