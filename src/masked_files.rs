@@ -21,10 +21,10 @@ use crate::plans::{self, Plans};
 use crate::settings::Origin;
 use anyhow::anyhow;
 use oajail_jail::MaskedFileSpec;
-use oajail_policy::Policy;
 use oajail_policy::compile::landlock::{FsAccess, FsRule};
 use oajail_policy::compile::mounts::MountStep;
 use oajail_policy::credentials::MaskedFile;
+use oajail_policy::{PathEntry, Policy};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -54,7 +54,9 @@ pub fn read_all<'p>(
         return Ok(out);
     }
     let facts = plans::host_facts(origin)?;
-    for (i, rule) in policy.credential_files.iter().enumerate() {
+    let written = written_paths(origin);
+    for (n, rule) in policy.credential_files.iter().enumerate() {
+        let i = index_in(&written, &rule.path).unwrap_or(n);
         let refuse = |why: String| {
             Fail::usage(anyhow!(
                 "credentials.files[{i}].path: {:?}: {why}",
@@ -76,6 +78,31 @@ pub fn read_all<'p>(
         out.push(found);
     }
     Ok(out)
+}
+
+/// `credentials.files[]` of the settings file as written: `(index, path
+/// entry)` of each `"mask"` entry, so a refusal names the index the user
+/// wrote (the policy keeps masked files sorted, without `"deny"` ones).
+/// Empty for the built-in policy or a file in oajail's canonical form.
+fn written_paths(origin: &Origin) -> Vec<(usize, PathEntry)> {
+    let Origin::File(file) = origin else {
+        return Vec::new();
+    };
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let files = doc["credentials"]["files"].as_array().cloned();
+    (files.unwrap_or_default().iter().enumerate())
+        .filter(|(_, f)| f["mode"] == "mask")
+        .filter_map(|(i, f)| Some((i, PathEntry::parse(f["path"].as_str()?, true).ok()?)))
+        .collect()
+}
+
+fn index_in(written: &[(usize, PathEntry)], entry: &PathEntry) -> Option<usize> {
+    (written.iter())
+        .find(|(_, w)| w.path == entry.path)
+        .map(|(i, _)| *i)
 }
 
 fn read_one<'p>(rule: &'p MaskedFile, path: &Path) -> Result<Found<'p>, String> {

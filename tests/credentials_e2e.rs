@@ -430,11 +430,25 @@ fn bad_masked_files_are_refused_with_their_json_path() {
         &token,
         "the mount plan does not mask it with a file",
     );
+    // The index is the one written, "deny" entries included.
+    let missing = lab.dir.join("missing");
+    let creds = format!(
+        r#"{{"files":[{{"path":"{t}","mode":"deny"}},{{"path":"{m}","mode":"mask","injectHosts":[]}}]}}"#,
+        t = token.display(),
+        m = missing.display()
+    );
+    let text = std::fs::read_to_string(lab.settings_with(&creds, true)).unwrap();
+    refused_at(&settings, &text, 1, &missing, "no such file");
 }
 
 /// `text` as the settings: the run is refused with one line naming
 /// `credentials.files[0].path` and `path`.
 fn refused(settings: &Path, text: &str, path: &Path, want: &str) {
+    refused_at(settings, text, 0, path, want);
+}
+
+/// As [`refused`], for the entry at `index` of `credentials.files`.
+fn refused_at(settings: &Path, text: &str, index: usize, path: &Path, want: &str) {
     std::fs::write(settings, text).unwrap();
     let o = oajail(
         "cred-file-policy",
@@ -447,7 +461,7 @@ fn refused(settings: &Path, text: &str, path: &Path, want: &str) {
     let stderr = err(&o);
     assert_eq!(stderr.lines().count(), 1, "{want}: {stderr}");
     let at = format!(
-        "credentials.files[0].path: {:?}: {want}",
+        "credentials.files[{index}].path: {:?}: {want}",
         path.display().to_string()
     );
     assert!(stderr.contains(&at), "{want}: {stderr}");
