@@ -10,6 +10,7 @@ mod audit;
 mod audit_format;
 mod cli;
 mod commands;
+mod masked_files;
 mod plans;
 mod proxy;
 mod run;

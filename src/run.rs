@@ -44,13 +44,23 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     }
     // Masked variables: the real values stay in this process (the proxy's
     // swap); the jail gets a fresh sentinel each.
-    let credentials =
-        oajail_proxy::Credentials::for_policy(&policy.credentials, |name| std::env::var(name).ok())
-            .map_err(|e| Fail::setup(anyhow!("{e}")))?;
+    // Masked files likewise: the supervisor reads them, the jail sees the
+    // sentinel at the same path (masked_files.rs).
+    let files = crate::masked_files::read_all(&policy, &plans, &origin)?;
+    let real_files: Vec<_> = files.iter().map(|f| (f.rule, f.value.clone())).collect();
+    let credentials = oajail_proxy::Credentials::with_files(
+        &policy.credentials,
+        |name| std::env::var(name).ok(),
+        &real_files,
+    )
+    .map_err(|e| Fail::setup(anyhow!("{e}")))?;
     let sentinels = credentials.jail_env();
     (plans.env.set).retain(|(k, _)| sentinels.iter().all(|(name, _)| name != k));
     plans.env.set.extend(sentinels);
+    let masked_files =
+        crate::masked_files::apply(&files, &credentials.file_sentinels(), &mut plans);
     let mut spec = build_spec(&negotiated, argv, &plans)?;
+    spec.masked_files = masked_files;
     spec.trust_bundle = authority
         .as_ref()
         .map(oajail_proxy::Authority::trust_bundle);

@@ -82,8 +82,16 @@ fn lab(tag: &str) -> Lab {
 }
 
 impl Lab {
-    /// Settings masking `OA_KEY` for port A; `extra` goes in `credentials`'s entry.
+    /// Settings masking `OA_KEY` for `inject`.
     fn settings(&self, inject: &str, tls: bool) -> PathBuf {
+        let creds = format!(
+            r#"{{"envVars":[{{"name":"OA_KEY","mode":"mask","injectHosts":["{inject}"]}}]}}"#
+        );
+        self.settings_with(&creds, tls)
+    }
+
+    /// Settings with `creds` as the `credentials` object.
+    fn settings_with(&self, creds: &str, tls: bool) -> PathBuf {
         let (d, a, b) = (self.dir.display(), self.a, self.b);
         let tls = if tls {
             format!(r#","tlsTerminate":{{"extraCaCertPaths":["{d}/up-ca.pem"]}}"#)
@@ -97,7 +105,7 @@ impl Lab {
                 r#"{{"network":{{"allowedDomains":["127.0.0.1:{a}","127.0.0.1:{b}","*.example.com"],
                      "deniedDomains":[]{tls}}},
                     "filesystem":{{"denyRead":[],"allowWrite":[],"denyWrite":[]}},
-                    "credentials":{{"envVars":[{{"name":"OA_KEY","mode":"mask","injectHosts":["{inject}"]}}]}}}}"#
+                    "credentials":{creds}}}"#
             ),
         )
         .unwrap();
@@ -289,4 +297,195 @@ fn a_mask_that_could_leave_unswapped_is_refused_with_its_json_path() {
         assert_eq!(err(&o).lines().count(), 1, "{}", err(&o));
         assert!(err(&o).contains(want), "{}", err(&o));
     }
+}
+
+impl Lab {
+    /// A token file holding the real value and a line ending, masked for
+    /// port A; returns the settings and the file.
+    fn masked_file(&self) -> (PathBuf, PathBuf) {
+        let token = self.dir.join("token");
+        std::fs::write(&token, format!("{}\n", self.real)).unwrap();
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let creds = format!(
+            r#"{{"files":[{{"path":"{}","mode":"mask","injectHosts":["127.0.0.1:{}"]}}]}}"#,
+            token.display(),
+            self.a
+        );
+        (self.settings_with(&creds, true), token)
+    }
+}
+
+#[test]
+fn a_masked_file_reads_as_its_sentinel_and_the_inject_host_gets_the_real_content() {
+    let lab = lab("file");
+    let (settings, token) = lab.masked_file();
+    let (a, b, real, t) = (lab.a, lab.b, &lab.real, token.display());
+    let reopen = "import os, sys; fd = os.open(sys.argv[1], os.O_PATH); \
+                  print(open(f'/proc/self/fd/{fd}').read().strip())";
+    let c = "curl -sS --max-time 10";
+    let script = format!(
+        "unset NO_PROXY no_proxy\n\
+         echo \"sentinel $(cat {t})\"\n\
+         tail -c 1 {t} | od -An -c | tr -d ' ' | sed 's/^/ending /'\n\
+         cat {t} /proc/self/root{t} {t}/. 2>/dev/null | grep -c '{real}' | sed 's/^/real-seen /'\n\
+         {VENV_PYTHON} -c \"{reopen}\" {t} | sed 's/^oajail_masked_.*/reopen sentinel/'\n\
+         (echo x > {t}) 2>/dev/null || echo write-refused\n\
+         {c} --http2 -H \"Authorization: Bearer $(cat {t})\" https://127.0.0.1:{a}/file | sed 's/^/inject /'\n\
+         {c} -o /dev/null -w 'other %{{http_code}}\\n' -H \"Authorization: Bearer $(cat {t})\" https://127.0.0.1:{b}/file\n"
+    );
+    let o = oajail(
+        "cred-file",
+        &["-s", settings.to_str().unwrap(), "-c", &script],
+    )
+    .output()
+    .unwrap();
+    let text = out(&o);
+    let sentinel = sentinel_of(&text);
+    assert_eq!(
+        text.lines().skip(1).collect::<Vec<_>>(),
+        [
+            "ending \\n",
+            "real-seen 0",
+            "reopen sentinel",
+            "write-refused",
+            "inject auth-ok",
+            "other 403",
+        ],
+        "stderr: {}",
+        err(&o)
+    );
+    let stderr = err(&o);
+    assert!(
+        stderr.contains(&format!(
+            "oajail: proxy refused the masked credential file {t} in a request header"
+        )),
+        "{stderr}"
+    );
+    let received = lab.received();
+    assert_eq!(received.matches(real.as_str()).count(), 1, "{received}");
+    assert!(!received.contains(&sentinel[14..]), "{received}");
+    // The host's file is untouched.
+    assert_eq!(
+        std::fs::read_to_string(&token).unwrap(),
+        format!("{real}\n")
+    );
+}
+
+#[test]
+fn bad_masked_files_are_refused_with_their_json_path() {
+    let lab = lab("file-policy");
+    let (settings, token) = lab.masked_file();
+    let text = std::fs::read_to_string(&settings).unwrap();
+    let big = vec![b'a'; 70_000];
+    let cases: [(&str, &[u8], &str); 5] = [
+        ("missing", b"", "no such file"),
+        ("empty", b"\n", "is empty"),
+        ("lines", b"a\nb\n", "holds line breaks"),
+        ("binary", b"\xff\xfe\n", "is not utf-8 text"),
+        ("big", &big, "is larger than 65536 bytes"),
+    ];
+    for (name, content, want) in cases {
+        let path = lab.dir.join(name);
+        if name != "missing" {
+            std::fs::write(&path, content).unwrap();
+        }
+        refused(
+            &settings,
+            &text.replace(token.to_str().unwrap(), path.to_str().unwrap()),
+            &path,
+            want,
+        );
+    }
+    let dir = lab.dir.join("dir");
+    std::fs::create_dir(&dir).unwrap();
+    let swapped = text.replace(token.to_str().unwrap(), dir.to_str().unwrap());
+    refused(&settings, &swapped, &dir, "is not a regular file");
+    let link = lab.dir.join("link");
+    std::os::unix::fs::symlink(&token, &link).unwrap();
+    let swapped = text.replace(token.to_str().unwrap(), link.to_str().unwrap());
+    refused(&settings, &swapped, &link, "is a symbolic link");
+    // Under a denied directory the file is hidden already: nothing to replace.
+    let deny = format!(r#""denyRead":["{}"]"#, lab.dir.display());
+    let swapped = text.replace(r#""denyRead":[]"#, &deny);
+    refused(
+        &settings,
+        &swapped,
+        &token,
+        "the mount plan does not mask it with a file",
+    );
+    // The index is the one written, "deny" entries included.
+    let missing = lab.dir.join("missing");
+    let creds = format!(
+        r#"{{"files":[{{"path":"{t}","mode":"deny"}},{{"path":"{m}","mode":"mask","injectHosts":[]}}]}}"#,
+        t = token.display(),
+        m = missing.display()
+    );
+    let text = std::fs::read_to_string(lab.settings_with(&creds, true)).unwrap();
+    refused_at(&settings, &text, 1, &missing, "no such file");
+}
+
+/// `text` as the settings: the run is refused with one line naming
+/// `credentials.files[0].path` and `path`.
+fn refused(settings: &Path, text: &str, path: &Path, want: &str) {
+    refused_at(settings, text, 0, path, want);
+}
+
+/// As [`refused`], for the entry at `index` of `credentials.files`.
+fn refused_at(settings: &Path, text: &str, index: usize, path: &Path, want: &str) {
+    std::fs::write(settings, text).unwrap();
+    let o = oajail(
+        "cred-file-policy",
+        &["-s", settings.to_str().unwrap(), "-c", "echo ran"],
+    )
+    .output()
+    .unwrap();
+    assert!(!o.status.success(), "{want}");
+    assert_eq!(out(&o), "", "{want}");
+    let stderr = err(&o);
+    assert_eq!(stderr.lines().count(), 1, "{want}: {stderr}");
+    let at = format!(
+        "credentials.files[{index}].path: {:?}: {want}",
+        path.display().to_string()
+    );
+    assert!(stderr.contains(&at), "{want}: {stderr}");
+}
+
+#[test]
+fn kill_9_during_a_masked_file_run_leaves_the_host_as_it_was() {
+    let lab = lab("file-kill");
+    let (settings, token) = lab.masked_file();
+    let before = (
+        std::fs::read_to_string(&token).unwrap(),
+        std::fs::metadata(&token).unwrap().permissions().mode(),
+        std::fs::read_dir(&lab.dir).unwrap().count(),
+        std::fs::read_to_string("/proc/self/mountinfo").unwrap(),
+    );
+    let script = format!(
+        "cat {} >/dev/null && echo up && exec sleep 30",
+        token.display()
+    );
+    let mut child = oajail(
+        "cred-file-kill",
+        &["-s", settings.to_str().unwrap(), "-c", &script],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "up\n");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let after = (
+        std::fs::read_to_string(&token).unwrap(),
+        std::fs::metadata(&token).unwrap().permissions().mode(),
+        std::fs::read_dir(&lab.dir).unwrap().count(),
+        std::fs::read_to_string("/proc/self/mountinfo").unwrap(),
+    );
+    assert_eq!(before, after);
 }

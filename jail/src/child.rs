@@ -73,9 +73,15 @@ fn setup(
     enter(layers, chan, ids)?;
     let wants_terminal = at(Step::Supervisor, chan.wait_spec())?;
     let spec = at(Step::Supervisor, spec_file.read())?;
-    if let Some(plan) = spec.mounts.as_ref().filter(|_| layers.mount_view()) {
+    match spec.mounts.as_ref().filter(|_| layers.mount_view()) {
         // Includes pivot_root into the new root (see mount.rs).
-        at(Step::Mounts, crate::mount::apply(plan))?;
+        Some(plan) => at(Step::Mounts, crate::mount::apply(plan, &spec.masked_files))?,
+        // Without the jail's own mount view the real file would show.
+        None if !spec.masked_files.is_empty() => {
+            let msg = "masked files: a masked credential file needs the jail's own mount view";
+            return Err((Step::Mounts, Failure::msg(msg)));
+        }
+        None => {}
     }
     install_trust_bundle(layers, &spec)?;
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;

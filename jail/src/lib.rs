@@ -69,7 +69,7 @@ pub mod terminal;
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;
 pub use launcher::{EnforcementReport, FORWARDED_SIGNALS, Jail, LandlockEnforced, Outcome};
-pub use spec::{JailSpec, Layers};
+pub use spec::{JailSpec, Layers, MaskedFileSpec};
 
 /// The caller's real uid and gid (mapped to themselves inside the jail).
 pub fn caller_ids() -> (u32, u32) {

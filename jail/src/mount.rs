@@ -26,8 +26,10 @@
 
 mod alias;
 mod dev;
+mod secret;
 pub mod trust;
 
+use crate::spec::MaskedFileSpec;
 use crate::sys::mount::{ATTR_NODEV, ATTR_NOEXEC, ATTR_NOSUID, ATTR_RDONLY, mount_setattr};
 use oajail_policy::compile::mounts::{MountPlan, MountStep, NodeKind, SkeletonEntry};
 use rustix::fs::{CWD, Mode, OFlags, ResolveFlags};
@@ -76,7 +78,7 @@ impl<T, E: Into<io::Error>> Context<T> for Result<T, E> {
 const STAGING: &[&str] = &["/tmp", "/mnt", "/var/tmp", "/opt", "/srv", "/home", "/root"];
 
 /// Build the jail's root from `plan` and pivot into it (see the module docs).
-pub fn apply(plan: &MountPlan) -> Result<(), MountError> {
+pub fn apply(plan: &MountPlan, masked: &[MaskedFileSpec]) -> Result<(), MountError> {
     rustix::mount::mount_change(
         "/",
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
@@ -89,15 +91,16 @@ pub fn apply(plan: &MountPlan) -> Result<(), MountError> {
     for step in &plan.steps {
         stage.apply(step)?;
     }
-    let masked: Vec<std::path::PathBuf> = plan
+    let hidden: Vec<std::path::PathBuf> = plan
         .steps
         .iter()
         .filter(|s| matches!(s, MountStep::MaskDir { .. } | MountStep::MaskFile { .. }))
         .map(|s| s.path().into())
         .collect();
-    for path in alias::aliases(&mountinfo, &masked) {
+    for path in alias::aliases(&mountinfo, &hidden) {
         stage.mask_alias(&path.to_string_lossy())?;
     }
+    stage.place_sentinels(plan, masked)?;
     stage.pivot()
 }
 
@@ -123,7 +126,7 @@ impl Stage {
             Size::Fixed(1 << 16, 16),
             ATTR_NOSUID | ATTR_NODEV | ATTR_NOEXEC,
         )?;
-        for dir in ["host", "root", "mask"] {
+        for dir in ["host", "root", "mask", secret::DIR] {
             rustix::fs::mkdirat(&staging, dir, Mode::from_raw_mode(0o700))
                 .ctx(|| format!("staging mkdir {dir}"))?;
         }

@@ -100,6 +100,19 @@ pub struct JailSpec {
     /// certificate, PEM) that pid 1 installs at
     /// [`crate::mount::trust::BUNDLE_PATH`]; `None` when nothing is terminated.
     pub trust_bundle: Option<String>,
+    /// Masked credential files: the mount layer shows each path as a
+    /// read-only file holding its sentinel (the real file stays masked).
+    pub masked_files: Vec<MaskedFileSpec>,
+}
+
+/// One masked credential file as the jail shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MaskedFileSpec {
+    /// Absolute jail path (the host path, symlink-free); the mount plan
+    /// masks it with an empty file first.
+    pub path: String,
+    /// What the jail reads there: the sentinel and the real file's line ending.
+    pub content: String,
 }
 
 impl JailSpec {
@@ -116,6 +129,7 @@ impl JailSpec {
             landlock: None,
             ssh_helper: None,
             trust_bundle: None,
+            masked_files: Vec::new(),
         }
     }
 }

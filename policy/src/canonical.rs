@@ -185,6 +185,21 @@ fn draft_from_policy(policy: &Policy) -> Draft {
                 }
             })
             .collect(),
+        file_masks: (policy.credential_files.iter().enumerate())
+            .map(|(i, m)| {
+                let path = root.key("credentialFiles").index(i);
+                crate::credentials::MaskDraft {
+                    inject_hosts: list(
+                        &path,
+                        "injectHosts",
+                        m.inject_hosts.iter().map(|h| h.as_str().to_owned()),
+                    ),
+                    path,
+                    name: m.path.path.clone(),
+                    unsupported: Vec::new(),
+                }
+            })
+            .collect(),
     }
 }
 

@@ -17,8 +17,12 @@
 //!   masking) are refused rather than silently ignored;
 //! - one name is never both masked and denied.
 //!
-//! Masking a file is not built: such an entry keeps srt's older reading in
-//! oajail (the file is denied, with a warning); see `srt.rs`.
+//!
+//! A masked file (`credentials.files[i]`) follows the same rules: its path
+//! stays in `denyRead` (the real file is never readable inside), and the
+//! supervisor shows the jail a read-only file at the same path holding the
+//! sentinel (see `docs/policy-format.md` 3.4.1). Here the entry is checked
+//! as data only: one literal path (no glob), and the host rules above.
 use crate::domain::{DomainPattern, ListKind};
 use crate::error::{JsonPath, Problem, quote};
 use crate::l7::TlsTerminate;
@@ -44,12 +48,22 @@ impl MaskedVar {
     }
 }
 
-/// A masked entry before validation.
+/// One masked file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MaskedFile {
+    /// The file, kept symbolic like `denyRead` entries (also listed there).
+    pub path: crate::PathEntry,
+    /// Hosts whose requests get the real content (sorted, unique).
+    pub inject_hosts: Vec<DomainPattern>,
+}
+
+/// A masked entry (variable or file) before validation.
 #[derive(Debug, Clone)]
 pub(crate) struct MaskDraft {
-    /// Where the entry is (`credentials.envVars[i]`).
+    /// Where the entry is (`credentials.envVars[i]` or `credentials.files[i]`).
     pub path: JsonPath,
-    /// The variable name.
+    /// The variable name, or the file's `path` text.
     pub name: String,
     /// `injectHosts`, each with its path.
     pub inject_hosts: Vec<At<String>>,
@@ -74,30 +88,17 @@ pub(crate) fn build(
 ) -> Result<Vec<MaskedVar>, Problem> {
     let mut out: Vec<MaskedVar> = Vec::new();
     for draft in drafts {
-        if let Some(key) = draft.unsupported.first() {
-            let message = format!(
-                "{} is not supported by oajail (it masks the whole value); remove it or use mode \"deny\"",
-                quote(key)
-            );
-            return Err(Problem::new(&draft.path.key(key), message));
-        }
+        unsupported(&draft.path, &draft.unsupported)?;
         if !crate::normalize::valid_env_name(&draft.name) {
             let message = format!("{} is not an environment variable name", quote(&draft.name));
             return Err(Problem::new(&draft.path.key("name"), message));
         }
-        let Some(tls) = &network.tls_terminate else {
-            let message = "mode \"mask\" needs network.tlsTerminate: the proxy swaps the \
-                           sentinel only inside terminated tls";
-            return Err(Problem::new(&draft.path.key("mode"), message));
-        };
+        let tls = needs_tls(&draft.path, network)?;
         if env_deny.iter().any(|d| d == &draft.name) {
             let message = format!("{} is both masked and denied", quote(&draft.name));
             return Err(Problem::new(&draft.path.key("name"), message));
         }
-        let mut hosts = Vec::new();
-        for (path, text) in &draft.inject_hosts {
-            hosts.push(inject_host(path, text, network, tls)?);
-        }
+        let hosts = inject_hosts(&draft.inject_hosts, network, tls)?;
         match out.iter_mut().find(|m| m.name == draft.name) {
             Some(same) => same.inject_hosts.extend(hosts),
             None => out.push(MaskedVar {
@@ -112,6 +113,77 @@ pub(crate) fn build(
     }
     out.sort();
     Ok(out)
+}
+
+/// Validate the masked files: one literal path each (a glob could name
+/// several files or none), and the same host rules as variables.
+pub(crate) fn build_files(
+    drafts: &[MaskDraft],
+    network: &NetworkPolicy,
+) -> Result<Vec<MaskedFile>, Problem> {
+    let mut out: Vec<MaskedFile> = Vec::new();
+    for draft in drafts {
+        unsupported(&draft.path, &draft.unsupported)?;
+        let at = draft.path.key("path");
+        if crate::paths::has_glob_chars(&draft.name) {
+            let message = format!(
+                "{} is a glob; mode \"mask\" applies to one file, write its path out",
+                quote(&draft.name)
+            );
+            return Err(Problem::new(&at, message));
+        }
+        let path = crate::PathEntry::parse(&draft.name, true)
+            .map_err(|e| Problem::new(&at, e.to_string()))?;
+        let tls = needs_tls(&draft.path, network)?;
+        let hosts = inject_hosts(&draft.inject_hosts, network, tls)?;
+        match out.iter_mut().find(|m| m.path == path) {
+            Some(same) => same.inject_hosts.extend(hosts),
+            None => out.push(MaskedFile {
+                path,
+                inject_hosts: hosts,
+            }),
+        }
+    }
+    for m in &mut out {
+        m.inject_hosts.sort();
+        m.inject_hosts.dedup();
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// srt's partial-masking keys are refused rather than silently ignored.
+fn unsupported(entry: &JsonPath, keys: &[&'static str]) -> Result<(), Problem> {
+    let Some(key) = keys.first() else {
+        return Ok(());
+    };
+    let message = format!(
+        "{} is not supported by oajail (it masks the whole value); remove it or use mode \"deny\"",
+        quote(key)
+    );
+    Err(Problem::new(&entry.key(key), message))
+}
+
+/// Masking needs terminated TLS: the proxy must see the headers.
+fn needs_tls<'a>(
+    entry: &JsonPath,
+    network: &'a NetworkPolicy,
+) -> Result<&'a TlsTerminate, Problem> {
+    network.tls_terminate.as_ref().ok_or_else(|| {
+        let message = "mode \"mask\" needs network.tlsTerminate: the proxy swaps the \
+                       sentinel only inside terminated tls";
+        Problem::new(&entry.key("mode"), message)
+    })
+}
+
+fn inject_hosts(
+    items: &[At<String>],
+    network: &NetworkPolicy,
+    tls: &TlsTerminate,
+) -> Result<Vec<DomainPattern>, Problem> {
+    (items.iter())
+        .map(|(path, text)| inject_host(path, text, network, tls))
+        .collect()
 }
 
 /// One `injectHosts` entry: parsed, and reachable only through a
@@ -205,6 +277,68 @@ mod tests {
         assert_eq!(again.policy, p);
         let canonical = Policy::from_settings_json(&p.canonical_json(), "c").unwrap();
         assert_eq!(canonical.policy.sha256(), p.sha256());
+    }
+
+    fn file(path: &str, extra: &str) -> String {
+        format!(
+            r#"{{"files": [{{"path": "{path}", "mode": "mask", "injectHosts": ["api.test"] {extra}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn a_masked_file_is_canonical_and_stays_denied() {
+        let p = load(&file("~/.config/tok/../token", ""), TLS).unwrap();
+        assert_eq!(p.credential_files.len(), 1);
+        assert_eq!(p.credential_files[0].path.path, "~/.config/token");
+        assert_eq!(p.credential_files[0].inject_hosts[0].as_str(), "api.test");
+        assert!(
+            (p.filesystem.deny_read.iter()).any(|e| e.path == "~/.config/token"),
+            "the real file stays in denyRead"
+        );
+        let again = Policy::from_settings_json(&p.to_srt_json().to_string(), "again").unwrap();
+        assert_eq!(again.policy, p);
+        let canonical = Policy::from_settings_json(&p.canonical_json(), "c").unwrap();
+        assert_eq!(canonical.policy.sha256(), p.sha256());
+        let other = load(&file("~/.config/other", ""), TLS).unwrap();
+        assert_ne!(other.sha256(), p.sha256(), "the entry is in the hash");
+    }
+
+    #[test]
+    fn bad_masked_files_name_the_field() {
+        let cases = [
+            (
+                file("~/t", ""),
+                "",
+                "credentials.files[0].mode: mode \"mask\" needs",
+            ),
+            (
+                file("~/t*", ""),
+                TLS,
+                "credentials.files[0].path: \"~/t*\" is a glob",
+            ),
+            (
+                file("~/d/", ""),
+                TLS,
+                "credentials.files[0].path: credential mode \"mask\" applies to a single file",
+            ),
+            (
+                file("~/t", r#", "decode": "jwt""#),
+                TLS,
+                "credentials.files[0].decode: \"decode\" is not supported",
+            ),
+        ];
+        for (creds, tls, want) in cases {
+            let err = load(&creds, tls).unwrap_err();
+            assert!(err.contains(want), "{creds}: got {err}, want {want}");
+        }
+        let bad_host = file("~/t", "").replace("api.test", "other.test");
+        let err = load(&bad_host, TLS).unwrap_err();
+        assert!(
+            err.contains(
+                "credentials.files[0].injectHosts[0]: \"other.test\" is not in allowedDomains"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -200,6 +200,7 @@ impl Policy {
             process: ProcessPolicy::default(),
             oajail: OajailSettings::default(),
             credentials: Vec::new(),
+            credential_files: Vec::new(),
         }
     }
 }

@@ -25,6 +25,10 @@ pub struct Policy {
     /// canonical form when empty, so policies without it keep their hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub credentials: Vec<crate::credentials::MaskedVar>,
+    /// srt `credentials.files` with `mode: "mask"` (their paths are also in
+    /// `filesystem.denyRead`). Absent from the canonical form when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub credential_files: Vec<crate::credentials::MaskedFile>,
 }
 
 /// srt `network`.

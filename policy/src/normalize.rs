@@ -47,6 +47,7 @@ pub(crate) struct Draft {
     pub(crate) http_deny: Vec<At<String>>,
     pub(crate) strict: bool,
     pub(crate) masks: Vec<crate::credentials::MaskDraft>,
+    pub(crate) file_masks: Vec<crate::credentials::MaskDraft>,
 }
 
 impl Draft {
@@ -98,12 +99,14 @@ impl Draft {
             strict: self.strict,
         };
         let credentials = crate::credentials::build(&self.masks, &network, &oajail.env_deny)?;
+        let credential_files = crate::credentials::build_files(&self.file_masks, &network)?;
         Ok(Policy {
             network,
             filesystem,
             process,
             oajail,
             credentials,
+            credential_files,
         })
     }
 }

@@ -45,7 +45,7 @@ impl Policy {
         }
         let loaded = (|| {
             let mut warnings = check::check_document(&value)?;
-            let draft = draft_from_srt(root, &mut warnings)?;
+            let draft = draft_from_srt(root)?;
             let policy = draft.build(&mut warnings)?;
             Ok(Loaded { policy, warnings })
         })();
@@ -79,8 +79,21 @@ impl Policy {
             let hosts: Vec<&str> = m.inject_hosts.iter().map(|h| h.as_str()).collect();
             json!({"name": m.name, "mode": "mask", "injectHosts": hosts})
         }));
+        let files: Vec<Value> = (self.credential_files.iter())
+            .map(|m| {
+                let hosts: Vec<&str> = m.inject_hosts.iter().map(|h| h.as_str()).collect();
+                json!({"path": m.path.path, "mode": "mask", "injectHosts": hosts})
+            })
+            .collect();
+        let mut creds = Map::new();
+        if !files.is_empty() {
+            creds.insert("files".into(), Value::Array(files));
+        }
         if !vars.is_empty() {
-            root.insert("credentials".into(), json!({"envVars": vars}));
+            creds.insert("envVars".into(), Value::Array(vars));
+        }
+        if !creds.is_empty() {
+            root.insert("credentials".into(), Value::Object(creds));
         }
         let oajail = oajail_json(self);
         if !oajail.is_empty() {
@@ -290,7 +303,7 @@ fn port(parent: Option<&Map<String, Value>>, key: &str, path: &JsonPath) -> Opti
     Some((path.key(key), as_integer(value)?))
 }
 
-fn draft_from_srt(root: &Map<String, Value>, warnings: &mut Vec<String>) -> Result<Draft, Problem> {
+fn draft_from_srt(root: &Map<String, Value>) -> Result<Draft, Problem> {
     let top = JsonPath::root();
     let net_path = top.key("network");
     let fs_path = top.key("filesystem");
@@ -330,7 +343,7 @@ fn draft_from_srt(root: &Map<String, Value>, warnings: &mut Vec<String>) -> Resu
     {
         draft.deny_read.push((path, (key, false)));
     }
-    read_credentials(root, &mut draft, warnings)?;
+    read_credentials(root, &mut draft)?;
     read_oajail(object(root, "oajail"), &top.key("oajail"), &mut draft);
     Ok(draft)
 }
@@ -338,14 +351,9 @@ fn draft_from_srt(root: &Map<String, Value>, warnings: &mut Vec<String>) -> Resu
 /// srt `credentials`. A `"mask"` variable becomes a masked entry (checked
 /// against the network settings by `credentials.rs`); every other variable
 /// is removed (added to `envDeny`). Every listed file is denied (added to
-/// `denyRead`), whatever the mode: oajail does not mask files, so the jail
-/// sees less than under srt, never more, and a `"mask"` file says so in a
-/// warning.
-fn read_credentials(
-    root: &Map<String, Value>,
-    draft: &mut Draft,
-    warnings: &mut Vec<String>,
-) -> Result<(), Problem> {
+/// `denyRead`), whatever the mode; a `"mask"` file is also a masked entry,
+/// whose sentinel the supervisor places over the denied path.
+fn read_credentials(root: &Map<String, Value>, draft: &mut Draft) -> Result<(), Problem> {
     let Some(creds) = object(root, "credentials") else {
         return Ok(());
     };
@@ -355,7 +363,7 @@ fn read_credentials(
         for (i, item) in items.into_iter().flatten().enumerate() {
             let at = path.key(list).index(i);
             if list == "files" {
-                read_credential_file(item, &at, draft, warnings)?;
+                read_credential_file(item, &at, draft)?;
             } else {
                 read_credential_var(item, &at, draft);
             }
@@ -368,13 +376,10 @@ fn is_mask(item: &Value) -> bool {
     item.get("mode").and_then(Value::as_str) == Some("mask")
 }
 
-/// One `credentials.files[i]` entry.
-fn read_credential_file(
-    item: &Value,
-    path: &JsonPath,
-    draft: &mut Draft,
-    warnings: &mut Vec<String>,
-) -> Result<(), Problem> {
+/// One `credentials.files[i]` entry. The path is denied whatever the mode
+/// (the real file is never readable inside); a `"mask"` entry also becomes
+/// a masked file, checked against the network settings by `credentials.rs`.
+fn read_credential_file(item: &Value, path: &JsonPath, draft: &mut Draft) -> Result<(), Problem> {
     let text = item.get("path").and_then(Value::as_str).unwrap_or_default();
     if is_mask(item) {
         if text.ends_with('/') {
@@ -384,10 +389,12 @@ fn read_credential_file(
             );
             return Err(Problem::new(&path.key("path"), message));
         }
-        warnings.push(format!(
-            "{}: \"mask\" is not implemented for files; the file is denied instead",
-            path.key("mode")
-        ));
+        draft.file_masks.push(crate::credentials::MaskDraft {
+            path: path.clone(),
+            name: text.to_owned(),
+            inject_hosts: inject_hosts(item, path),
+            unsupported: unsupported_keys(item),
+        });
     }
     // An empty text cannot pass the schema walk; it is refused again by
     // validation if it ever gets here.
@@ -397,6 +404,18 @@ fn read_credential_file(
     Ok(())
 }
 
+fn inject_hosts(item: &Value, path: &JsonPath) -> Vec<(JsonPath, String)> {
+    item.as_object()
+        .map(|o| strings(Some(o), "injectHosts", path))
+        .unwrap_or_default()
+}
+
+fn unsupported_keys(item: &Value) -> Vec<&'static str> {
+    (crate::credentials::UNSUPPORTED_KEYS.into_iter())
+        .filter(|k| item.get(k).is_some())
+        .collect()
+}
+
 /// One `credentials.envVars[i]` entry.
 fn read_credential_var(item: &Value, path: &JsonPath, draft: &mut Draft) {
     let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -404,17 +423,11 @@ fn read_credential_var(item: &Value, path: &JsonPath, draft: &mut Draft) {
         draft.env_deny.push((path.key("name"), name.to_owned()));
         return;
     }
-    let hosts = item
-        .as_object()
-        .map(|o| strings(Some(o), "injectHosts", path));
-    let unsupported = (crate::credentials::UNSUPPORTED_KEYS.into_iter())
-        .filter(|k| item.get(k).is_some())
-        .collect();
     draft.masks.push(crate::credentials::MaskDraft {
         path: path.clone(),
         name: name.to_owned(),
-        inject_hosts: hosts.unwrap_or_default(),
-        unsupported,
+        inject_hosts: inject_hosts(item, path),
+        unsupported: unsupported_keys(item),
     });
 }
 

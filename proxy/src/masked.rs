@@ -22,7 +22,7 @@ use crate::ProxyError;
 use http::{HeaderMap, HeaderValue};
 use hyper::body::{Body, Frame, SizeHint};
 use memchr::memmem;
-use oajail_policy::credentials::MaskedVar;
+use oajail_policy::credentials::{MaskedFile, MaskedVar};
 use oajail_policy::host::Host;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
@@ -45,6 +45,35 @@ struct Secret {
     /// The real value (read by the supervisor, never in the jail).
     real: String,
     rule: MaskedVar,
+    /// The policy's path text, for a masked file.
+    file: Option<String>,
+}
+
+impl Secret {
+    /// A fresh sentinel for `real`; refused when the value could not
+    /// travel in an HTTP header.
+    fn new(rule: MaskedVar, real: String, file: Option<String>) -> Result<Self, ProxyError> {
+        if HeaderValue::from_str(&real).is_err() {
+            return Err(ProxyError::Credential(format!(
+                "credentials: {} holds bytes an http header cannot carry, so it cannot be masked",
+                rule.name
+            )));
+        }
+        let random = rustls::crypto::ring::default_provider().secure_random;
+        let mut bytes = [0u8; CORE_LEN / 2];
+        random
+            .fill(&mut bytes)
+            .map_err(|_| ProxyError::Credential("credentials: no secure random".into()))?;
+        let core: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Secret {
+            name: rule.name.clone(),
+            sentinel: format!("{PREFIX}{core}"),
+            core: core.into_bytes(),
+            real,
+            rule,
+            file,
+        })
+    }
 }
 
 /// The run's masked credentials; cheap to clone.
@@ -74,30 +103,29 @@ impl Credentials {
         masked: &[MaskedVar],
         real: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ProxyError> {
-        let random = rustls::crypto::ring::default_provider().secure_random;
+        Self::with_files(masked, real, &[])
+    }
+
+    /// As [`Credentials::for_policy`], plus masked files, each with the
+    /// real content the supervisor read (its value, line ending removed).
+    pub fn with_files(
+        masked: &[MaskedVar],
+        real: impl Fn(&str) -> Option<String>,
+        files: &[(&MaskedFile, String)],
+    ) -> Result<Self, ProxyError> {
         let mut out = Vec::new();
         for rule in masked {
-            let Some(value) = real(&rule.name) else {
-                continue;
-            };
-            if HeaderValue::from_str(&value).is_err() {
-                return Err(ProxyError::Credential(format!(
-                    "credentials: {} holds bytes an http header cannot carry, so it cannot be masked",
-                    rule.name
-                )));
+            if let Some(value) = real(&rule.name) {
+                out.push(Secret::new(rule.clone(), value, None)?);
             }
-            let mut bytes = [0u8; CORE_LEN / 2];
-            random
-                .fill(&mut bytes)
-                .map_err(|_| ProxyError::Credential("credentials: no secure random".into()))?;
-            let core: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            out.push(Secret {
-                name: rule.name.clone(),
-                sentinel: format!("{PREFIX}{core}"),
-                core: core.into_bytes(),
-                real: value,
-                rule: rule.clone(),
-            });
+        }
+        for (file, value) in files {
+            let rule = MaskedVar {
+                name: format!("file {}", file.path.path),
+                inject_hosts: file.inject_hosts.clone(),
+            };
+            let path = Some(file.path.path.clone());
+            out.push(Secret::new(rule, value.clone(), path)?);
         }
         Ok(Self(Arc::new(out)))
     }
@@ -105,7 +133,15 @@ impl Credentials {
     /// `(name, sentinel)` for the jail's environment.
     pub fn jail_env(&self) -> Vec<(String, String)> {
         (self.0.iter())
+            .filter(|s| s.file.is_none())
             .map(|s| (s.name.clone(), s.sentinel.clone()))
+            .collect()
+    }
+
+    /// `(path as written in the policy, sentinel)` for each masked file.
+    pub fn file_sentinels(&self) -> Vec<(String, String)> {
+        (self.0.iter())
+            .filter_map(|s| Some((s.file.clone()?, s.sentinel.clone())))
             .collect()
     }
 

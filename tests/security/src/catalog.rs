@@ -1232,6 +1232,18 @@ pub const ATTACKS: &[Attack] = &[
         "read tlsTerminate.caKeyPath (the CA key the proxy signs leaves with) from inside the jail",
         "NS, LL (the key path is always denied)",
     ),
+    a(
+        "A12-masked-file",
+        'A',
+        "srt credentials.files[] mode \"mask\": read the masked token file (directly and through /proc/self/root); the jail shows a read-only sentinel file at its path",
+        "NS (sentinel file over the empty mask), LL (read granted on the sentinel's inode only), SUP (the real content stays with the proxy)",
+    ),
+    a(
+        "A12-masked-file-second-mount",
+        'A',
+        "the masked token file read through a second mount of the home (<lab>/home-alias)",
+        "NS (second mounts of a masked path keep the empty mask), LL",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

@@ -370,3 +370,63 @@ fn blocks_reading_the_tls_ca_key() {
     );
     assert_blocked(&mut lab, id, &run);
 }
+
+/// A12: a token file (a canary line) masked by srt `credentials.files[]`
+/// with `mode: "mask"`: the jail reads the per-run sentinel at its path,
+/// and the canary must not be readable there (`/proc/self/root`, an
+/// `O_PATH` reopen and the line ending are checked in credentials_e2e.rs).
+#[test]
+fn blocks_reading_a_masked_files_real_content() {
+    const MASK: &str = "attack-credentials-mask-file.json";
+    let id = "A12-masked-file";
+    let mut lab = Lab::new(id);
+    let dir = lab.dir.join("cred");
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("token");
+    let canary = oajail_security::canary::canary(&lab.token, "masked-file");
+    std::fs::write(&token, format!("{canary}\n")).unwrap();
+    let path = token.display().to_string();
+    let opts = RunOptions::default();
+    let argv = vec![
+        lab.tools.oajail.display().to_string(),
+        "-s".into(),
+        lab.policy(MASK),
+        "-c".into(),
+        format!("cut -c1-14 {path}"),
+    ];
+    let pre = lab.run(argv, &opts);
+    assert_eq!(pre.stdout.trim(), "oajail_masked_", "{}", pre.stderr);
+    let run = lab.jailed(MASK, &["read-file", &path], &opts);
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// A12 through a second mount: the token (a canary line) is in the fake
+/// home, masked, and the home is mounted again at `<lab>/home-alias`; the
+/// alias must show neither the real content nor anything but the mask.
+#[test]
+fn blocks_reading_a_masked_file_through_a_second_mount() {
+    const MASK: &str = "attack-credentials-mask-home-file.json";
+    let id = "A12-masked-file-second-mount";
+    let mut lab = Lab::new(id);
+    let dir = std::path::PathBuf::from(lab.home(".config/oa"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let canary = oajail_security::canary::canary(&lab.token, "masked-home-file");
+    std::fs::write(dir.join("token"), format!("{canary}\n")).unwrap();
+    lab.rebaseline_home();
+    let opts = RunOptions {
+        alias_home: true,
+        ..RunOptions::default()
+    };
+    let alias = lab.path("home-alias/.config/oa/token");
+    let argv = vec![
+        lab.tools.oajail.display().to_string(),
+        "-s".into(),
+        lab.policy(MASK),
+        "-c".into(),
+        "cut -c1-14 ~/.config/oa/token".into(),
+    ];
+    let pre = lab.run(argv, &opts);
+    assert_eq!(pre.stdout.trim(), "oajail_masked_", "{}", pre.stderr);
+    let run = lab.jailed(MASK, &["read-file", &alias], &opts);
+    assert_blocked(&mut lab, id, &run);
+}
