@@ -420,12 +420,15 @@ fn record(rec: &ResultRecord) {
 /// Write `dir/<id>.json`, replacing an earlier record of the same id.
 ///
 /// Never by opening the existing file for writing: in the kernel matrix the
-/// results directory is the host's, shared over 9p, where the unprivileged
-/// user may not truncate a record it wrote before (a test that records the
-/// same id twice, or a re-run). The record goes to a fresh file named for
-/// this process and is renamed over the old one (the directory's permission,
-/// not the file's); where even that is refused, the old record is removed
-/// first. A reader never sees a half-written record under `<id>.json`.
+/// results directory is the host's, shared over 9p, where every file the
+/// unprivileged user creates belongs to root, so the user may not truncate
+/// a record it wrote before (a test that records the same id twice, or a
+/// re-run). The record goes to a fresh file named for this process and is
+/// renamed over the old one (the directory's permission, not the file's;
+/// `.ci/kernel-matrix` makes that directory non-sticky for this). Where
+/// even that is refused, the old record is removed first, and where that
+/// is refused too, a first record is written in place. A reader never sees
+/// a half-written record under `<id>.json` except in that last case.
 pub fn write_record(dir: &Path, id: &str, bytes: &[u8]) -> std::io::Result<()> {
     fs::create_dir_all(dir)?;
     let nanos = std::time::SystemTime::now()
@@ -439,10 +442,14 @@ pub fn write_record(dir: &Path, id: &str, bytes: &[u8]) -> std::io::Result<()> {
         fs::remove_file(&dest)?;
         fs::rename(&tmp, &dest)
     });
-    if renamed.is_err() {
-        let _ = fs::remove_file(&tmp);
+    if renamed.is_ok() {
+        return Ok(());
     }
-    renamed
+    let _ = fs::remove_file(&tmp);
+    match fs::symlink_metadata(&dest) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::write(&dest, bytes),
+        _ => renamed,
+    }
 }
 
 /// One attack run with one enforcement layer switched off (I2).
