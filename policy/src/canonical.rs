@@ -171,33 +171,12 @@ fn draft_from_policy(policy: &Policy) -> Draft {
             o.http_rules.deny.iter().map(|r| r.as_str().to_owned()),
         ),
         masks: (policy.credentials.iter().enumerate())
-            .map(|(i, m)| {
-                let path = root.key("credentials").index(i);
-                crate::credentials::MaskDraft {
-                    inject_hosts: list(
-                        &path,
-                        "injectHosts",
-                        m.inject_hosts.iter().map(|h| h.as_str().to_owned()),
-                    ),
-                    path,
-                    name: m.name.clone(),
-                    unsupported: Vec::new(),
-                }
-            })
+            .map(|(i, m)| mask_draft(root.key("credentials").index(i), &m.name, &m.inject_hosts))
             .collect(),
         file_masks: (policy.credential_files.iter().enumerate())
             .map(|(i, m)| {
                 let path = root.key("credentialFiles").index(i);
-                crate::credentials::MaskDraft {
-                    inject_hosts: list(
-                        &path,
-                        "injectHosts",
-                        m.inject_hosts.iter().map(|h| h.as_str().to_owned()),
-                    ),
-                    path,
-                    name: m.path.path.clone(),
-                    unsupported: Vec::new(),
-                }
+                mask_draft(path, &m.path.path, &m.inject_hosts)
             })
             .collect(),
     }
@@ -219,6 +198,25 @@ fn tls_draft(path: &JsonPath, t: &crate::l7::TlsTerminate) -> crate::l7::TlsDraf
         ),
         max_tunnels: Some(t.max_tunnels),
         handshake_timeout_ms: Some(t.handshake_timeout_ms),
+    }
+}
+
+/// The draft of one masked variable or file read back from its canonical
+/// entry at `path` (`name`: the variable's name or the file's path).
+fn mask_draft(
+    path: JsonPath,
+    name: &str,
+    hosts: &[crate::domain::DomainPattern],
+) -> crate::credentials::MaskDraft {
+    crate::credentials::MaskDraft {
+        inject_hosts: list(
+            &path,
+            "injectHosts",
+            hosts.iter().map(|h| h.as_str().to_owned()),
+        ),
+        path,
+        name: name.to_owned(),
+        unsupported: Vec::new(),
     }
 }
 

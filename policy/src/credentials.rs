@@ -107,12 +107,7 @@ pub(crate) fn build(
             }),
         }
     }
-    for m in &mut out {
-        m.inject_hosts.sort();
-        m.inject_hosts.dedup();
-    }
-    out.sort();
-    Ok(out)
+    Ok(sorted(out, |m| &mut m.inject_hosts))
 }
 
 /// Validate the masked files: one literal path each (a glob could name
@@ -144,12 +139,19 @@ pub(crate) fn build_files(
             }),
         }
     }
+    Ok(sorted(out, |m| &mut m.inject_hosts))
+}
+
+/// Entries and each entry's hosts in one order with no repeats, so the
+/// canonical form and the hash do not depend on how the settings listed them.
+fn sorted<T: Ord>(mut out: Vec<T>, hosts: impl Fn(&mut T) -> &mut Vec<DomainPattern>) -> Vec<T> {
     for m in &mut out {
-        m.inject_hosts.sort();
-        m.inject_hosts.dedup();
+        let h = hosts(m);
+        h.sort();
+        h.dedup();
     }
     out.sort();
-    Ok(out)
+    out
 }
 
 /// srt's partial-masking keys are refused rather than silently ignored.
