@@ -32,7 +32,7 @@ pub(crate) struct Mitm {
     leaves: Mutex<HashMap<String, Arc<ServerConfig>>>,
     /// The host's roots as read once at start: the upstream verifies with
     /// them and the jail's trust bundle repeats them.
-    native: Vec<CertificateDer<'static>>,
+    native: HostRoots,
     /// Upstream TLS: the host's roots plus `extraCaCertPaths`, ALPN h2 and
     /// http/1.1.
     pub upstream: Arc<ClientConfig>,
@@ -59,7 +59,7 @@ impl Mitm {
                 None => ephemeral_ca()?,
             };
         let ca_pem = pem_of(&ca_der);
-        let native = rustls_native_certs::load_native_certs().certs;
+        let native = HostRoots::read();
         let extra = tls
             .map(|t| t.extra_ca_cert_paths.as_slice())
             .unwrap_or_default();
@@ -73,7 +73,7 @@ impl Mitm {
             ca_der,
             ca_pem,
             leaves: Mutex::new(HashMap::new()),
-            upstream: Arc::new(upstream_config(&native, extra)?),
+            upstream: Arc::new(upstream_config(&native.certs, extra)?),
             native,
             tunnels: Arc::new(tokio::sync::Semaphore::new(max as usize)),
             handshake_timeout: Duration::from_millis(u64::from(ms)),
@@ -87,18 +87,19 @@ impl Mitm {
 
     /// How many of the host's roots were found.
     pub(crate) fn host_roots(&self) -> usize {
-        self.native.len()
+        self.native.certs.len()
     }
 
-    /// The jail's trust bundle: the host's roots (as the upstream side reads
-    /// them) followed by the CA certificate. Clients inside the jail reach
+    /// The jail's trust bundle: the host's roots (the text the upstream side
+    /// parsed) followed by the CA certificate. Clients inside the jail reach
     /// real hosts only through this proxy, so these roots are what a
     /// non-terminated (opaque) tunnel needs, and the CA is what a terminated
     /// one needs.
     pub(crate) fn trust_bundle(&self) -> String {
-        let mut out = String::new();
-        for cert in &self.native {
-            out.push_str(&pem_of(cert));
+        let mut out = String::with_capacity(self.native.pem.len() + self.ca_pem.len() + 1);
+        out.push_str(&self.native.pem);
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
         }
         out.push_str(&self.ca_pem);
         out
@@ -154,6 +155,50 @@ impl Mitm {
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
     }
+}
+
+/// The host's roots, read once per run.
+struct HostRoots {
+    /// PEM text: the system bundle file as it is, or the certificate
+    /// directories re-encoded where there is no such file.
+    pem: String,
+    certs: Vec<CertificateDer<'static>>,
+}
+
+impl HostRoots {
+    /// Read the bundle file OpenSSL itself would read (`SSL_CERT_FILE`, else
+    /// the distribution's file) and keep its text: re-encoding what
+    /// `rustls-native-certs` parses from the file *and* the hashed directory
+    /// (the same certificates twice: `update-ca-certificates` and its
+    /// kin write both) cost 7–11 ms of every start. A host with no bundle
+    /// file, or an `SSL_CERT_DIR` naming a directory of its own, takes that
+    /// slower path so no root the host trusts is left out.
+    fn read() -> Self {
+        let file = openssl_probe::probe().cert_file;
+        if only_distribution_dirs(std::env::var_os("SSL_CERT_DIR").as_deref()) {
+            if let Some(pem) = file.and_then(|f| std::fs::read_to_string(f).ok()) {
+                let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
+                    .filter_map(Result::ok)
+                    .collect();
+                if !certs.is_empty() {
+                    return Self { pem, certs };
+                }
+            }
+        }
+        let certs = rustls_native_certs::load_native_certs().certs;
+        let pem = certs.iter().map(pem_of).collect();
+        Self { pem, certs }
+    }
+}
+
+/// Whether `SSL_CERT_DIR` (unset, or a `:`-separated list) names only the
+/// distribution's own certificate directories, which hold what its bundle
+/// file holds.
+fn only_distribution_dirs(var: Option<&std::ffi::OsStr>) -> bool {
+    let Some(var) = var else { return true };
+    std::env::split_paths(var).all(|dir| {
+        dir.as_os_str().is_empty() || openssl_probe::candidate_cert_dirs().any(|c| c == dir)
+    })
 }
 
 fn pem_of(der: &CertificateDer<'_>) -> String {
@@ -228,4 +273,35 @@ fn upstream_config(
         .with_no_client_auth();
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::path::Path;
+
+    #[test]
+    fn a_cert_dir_of_its_own_takes_the_slow_path() {
+        assert!(only_distribution_dirs(None));
+        let system = openssl_probe::candidate_cert_dirs()
+            .next()
+            .map(Path::to_owned);
+        let system = system.expect("this host has a certificate directory");
+        assert!(only_distribution_dirs(Some(system.as_os_str())));
+        let mixed = format!("{}:/var/tmp/own-certs", system.display());
+        assert!(!only_distribution_dirs(Some(OsStr::new(&mixed))));
+        assert!(!only_distribution_dirs(Some(OsStr::new(
+            "/var/tmp/own-certs"
+        ))));
+    }
+
+    #[test]
+    fn the_bundle_is_the_host_text_then_the_ca() {
+        let mitm = Mitm::new(None).expect("an ephemeral CA");
+        let bundle = mitm.trust_bundle();
+        assert!(bundle.ends_with(mitm.ca_pem()));
+        let roots = CertificateDer::pem_slice_iter(bundle.as_bytes()).count();
+        assert_eq!(roots, mitm.host_roots() + 1);
+    }
 }

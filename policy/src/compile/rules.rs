@@ -20,7 +20,7 @@ use super::fsview::{canonicalize, has_symlink};
 use super::{CompileError, FileKind, FsView, HostFacts};
 use crate::paths::PathMatcher;
 use crate::{PathEntry, Policy};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// The private tmpfs every jail gets.
@@ -47,7 +47,7 @@ const TMP_SECRETS: &[&str] = &[
 ];
 
 /// The most entries inside denied directories checked for hard links.
-const HARDLINK_BUDGET: usize = 2_000;
+const HARDLINK_BUDGET: usize = 256;
 
 /// The most entries a glob expansion may visit.
 const GLOB_BUDGET: usize = 100_000;
@@ -256,13 +256,15 @@ impl Rules {
     }
 
     /// A denied file with other hard links stays readable under those names
-    /// (attack A6b): path-based denies cannot see them, so say so. Files in
-    /// denied directories are checked up to [`HARDLINK_BUDGET`] entries.
+    /// (attack A6b): path-based denies cannot see them, so say so. Denied
+    /// directories are walked breadth first (a secret sits near the top:
+    /// `~/.netrc`, `~/.ssh/id_ed25519`) for at most [`HARDLINK_BUDGET`]
+    /// entries, because this runs on every start.
     fn warn_hard_links(&mut self, fs: &dyn FsView) {
         let mut found = Vec::new();
         let mut budget = HARDLINK_BUDGET;
-        let mut stack: Vec<PathBuf> = self.deny_read.iter().cloned().collect();
-        while let Some(path) = stack.pop() {
+        let mut queue: VecDeque<PathBuf> = self.deny_read.iter().cloned().collect();
+        while let Some(path) = queue.pop_front() {
             match fs.kind(&path) {
                 Some(FileKind::File) if fs.link_count(&path).is_some_and(|n| n > 1) => {
                     found.push(path);
@@ -273,7 +275,7 @@ impl Rules {
                             break;
                         }
                         budget -= 1;
-                        stack.push(path.join(name));
+                        queue.push_back(path.join(name));
                     }
                 }
                 _ => {}
