@@ -60,6 +60,21 @@ fn the_emitted_policy_masks_the_key_and_holds_read_only_mode() {
     );
 }
 
+/// `examples/policies/mcp-server.json` is the emitted policy of the Debian
+/// package's binaries, so its hash is the one the boot check wants there.
+#[test]
+fn the_example_policy_is_what_the_packaged_server_emits() {
+    let mut emitted = portable(policy(&[]));
+    emitted["filesystem"]["allowRead"] =
+        json!(["/usr/bin/openagenda-mcp", "/usr/bin/openagenda-mcp-worker"]);
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/policies/mcp-server.json"
+    );
+    let example: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(hash(&example), hash(&emitted), "regenerate {path}");
+}
+
 /// `(method, rule path)` of every operation of the built-in spec, read with
 /// a YAML parser rather than the server's loader.
 fn spec_operations() -> Vec<(String, String)> {

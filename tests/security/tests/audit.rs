@@ -152,7 +152,16 @@ fn audits_globs_and_literals_policy() {
 
 #[test]
 fn audits_mcp_server_policy() {
-    expect_counts("mcp-server.json", 119, 8);
+    // The server's own policy: exfiltration through the API host is refused
+    // by its read-only HTTP rules inside the terminated tunnel.
+    let report = expect_counts("mcp-server.json", 119, 6);
+    expect_blocked(
+        &report,
+        &[
+            "X2-exfil-https:api.openagenda.com",
+            "X3-exfil-http:api.openagenda.com",
+        ],
+    );
 }
 
 #[test]
