@@ -194,7 +194,10 @@ impl Row {
         let out = format!("{}\n{}", run.stdout, run.stderr);
         let acks = out.matches("OAJ-SINK-ACK").count() + out.matches("node 200").count();
         let all = self.refusals.iter().all(|r| out.contains(r));
-        (all && acks == self.served.len())
+        // The proxy's lines name the variable, never its sentinel.
+        let mut proxy_lines = run.stderr.lines().filter(|l| l.starts_with("oajail"));
+        let named = !proxy_lines.any(has_sentinel);
+        (all && named && acks == self.served.len())
             .then(|| format!("refused: {}", self.refusals.join(" | ")))
     }
 
