@@ -229,7 +229,8 @@ fn has_sentinel(text: &str) -> bool {
 /// Run `row` in `lab`: jailed under `policy` (a path), or without the jail
 /// (straight to the sinks, trusting their CA) when `policy` is `None`.
 fn run_row(lab: &Lab, row: &Row, policy: Option<&str>) -> Run {
-    std::fs::write(lab.ws("tls_raw.py"), include_str!("common/tls_raw.py")).unwrap();
+    std::fs::write(lab.ws("tls_raw.py"), include_str!("common/tls_raw.py"))
+        .unwrap_or_else(|e| panic!("security lab: write tls_raw.py: {e}"));
     let ca = lab.path(TLS_SINK_CA);
     let opts = RunOptions {
         env: [
@@ -256,7 +257,7 @@ fn run_row(lab: &Lab, row: &Row, policy: Option<&str>) -> Run {
 }
 
 fn row(id: &str) -> &'static Row {
-    ROWS.iter().find(|r| r.id == id).unwrap()
+    (ROWS.iter().find(|r| r.id == id)).unwrap_or_else(|| panic!("no row {id}"))
 }
 
 fn expect_refused(id: &str) {
