@@ -291,14 +291,15 @@ pub fn assert_blocked_or_refused(lab: &mut Lab, id: &str, run: &Run) {
 /// Judge an attack made by a real client (curl, python, node) instead of
 /// the probe: `allow` decides which sink events are legitimate, and
 /// `refusal` is the refusal the client saw (the proxy's answer, the TLS
-/// error), found in its output by the test. An event `allow` refuses or a
-/// canary anywhere is an escape; no violation but no refusal either is
-/// `unexpected` (a client that never reached the proxy proves nothing).
+/// error), found in its output by the test, or what was missing from it. An
+/// event `allow` refuses or a canary anywhere is an escape; no violation but
+/// no refusal either is `unexpected` (a client that never reached the proxy
+/// proves nothing).
 pub fn judge_client(
     lab: &mut Lab,
     run: &Run,
     allow: &dyn Fn(&SinkEvent) -> bool,
-    refusal: Option<String>,
+    refusal: Result<String, String>,
 ) -> (Judgement, String) {
     if let Some(e) = &run.lab.lab_error {
         return (Judgement::NotRun, format!("lab failed: {e}"));
@@ -309,11 +310,11 @@ pub fn judge_client(
             Judgement::Escaped,
             format!("{} (client saw: {r:?})", violations.join("; ")),
         ),
-        (true, Some(r)) => (Judgement::Blocked, r),
-        (true, None) => (
+        (true, Ok(r)) => (Judgement::Blocked, r),
+        (true, Err(missing)) => (
             Judgement::Unexpected,
             format!(
-                "no refusal in the client's output (exit {:?})",
+                "no refusal in the client's output ({missing}; exit {:?})",
                 run.lab.exit_code
             ),
         ),
@@ -326,7 +327,7 @@ pub fn assert_client_refused(
     id: &str,
     run: &Run,
     allow: &dyn Fn(&SinkEvent) -> bool,
-    refusal: Option<String>,
+    refusal: Result<String, String>,
 ) {
     let (j, detail) = judge_client(lab, run, allow, refusal);
     finish(id, run, j, detail);

@@ -189,16 +189,29 @@ impl Row {
     }
 
     /// The refusal the client's output shows: every text of `refusals`,
-    /// never a sink's acknowledgement beyond the `served` requests'.
-    fn refusal(&self, run: &Run) -> Option<String> {
+    /// no sentinel in the proxy's own lines (they name the variable), and
+    /// no sink acknowledgement beyond the `served` requests'; else what
+    /// was missing.
+    fn refusal(&self, run: &Run) -> Result<String, String> {
         let out = format!("{}\n{}", run.stdout, run.stderr);
-        let acks = out.matches("OAJ-SINK-ACK").count() + out.matches("node 200").count();
-        let all = self.refusals.iter().all(|r| out.contains(r));
-        // The proxy's lines name the variable, never its sentinel.
+        let missing: Vec<&str> = (self.refusals.iter().copied())
+            .filter(|r| !out.contains(r))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!("missing {missing:?}"));
+        }
         let mut proxy_lines = run.stderr.lines().filter(|l| l.starts_with("oajail"));
-        let named = !proxy_lines.any(has_sentinel);
-        (all && named && acks == self.served.len())
-            .then(|| format!("refused: {}", self.refusals.join(" | ")))
+        if proxy_lines.any(has_sentinel) {
+            return Err("a proxy line shows the sentinel".into());
+        }
+        let acks = out.matches("OAJ-SINK-ACK").count() + out.matches("node 200").count();
+        if acks != self.served.len() {
+            return Err(format!(
+                "{acks} answers served, expected {}",
+                self.served.len()
+            ));
+        }
+        Ok(format!("refused: {}", self.refusals.join(" | ")))
     }
 
     /// Whether `ev` is legitimate in this row: DNS queries and TLS
@@ -367,22 +380,34 @@ fn control_rows_escape_without_the_jail() {
 }
 
 /// Weakened policies: with `evil.test` in `injectHosts` the header row
-/// delivers the real value to evil.test, and a client that trusts the
+/// delivers the real value to evil.test; with the rule widened to
+/// `/**` F25's forbidden stream is served; and a client that trusts the
 /// proxy's CA (the jail's own bundle) is served in plaintext: the judge
-/// must see both as escapes.
+/// must see all three as escapes.
 #[test]
 fn control_rows_escape_under_weakened_policies() {
     let mut lab = Lab::new("control-tls-weakened");
-    let text = std::fs::read_to_string(fixtures_dir().join(TLS)).unwrap();
-    let weak = text.replace(
-        "\"injectHosts\": [\"allowed.test\"]",
-        "\"injectHosts\": [\"allowed.test\", \"evil.test\"]",
-    );
-    assert_ne!(text, weak, "the fixture's injectHosts changed shape");
-    let policy = lab.policy_text(&weak.replace("@LAB@", &lab.dir.display().to_string()));
-    let header = row("F21-sentinel-header");
-    let run = run_row(&lab, header, Some(&policy));
-    assert_escaped(&mut lab, header, &run, "with evil.test an inject host");
+    let text = std::fs::read_to_string(fixtures_dir().join(TLS))
+        .unwrap()
+        .replace("@LAB@", &lab.dir.display().to_string());
+    for (id, from, to) in [
+        (
+            "F21-sentinel-header",
+            "\"injectHosts\": [\"allowed.test\"]",
+            "\"injectHosts\": [\"allowed.test\", \"evil.test\"]",
+        ),
+        (
+            "F25-h2-forbidden-later-stream",
+            "https://api.allowed.test:8443/ok/**",
+            "https://api.allowed.test:8443/**",
+        ),
+    ] {
+        let weak = text.replace(from, to);
+        assert_ne!(text, weak, "{id}: the fixture changed shape");
+        let policy = lab.policy_text(&weak);
+        let run = run_row(&lab, row(id), Some(&policy));
+        assert_escaped(&mut lab, row(id), &run, &format!("with {to}"));
+    }
     let trusting = Row {
         script: "$C $E/curl; echo \"curl exit $?\"",
         ..*row("F26-untrusted-proxy-ca")
