@@ -87,8 +87,9 @@ pub(crate) async fn tunnel(
         Err(d) => {
             rec.decision = Some("deny");
             rec.reason = d.reason.into();
-            rec.message = Some(d.message);
-            rec.sni = d.sni;
+            // The SNI is the client's: a sentinel in it is never logged.
+            rec.message = Some(shared.creds.redact(&d.message));
+            rec.sni = d.sni.map(|s| shared.creds.redact(&s));
             shared.log.write(rec);
             if d.tls {
                 let _ = client.stream.write_all(&ALERT_ACCESS_DENIED).await;

@@ -208,45 +208,24 @@ fn an_upstream_the_proxy_cannot_verify_is_a_tls_alert_not_plaintext() {
 }
 
 /// CONNECT + TLS (python's ssl, trusting the proxy CA) and raw request
-/// bytes; returns what came back.
+/// bytes, by the security suite's `tls_raw.py`; returns what came back.
 fn raw_request(s: &Setup, head: &str) -> String {
-    let script = r#"
-import socket, ssl, sys
-proxy, host, port, ca, data = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-ph, pp = proxy.rsplit(':', 1)
-sock = socket.create_connection((ph, int(pp)), timeout=10)
-sock.sendall(f'CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n'.encode())
-head = b''
-while not head.endswith(b'\r\n\r\n'):
-    head += sock.recv(1)
-ctx = ssl.create_default_context(cafile=ca)
-ctx.set_alpn_protocols(['http/1.1'])
-tls = ctx.wrap_socket(sock, server_hostname=host)
-tls.sendall(data.encode())
-out = b''
-try:
-    while True:
-        chunk = tls.recv(65536)
-        if not chunk:
-            break
-        out += chunk
-except Exception as e:
-    out += f'\n[{type(e).__name__}]'.encode()
-sys.stdout.write(out.decode('latin-1'))
-"#;
+    let script = s.dir.join("tls_raw.py");
+    std::fs::write(
+        &script,
+        include_str!("../../tests/security/tests/common/tls_raw.py"),
+    )
+    .unwrap();
     let out = Command::new("python3")
-        .args([
-            "-c",
-            script,
-            &s.lab.proxy.to_string(),
-            NAME,
-            &s.up.addr.port().to_string(),
-        ])
-        .arg(s.ca.display().to_string())
-        .arg(head)
+        .arg(&script)
+        .args([NAME, &s.up.addr.port().to_string(), NAME, "env", head])
+        .env("HTTPS_PROXY", s.lab.proxy_url())
+        .env("SSL_CERT_FILE", &s.ca)
         .output()
         .expect("python3");
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    let text = String::from_utf8_lossy(&out.stdout);
+    let answer = text.strip_prefix("tls-ok\n").unwrap_or(&text).to_owned();
+    answer + &String::from_utf8_lossy(&out.stderr)
 }
 
 #[test]

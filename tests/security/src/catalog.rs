@@ -1244,6 +1244,96 @@ pub const ATTACKS: &[Attack] = &[
         "the masked token file read through a second mount of the home (<lab>/home-alias)",
         "NS (second mounts of a masked path keep the empty mask), LL",
     ),
+    a(
+        "F21-sentinel-header",
+        'F',
+        "the masked variable's sentinel in a request header to an allowed, terminated host outside injectHosts (curl, node 22 fetch)",
+        "PX (terminated: every header scanned for the sentinel's core)",
+    ),
+    a(
+        "F21-sentinel-query",
+        'F',
+        "the sentinel in the query string to a host outside injectHosts (curl, python urllib)",
+        "PX (the request target is scanned)",
+    ),
+    a(
+        "F21-sentinel-body",
+        'F',
+        "the sentinel in a request body to a host outside injectHosts (curl form, node 22 fetch JSON)",
+        "PX (the body is scanned chunk by chunk before it goes up)",
+    ),
+    a(
+        "F21-sentinel-path",
+        'F',
+        "the sentinel in the URL path to a host outside injectHosts (curl, git ls-remote over https)",
+        "PX (the request target is scanned)",
+    ),
+    a(
+        "F21-sentinel-sni",
+        'F',
+        "the sentinel as a DNS label of the CONNECT host and SNI (curl), and as the SNI alone under an allowed CONNECT host (python ssl)",
+        "PX (host names scanned before DNS; SNI must equal the CONNECT host)",
+    ),
+    a(
+        "F22-sentinel-split-headers",
+        'F',
+        "the sentinel split across two headers (two names, and one name twice) to a host outside injectHosts",
+        "PX (header values scanned as one run: refused)",
+    ),
+    a(
+        "F22-sentinel-split-chunks",
+        'F',
+        "the sentinel split across two chunks of a chunked body, sent 0.3 s apart (python ssl, raw HTTP/1.1)",
+        "PX (each chunk scanned with the end of the previous one: refused; the first half may reach the upstream, the whole sentinel and the real value never do)",
+    ),
+    a(
+        "F23-host-not-connect-host",
+        'F',
+        "inside a tunnel to evil.test, Host: allowed.test (the inject host) with the sentinel in a header (curl, HTTP/1.1)",
+        "PX (Host must name the CONNECT host: 421; injection follows the tunnel, not the Host)",
+    ),
+    a(
+        "F23-h2-authority-not-sni",
+        'F',
+        "as F23-host-not-connect-host over HTTP/2: :authority allowed.test on a connection to evil.test (curl --http2)",
+        "PX (:authority must name the CONNECT host)",
+    ),
+    a(
+        "F23-sni-not-connect-host",
+        'F',
+        "CONNECT evil.test with SNI allowed.test (the inject host), then a request carrying the sentinel (python ssl)",
+        "PX (SNI must equal the CONNECT host: the handshake fails)",
+    ),
+    a(
+        "F24-smuggle-cl-te",
+        'F',
+        "HTTP/1.1 request smuggling inside a terminated tunnel: Content-Length and Transfer-Encoding together, a second request behind the body (python ssl, raw)",
+        "PX (strict head parser: the read is refused whole, nothing goes up)",
+    ),
+    a(
+        "F24-smuggle-obs-fold",
+        'F',
+        "smuggling by obsolete line folding (a folded Transfer-Encoding) inside a terminated tunnel",
+        "PX (strict head parser)",
+    ),
+    a(
+        "F24-smuggle-absolute-form",
+        'F',
+        "an absolute-form request naming allowed.test inside a tunnel to evil.test, carrying the sentinel",
+        "PX (the request target must name the CONNECT host: 421)",
+    ),
+    a(
+        "F25-h2-forbidden-later-stream",
+        'F',
+        "HTTP/2: a path oajail.httpRules forbids in a later stream of the connection whose earlier and later streams are allowed (curl --http2)",
+        "PX (rules checked on every request of a terminated connection)",
+    ),
+    a(
+        "F26-untrusted-proxy-ca",
+        'F',
+        "clients that do not trust the run's CA (curl with the system roots, python ssl with the system roots, node 22 fetch without NODE_EXTRA_CA_CERTS) through a terminated tunnel",
+        "PX (the proxy only speaks TLS with its own leaf: a handshake error, never plaintext)",
+    ),
 ];
 
 /// Attacks with a test in `tests/not_yet_covered.rs` only: the jail does

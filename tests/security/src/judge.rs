@@ -288,6 +288,51 @@ pub fn assert_blocked_or_refused(lab: &mut Lab, id: &str, run: &Run) {
     assert_blocked(lab, id, run);
 }
 
+/// Judge an attack made by a real client (curl, python, node) instead of
+/// the probe: `allow` decides which sink events are legitimate, and
+/// `refusal` is the refusal the client saw (the proxy's answer, the TLS
+/// error), found in its output by the test, or what was missing from it. An
+/// event `allow` refuses or a canary anywhere is an escape; no violation but
+/// no refusal either is `unexpected` (a client that never reached the proxy
+/// proves nothing).
+pub fn judge_client(
+    lab: &mut Lab,
+    run: &Run,
+    allow: &dyn Fn(&SinkEvent) -> bool,
+    refusal: Result<String, String>,
+) -> (Judgement, String) {
+    if let Some(e) = &run.lab.lab_error {
+        return (Judgement::NotRun, format!("lab failed: {e}"));
+    }
+    let violations = postconditions_allowing(lab, run, allow);
+    match (violations.is_empty(), refusal) {
+        (false, r) => (
+            Judgement::Escaped,
+            format!("{} (client saw: {r:?})", violations.join("; ")),
+        ),
+        (true, Ok(r)) => (Judgement::Blocked, r),
+        (true, Err(missing)) => (
+            Judgement::Unexpected,
+            format!(
+                "no refusal in the client's output ({missing}; exit {:?})",
+                run.lab.exit_code
+            ),
+        ),
+    }
+}
+
+/// Record [`judge_client`]'s judgement and fail the test unless blocked.
+pub fn assert_client_refused(
+    lab: &mut Lab,
+    id: &str,
+    run: &Run,
+    allow: &dyn Fn(&SinkEvent) -> bool,
+    refusal: Result<String, String>,
+) {
+    let (j, detail) = judge_client(lab, run, allow, refusal);
+    finish(id, run, j, detail);
+}
+
 /// For races where the write may legitimately land inside the allowed root:
 /// the probe's verdict does not matter, only that the host stays intact
 /// (every global post-condition holds) and the run happened (oajail ran the

@@ -47,6 +47,13 @@ pub const LAB_ADDRESSES: &[(&str, &str)] = &[
 
 /// TCP ports with a sink on every lab address (TLS ClientHellos are parsed for SNI).
 pub const TCP_SINK_PORTS: &[u16] = &[22, 25, 80, 443, 2375, 6379, 8080, 9999];
+/// TCP port with an HTTPS sink (HTTP/1.1 and HTTP/2) on every lab address:
+/// its leaf names every lab name and address, signed by a CA `oajail-lab`
+/// makes in memory per run (its key never leaves the lab process).
+pub const TLS_SINK_PORT: u16 = 8443;
+/// Where, in the lab directory, `oajail-lab` writes that CA's certificate
+/// before the command starts (for `tlsTerminate.extraCaCertPaths`).
+pub const TLS_SINK_CA: &str = "tls/sink-ca.pem";
 /// UDP ports with a sink on every lab address (53 is the DNS responder).
 pub const UDP_SINK_PORTS: &[u16] = &[123, 443, 9999];
 
@@ -150,7 +157,8 @@ pub struct LabResult {
 /// unless the test expected traffic to that sink.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SinkEvent {
-    /// `tcp`, `udp`, `dns`, `icmp`, `unix:<name>`, `abstract`, `leak`.
+    /// `tcp`, `udp`, `dns`, `icmp`, `unix:<name>`, `abstract`, `leak`,
+    /// `https` (one parsed request), `https-conn` (one TLS connection).
     pub sink: String,
     /// Local address (or socket path) that was reached.
     pub local: String,

@@ -2,7 +2,7 @@
 //!
 //! Owns: the probe's verdict contract ([`verdict`]), the attack catalogue
 //! ([`catalog`]), the fake home and canaries ([`canary`]), the lab's
-//! contract and listeners ([`labspec`], [`sinks`], [`dns`]), the host-side
+//! contract and listeners ([`labspec`], [`sinks`], [`tlssink`], [`dns`]), the host-side
 //! harness ([`lab`]), the stage of the guard's attacks and the host's own
 //! git afterwards ([`plant`]), judging and result records ([`judge`]) and
 //! the report ([`report`]), and `oajail audit`'s runbook, grants and
@@ -32,4 +32,5 @@ pub mod labspec;
 pub mod plant;
 pub mod report;
 pub mod sinks;
+pub mod tlssink;
 pub mod verdict;

@@ -3,11 +3,12 @@
 //! D-Bus, docker, X11, syslog and an abstract socket. Each records every
 //! contact as one [`SinkEvent`] JSON line in `logs/events.jsonl`.
 //!
-//! Sinks never answer with data (except DNS), so a jailed process that
-//! reaches one learns nothing; the point is the record.
+//! Sinks never answer with data (except DNS, and the HTTPS sink's `200`
+//! acknowledgement), so a jailed process that reaches one learns nothing;
+//! the point is the record.
 
 use crate::dns::{Responder, query_name};
-use crate::labspec::SinkEvent;
+use crate::labspec::{SinkEvent, TLS_SINK_CA, TLS_SINK_PORT};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
@@ -119,6 +120,100 @@ pub fn tcp_sink(listener: TcpListener, log: EventLog) {
             });
         });
     }
+}
+
+/// The lab's HTTPS sink: every parsed request is one `https` event (the
+/// request line, the headers and the body as text, the SNI as `name`), and
+/// every connection one `https-conn` event with the decrypted bytes as the
+/// client sent them (so a request hyper refuses is still on record) or the
+/// handshake error. Requests are answered `200` with [`SINK_ACK`].
+pub struct HttpsSink(pub EventLog);
+
+impl crate::tlssink::Handler for HttpsSink {
+    fn request(
+        &self,
+        conn: &crate::tlssink::ConnInfo,
+        head: http::request::Parts,
+        body: bytes::Bytes,
+    ) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
+        let mut text = crate::tlssink::request_line(&head);
+        text.push_str(&format!(
+            "\nauthority: {}\n",
+            crate::tlssink::request_host(&head)
+        ));
+        for (name, value) in &head.headers {
+            text.push_str(&format!(
+                "{name}: {}\n",
+                String::from_utf8_lossy(value.as_bytes())
+            ));
+        }
+        text.push('\n');
+        text.push_str(&String::from_utf8_lossy(&body));
+        self.0.record(&SinkEvent {
+            sink: "https".into(),
+            local: conn.local.clone(),
+            peer: conn.peer.clone(),
+            bytes: body.len(),
+            data: text,
+            name: conn.sni.clone(),
+        });
+        crate::tlssink::text(200, SINK_ACK)
+    }
+
+    fn closed(
+        &self,
+        conn: &crate::tlssink::ConnInfo,
+        raw: &[u8],
+        total: usize,
+        error: Option<String>,
+    ) {
+        let data = match error {
+            Some(e) => format!("handshake failed: {e}"),
+            None => String::from_utf8_lossy(raw).into_owned(),
+        };
+        self.0.record(&SinkEvent {
+            sink: "https-conn".into(),
+            local: conn.local.clone(),
+            peer: conn.peer.clone(),
+            bytes: total,
+            data,
+            name: conn.sni.clone(),
+        });
+    }
+}
+
+/// Start the HTTPS sink on [`TLS_SINK_PORT`] of every lab address: a fresh
+/// CA and a leaf for every lab name (`*.allowed.test`, `*.evil.test`
+/// included) and address; the CA's certificate goes to `<dir>/`[`TLS_SINK_CA`].
+pub fn start_https_sink(dir: &Path, log: &EventLog) -> std::io::Result<()> {
+    let mut names: Vec<String> = crate::dns::TABLE
+        .iter()
+        .map(|(n, _)| (*n).to_owned())
+        .collect();
+    names.extend(["*.allowed.test", "*.evil.test"].map(str::to_owned));
+    let ips: Vec<std::net::IpAddr> = (crate::labspec::LAB_ADDRESSES.iter())
+        .filter_map(|(a, _)| a.parse().ok())
+        .collect();
+    let id = crate::tlssink::identity(&names, &ips).map_err(std::io::Error::other)?;
+    let ca = dir.join(TLS_SINK_CA);
+    if let Some(parent) = ca.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&ca, &id.ca_pem)?;
+    let listener = TcpListener::bind(("::", TLS_SINK_PORT))?;
+    listener.set_nonblocking(true)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let handler: Arc<dyn crate::tlssink::Handler> = Arc::new(HttpsSink(log.clone()));
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
+                crate::tlssink::serve(l, id.config, handler).await;
+            }
+        });
+    });
+    Ok(())
 }
 
 /// Receive forever on a UDP socket; log every datagram.

@@ -268,6 +268,7 @@ fn start_sinks(config: &LabConfig, log: &EventLog) -> Result<()> {
     let dlog = log.clone();
     spawn_thread(move || sinks::dns_server(dns, responder, dlog));
     start_icmp_logger(log)?;
+    sinks::start_https_sink(&config.dir, log).context("https sink")?;
     start_unix_sinks(config, log)
 }
 
