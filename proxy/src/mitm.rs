@@ -175,14 +175,14 @@ impl HostRoots {
     /// slower path so no root the host trusts is left out.
     fn read() -> Self {
         let file = openssl_probe::probe().cert_file;
-        if only_distribution_dirs(std::env::var_os("SSL_CERT_DIR").as_deref()) {
-            if let Some(pem) = file.and_then(|f| std::fs::read_to_string(f).ok()) {
-                let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
-                    .filter_map(Result::ok)
-                    .collect();
-                if !certs.is_empty() {
-                    return Self { pem, certs };
-                }
+        if only_distribution_dirs(std::env::var_os("SSL_CERT_DIR").as_deref())
+            && let Some(pem) = file.and_then(|f| std::fs::read_to_string(f).ok())
+        {
+            let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
+                .filter_map(Result::ok)
+                .collect();
+            if !certs.is_empty() {
+                return Self { pem, certs };
             }
         }
         let certs = rustls_native_certs::load_native_certs().certs;
