@@ -115,7 +115,7 @@ impl Handoff {
     pub(crate) fn receive(self) -> Result<Option<OwnedFd>, Failure> {
         drop(self.command);
         let mut byte = [0u8; 1];
-        let (_, fds) = crate::sync::recv_with_fds(self.pid1.as_fd(), &mut byte)?;
+        let (_, fds) = crate::fdpass::recv_with_fds(self.pid1.as_fd(), &mut byte)?;
         Ok(fds.into_iter().next())
     }
 
@@ -141,7 +141,7 @@ impl Handoff {
                 ),
             }
         })?;
-        crate::sync::send_with_fds(self.command.as_fd(), b"L", &[listener.as_raw_fd()])?;
+        crate::fdpass::send_with_fds(self.command.as_fd(), b"L", &[listener.as_raw_fd()])?;
         drop(listener);
         drop(self.command);
         Ok(())
