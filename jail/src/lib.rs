@@ -23,6 +23,9 @@
 //! `spec`, the layers' plans). The top-level modules form no import cycle;
 //! `.ci/jail-imports.py` checks both rules from the source.
 //!
+//! The hand-written BPF programs (the seccomp prefix, the guard's filter)
+//! come from `oajail-bpf`, which is pure; this crate installs them.
+//!
 //! Test strategy: pure parts are unit-tested here (the seccomp program runs
 //! through a classic-BPF interpreter, PATH search, /proc parsing); everything
 //! that needs the kernel is tested through the real `oajail` binary by the

@@ -5,7 +5,7 @@
 //!
 //! How it runs:
 //! 1. pid 1 makes a socketpair before forking the command (`Handoff`);
-//! 2. the command installs the guard filter (`filter.rs`) with a new
+//! 2. the command installs the guard filter (`oajail_bpf::guard`) with a new
 //!    listener, just before the deny filter, sends the listener to pid 1 and
 //!    closes its own copy (a command holding its listener could answer for
 //!    its children);
@@ -26,7 +26,6 @@
 
 mod callers;
 mod decode;
-mod filter;
 mod ops;
 mod probe;
 mod resolve;
@@ -56,8 +55,8 @@ pub struct GuardSpec {
 impl GuardSpec {
     /// Compile the plan's filter for the running architecture.
     pub fn compile(plan: &GuardPlan) -> Result<Self, SeccompError> {
-        let program = filter::compile(&plan.filter)
-            .map_err(SeccompError::Backend)?
+        let program = oajail_bpf::guard::compile(&plan.filter)
+            .map_err(|e| SeccompError::Backend(e.to_string()))?
             .into_iter()
             .map(|i| (i.code, i.jt, i.jf, i.k))
             .collect();
