@@ -44,7 +44,10 @@ pub enum SeccompError {
     UnknownSyscall(String),
     /// seccompiler refused the rules.
     #[error("seccomp: {0}")]
-    Backend(String),
+    Backend(#[source] seccompiler::BackendError),
+    /// A hand-written program (`oajail-bpf`) could not be built.
+    #[error("seccomp: {0}")]
+    Filter(#[source] oajail_bpf::BpfError),
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -63,7 +66,7 @@ impl SeccompProgram {
                     .iter()
                     .map(|c| condition(c.arg, c.op, c.value))
                     .collect::<Result<Vec<_>, _>>()?;
-                chain.push(SeccompRule::new(conds).map_err(backend)?);
+                chain.push(SeccompRule::new(conds).map_err(SeccompError::Backend)?);
             }
             rules.entry(nr).or_default().extend(chain);
         }
@@ -73,8 +76,8 @@ impl SeccompProgram {
             SeccompAction::Errno(libc::EPERM as u32),
             ARCH,
         )
-        .map_err(backend)?;
-        let body: BpfProgram = filter.try_into().map_err(backend)?;
+        .map_err(SeccompError::Backend)?;
+        let body: BpfProgram = filter.try_into().map_err(SeccompError::Backend)?;
         let enosys = plan
             .enosys
             .iter()
@@ -104,17 +107,14 @@ impl SeccompProgram {
     }
 }
 
-fn backend(e: impl std::fmt::Display) -> SeccompError {
-    SeccompError::Backend(e.to_string())
-}
-
 fn condition(arg: u8, op: ArgOp, value: u32) -> Result<SeccompCondition, SeccompError> {
     let op = match op {
         ArgOp::Eq => SeccompCmpOp::Eq,
         ArgOp::Ne => SeccompCmpOp::Ne,
         ArgOp::MaskedEq { mask } => SeccompCmpOp::MaskedEq(u64::from(mask)),
     };
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, u64::from(value)).map_err(backend)
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, u64::from(value))
+        .map_err(SeccompError::Backend)
 }
 
 /// The number of a system call on this architecture.

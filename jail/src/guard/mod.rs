@@ -56,7 +56,7 @@ impl GuardSpec {
     /// Compile the plan's filter for the running architecture.
     pub fn compile(plan: &GuardPlan) -> Result<Self, SeccompError> {
         let program = oajail_bpf::guard::compile(&plan.filter)
-            .map_err(|e| SeccompError::Backend(e.to_string()))?
+            .map_err(SeccompError::Filter)?
             .into_iter()
             .map(|i| (i.code, i.jt, i.jf, i.k))
             .collect();

@@ -22,12 +22,7 @@ const AS_HEADROOM_MB: u64 = 192;
 /// Sets the worker's rlimits: address space, CPU seconds, no core files, no
 /// file growth, no new descriptors beyond stdin/stdout/stderr.
 pub fn apply_rlimits(memory_mb: u64, cpu_secs: u64) -> Result<(), McpError> {
-    let err = |step: &'static str| {
-        move |e: nix::Error| McpError::Worker {
-            step,
-            message: e.to_string(),
-        }
-    };
+    let err = |step: &'static str| move |source: nix::Error| McpError::WorkerCall { step, source };
     let bytes = (memory_mb + AS_HEADROOM_MB) * 1024 * 1024;
     setrlimit(Resource::RLIMIT_AS, bytes, bytes).map_err(err("rlimit as"))?;
     setrlimit(Resource::RLIMIT_CPU, cpu_secs, cpu_secs + 1).map_err(err("rlimit cpu"))?;
@@ -115,10 +110,7 @@ pub(crate) fn denied() -> Vec<libc::c_long> {
 
 /// Builds the worker's seccomp program (see [`oajail_bpf::worker`]).
 pub fn build_filter(own_pid: u32) -> Result<BpfProgram, McpError> {
-    oajail_bpf::worker::program(&denied(), own_pid).map_err(|e| McpError::Worker {
-        step: "seccomp",
-        message: e.to_string(),
-    })
+    oajail_bpf::worker::program(&denied(), own_pid).map_err(McpError::WorkerFilter)
 }
 
 /// The same policy compiled by seccompiler: the reference the hand-built
@@ -161,10 +153,7 @@ pub(crate) fn reference_filter(own_pid: u32) -> Result<BpfProgram, McpError> {
 /// Installs the filter (seccompiler also sets no_new_privs).
 pub fn apply_seccomp() -> Result<(), McpError> {
     let program = build_filter(std::process::id())?;
-    seccompiler::apply_filter(&program).map_err(|e| McpError::Worker {
-        step: "seccomp",
-        message: e.to_string(),
-    })
+    seccompiler::apply_filter(&program).map_err(McpError::WorkerSeccomp)
 }
 
 /// argv[1] of the self-test: applies the worker's confinement to this
