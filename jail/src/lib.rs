@@ -21,7 +21,7 @@
 //! need lives in shared modules (`report`: what pid 1 enforced, `signals`:
 //! the handled signals, `exit_code`, `sync`: the channel, `fdpass`,
 //! `spec`, the layers' plans). The top-level modules form no import cycle;
-//! `.ci/jail-imports.py` checks both rules from the source.
+//! `.ci/module-imports.py` checks both rules from the source.
 //!
 //! The hand-written BPF programs (the seccomp prefix, the guard's filter)
 //! come from `oajail-bpf`, which is pure; this crate installs them.

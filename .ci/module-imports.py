@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""The jail crate's import rule, checked from the source (cheap: no build).
+"""Module import rules of the jail and proxy crates, checked from the source
+(cheap: no build).
 
-Code that runs inside the jail (pid 1, its init, the command process and the
-steps they run) must never import the supervisor's modules, and the crate's
-top-level modules must form no import cycle. A module's imports are the
-`crate::NAME` paths in its code (comments and doc links left out; a grouped
-`use crate::{a, b}` counts each name). Exit 1 with one line per breach.
+jail: code that runs inside the jail (pid 1, its init, the command process
+and the steps they run) must never import the supervisor's modules. jail and
+proxy: the crate's top-level modules form no import cycle. A module's
+imports are the `crate::NAME` paths in its code naming another top-level
+module (comments and doc links left out; a grouped `use crate::{a, b}`
+counts each name). Exit 1 with one line per breach.
 
-Usage: python3 .ci/jail-imports.py [jail/src]   (`--graph` prints the edges)
+Usage: python3 .ci/module-imports.py   (`--graph` prints the edges)
 """
 import pathlib
 import re
@@ -47,12 +49,15 @@ def imports(text: str) -> set:
 
 
 def graph(src: pathlib.Path) -> dict:
+    """Top-level module -> the other top-level modules it names."""
+    files = sorted(src.rglob("*.rs"))
+    modules = {module_of(src, p) for p in files} - {"lib", "main", "bin"}
     edges = {}
-    for path in sorted(src.rglob("*.rs")):
+    for path in files:
         module = module_of(src, path)
-        if module == "lib":
+        if module not in modules:
             continue
-        found = imports(path.read_text()) - {module, "lib"}
+        found = (imports(path.read_text()) & modules) - {module}
         edges.setdefault(module, set()).update(found)
     return edges
 
@@ -88,24 +93,30 @@ def cycles(edges: dict) -> list:
     return out
 
 
-def main() -> int:
-    args = [a for a in sys.argv[1:] if a != "--graph"]
-    src = pathlib.Path(args[0] if args else "jail/src")
-    edges = graph(src)
-    if "--graph" in sys.argv:
-        for m in sorted(edges):
-            print(f"{m} -> {', '.join(sorted(edges[m]))}")
+def check_sides(src: pathlib.Path, edges: dict) -> list:
     bad = []
     known = JAIL_SIDE | SUPERVISOR_SIDE | SHARED
     for m in sorted(set(edges) - known):
-        bad.append(f"jail-imports: {m}: not classified (add it to a side in this script)")
+        bad.append(f"module-imports: jail/src: {m}: not classified (add it to a side in .ci/module-imports.py)")
     for m in sorted(known - set(edges)):
-        bad.append(f"jail-imports: {m}: classified but not found in {src}")
+        bad.append(f"module-imports: jail/src: {m}: classified but not found in {src}")
     for m in sorted(JAIL_SIDE | SHARED):
         for dep in sorted(edges.get(m, set()) & SUPERVISOR_SIDE):
-            bad.append(f"jail-imports: {m} runs in the jail but imports supervisor module {dep}")
-    for comp in cycles(edges):
-        bad.append(f"jail-imports: import cycle among {', '.join(comp)}")
+            bad.append(f"module-imports: jail/src: {m} runs in the jail but imports supervisor module {dep}")
+    return bad
+
+
+def main() -> int:
+    bad = []
+    for src in [pathlib.Path("jail/src"), pathlib.Path("proxy/src")]:
+        edges = graph(src)
+        if "--graph" in sys.argv:
+            for m in sorted(edges):
+                print(f"{src}: {m} -> {', '.join(sorted(edges[m]))}")
+        if src.parts[0] == "jail":
+            bad.extend(check_sides(src, edges))
+        for comp in cycles(edges):
+            bad.append(f"module-imports: {src}: import cycle among {', '.join(comp)}")
     for line in bad:
         print(line, file=sys.stderr)
     return 1 if bad else 0
