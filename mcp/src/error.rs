@@ -73,6 +73,18 @@ pub enum McpError {
     /// The pipe to the server failed.
     #[error("worker setup pipe: {0}")]
     WorkerPipe(#[source] crate::worker::frame::FrameError),
+    /// The HTTP client could not be built.
+    #[error("api client: {0}")]
+    ClientBuild(#[source] reqwest::Error),
+    /// The TLS configuration could not be built.
+    #[error("api client: {0}")]
+    ClientTls(#[source] rustls::Error),
+    /// The egress policy does not load in `oajail-policy`.
+    #[error("egress check: policy: {0}")]
+    EgressPolicy(#[source] oajail_policy::PolicyError),
+    /// The egress policy could not be written out.
+    #[error("egress check: {0}")]
+    EgressJson(#[source] serde_json::Error),
 }
 
 impl McpError {
