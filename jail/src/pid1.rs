@@ -29,7 +29,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 const HOSTNAME: &str = "oajail";
 
 /// Run pid 1. Never returns: exits with the command's status, or with
-/// [`exit_code::SETUP_FAILED`] after reporting the failing step.
+/// [`crate::exit_code::SETUP_FAILED`] after reporting the failing step.
 pub(crate) fn run(layers: Layers, chan: Channel, spec_file: &SpecFile, ids: (u32, u32)) -> ! {
     match catch_unwind(AssertUnwindSafe(|| setup(layers, &chan, spec_file, ids))) {
         Ok(Ok((command, signals, guard))) => {

@@ -50,7 +50,7 @@ pub(crate) fn bad(message: impl Into<String>) -> Reject {
     }
 }
 
-/// Parse one complete head (as returned by [`BufConn::read_head`]).
+/// Parse one complete head (as returned by [`crate::conn::BufConn::read_head`]).
 pub(crate) fn parse_request(head: &[u8], max_headers: usize) -> Result<Request, Reject> {
     for (i, b) in head.iter().enumerate() {
         if *b == b'\n' && (i == 0 || head[i - 1] != b'\r') {
