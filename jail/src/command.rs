@@ -3,12 +3,11 @@
 //! before the fork, so every step here runs under it. The create-guard's
 //! filter is the command's own, installed last (pid 1 must not carry it).
 
-use crate::child::report;
 use crate::error::{Failure, Step, lower_first};
 use crate::exit_code;
 use crate::guard::Handoff;
 use crate::spec::JailSpec;
-use crate::sync::{Channel, ChildMsg};
+use crate::sync::{Channel, ChildMsg, report};
 use nix::sys::signal::SigSet;
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;

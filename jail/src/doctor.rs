@@ -1,5 +1,5 @@
-//! Kernel feature probes: what `oajail doctor` reports and what the layer
-//! negotiation (`crate::negotiate`) reads before each run.
+//! Kernel feature probes: what `oajail doctor` reports (the cheap probes the
+//! layer negotiation reads before each run are in `crate::layers`).
 
 use crate::negotiate::Kernel;
 use oajail_policy::compile::limits::{Resource, RlimitEntry};
@@ -44,28 +44,6 @@ impl KernelFeatures {
             userns,
         }
     }
-}
-
-/// Landlock ABI, honouring the `test-layers` switches (pretend missing, or
-/// an older ABI: see `layers`).
-pub fn landlock_abi() -> Option<u8> {
-    if crate::layers::pretend_missing("landlock") {
-        return None;
-    }
-    let abi = u8::try_from(crate::sys::probe::landlock_abi()?).unwrap_or(u8::MAX);
-    Some(crate::layers::pretend_landlock_abi().map_or(abi, |cap| abi.min(cap)))
-}
-
-/// Whether seccomp user notification with `SECCOMP_IOCTL_NOTIF_ADDFD`
-/// (the guard's hand-over of opened files) is available, honouring the
-/// `test-layers` pretend switch.
-pub fn user_notif_available() -> bool {
-    !crate::layers::pretend_missing("user-notif") && crate::sys::probe::user_notif_addfd_available()
-}
-
-/// Whether seccomp filters work, honouring the `test-layers` pretend switch.
-pub fn seccomp_available() -> bool {
-    !crate::layers::pretend_missing("seccomp") && crate::sys::probe::seccomp_filter_available()
 }
 
 /// Where Ubuntu's AppArmor restriction of unprivileged user namespaces is on

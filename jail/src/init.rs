@@ -11,7 +11,7 @@
 
 use crate::error::Failure;
 use crate::guard::Server;
-use crate::launcher::handled_signals;
+use crate::signals::handled_signals;
 use crate::sync::Channel;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
@@ -201,7 +201,7 @@ fn reap(command: Pid) -> Option<i32> {
             Ok(s @ (WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _)))
                 if pid == command =>
             {
-                return Some(crate::launcher::status_code(s));
+                return Some(crate::exit_code::of_status(s));
             }
             Ok(WaitStatus::StillAlive) | Err(_) => return None,
             Ok(_) => {}

@@ -63,16 +63,23 @@ fn abi(level: u8) -> ABI {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LandlockError {
-    /// The ruleset could not be built or enforced.
+    /// The landlock crate refused to build the ruleset.
+    #[error("{}", lower_first(&.0.to_string()))]
+    Ruleset(#[source] landlock::RulesetError),
+    /// A Landlock system call failed.
+    #[error("{}", lower_first(&.0.to_string()))]
+    Os(#[source] std::io::Error),
+    /// A set-up step around the ruleset failed (no_new_privs, no descriptor).
     #[error("{0}")]
-    Ruleset(String),
+    Setup(String),
     /// A rule path could not be opened.
-    #[error("rule {path}: {reason}")]
+    #[error("rule {path}: {}", lower_first(&source.to_string()))]
     Path {
         /// The plan path.
         path: String,
-        /// The OS error text.
-        reason: String,
+        /// Why it could not be opened.
+        #[source]
+        source: std::io::Error,
     },
     /// The kernel enforced less than the negotiated ABI.
     #[error("kernel enforces the ruleset only partially (needs landlock abi {0})")]
@@ -85,18 +92,14 @@ impl From<LandlockError> for crate::error::Failure {
     }
 }
 
-fn rs_err(e: impl std::fmt::Display) -> LandlockError {
-    LandlockError::Ruleset(lower_first(&e.to_string()))
-}
-
 /// Restrict the calling process with `plan` at ABI `level` (see the module
 /// docs). Sets no_new_privs first, as the kernel requires of a process
 /// without `CAP_SYS_ADMIN`.
 pub fn restrict(plan: &LandlockPlan, level: u8) -> Result<LandlockStatus, LandlockError> {
     let ruleset = create(plan, level)?;
     add_fs_rules(ruleset.as_fd(), plan.fs_rules.iter(), level)?;
-    crate::caps::no_new_privs().map_err(|f| LandlockError::Ruleset(f.msg))?;
-    crate::sys::landlock::restrict_self(ruleset.as_fd()).map_err(raw_err)?;
+    crate::caps::no_new_privs().map_err(|f| LandlockError::Setup(f.msg))?;
+    crate::sys::landlock::restrict_self(ruleset.as_fd()).map_err(LandlockError::Os)?;
     Ok(status_at(plan, level))
 }
 
@@ -105,10 +108,12 @@ pub fn restrict(plan: &LandlockPlan, level: u8) -> Result<LandlockStatus, Landlo
 /// kernel that cannot enforce them all fails here, and the path rules added
 /// to the descriptor afterwards carry only rights of that same ABI.
 fn create(plan: &LandlockPlan, level: u8) -> Result<OwnedFd, LandlockError> {
-    let created = handled(plan, level)?.create().map_err(rs_err)?;
+    let created = handled(plan, level)?
+        .create()
+        .map_err(LandlockError::Ruleset)?;
     let created = add_net_rules(created, plan, level)?;
     Option::<OwnedFd>::from(created)
-        .ok_or_else(|| LandlockError::Ruleset("the kernel gave no ruleset descriptor".into()))
+        .ok_or_else(|| LandlockError::Setup("the kernel gave no ruleset descriptor".into()))
 }
 
 fn status_at(plan: &LandlockPlan, level: u8) -> LandlockStatus {
@@ -146,7 +151,7 @@ impl Prebuilt {
     ) -> Result<LandlockStatus, LandlockError> {
         let jail = plan.fs_rules.iter().filter(|r| jail_side(&r.path, mounts));
         add_fs_rules(self.fd(), jail, level)?;
-        crate::sys::landlock::restrict_self(self.fd()).map_err(raw_err)?;
+        crate::sys::landlock::restrict_self(self.fd()).map_err(LandlockError::Os)?;
         Ok(status_at(plan, level))
     }
 }
@@ -206,19 +211,16 @@ fn add_path_rule(
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             let file = access & AccessFs::from_file(abi(level));
             if file == access {
-                return Err(raw_err(e));
+                return Err(LandlockError::Os(e));
             }
             if !file.is_empty() {
-                crate::sys::landlock::add_path_rule(ruleset, fd, file.bits()).map_err(raw_err)?;
+                crate::sys::landlock::add_path_rule(ruleset, fd, file.bits())
+                    .map_err(LandlockError::Os)?;
             }
             Ok(false)
         }
-        Err(e) => Err(raw_err(e)),
+        Err(e) => Err(LandlockError::Os(e)),
     }
-}
-
-fn raw_err(e: std::io::Error) -> LandlockError {
-    LandlockError::Ruleset(lower_first(&e.to_string()))
 }
 
 /// Whether the jail sees `path` through a filesystem of its own: a mount
@@ -250,11 +252,11 @@ fn handled(plan: &LandlockPlan, level: u8) -> Result<Ruleset, LandlockError> {
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi(level)))
-        .map_err(rs_err)?;
+        .map_err(LandlockError::Ruleset)?;
     if restricts_tcp(plan, level) {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(abi(level)))
-            .map_err(rs_err)?;
+            .map_err(LandlockError::Ruleset)?;
     }
     let mut scopes = BitFlags::<Scope>::empty();
     for s in &plan.scopes {
@@ -264,7 +266,7 @@ fn handled(plan: &LandlockPlan, level: u8) -> Result<Ruleset, LandlockError> {
         };
     }
     if !scopes.is_empty() && level >= 6 {
-        ruleset = ruleset.scope(scopes).map_err(rs_err)?;
+        ruleset = ruleset.scope(scopes).map_err(LandlockError::Ruleset)?;
     }
     Ok(ruleset)
 }
@@ -285,12 +287,12 @@ fn add_net_rules(
     for port in &plan.tcp_connect {
         created = created
             .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
-            .map_err(rs_err)?;
+            .map_err(LandlockError::Ruleset)?;
     }
     for port in &plan.tcp_bind {
         created = created
             .add_rule(NetPort::new(*port, AccessNet::BindTcp))
-            .map_err(rs_err)?;
+            .map_err(LandlockError::Ruleset)?;
     }
     Ok(created)
 }
@@ -333,7 +335,7 @@ impl Opener {
             Err(e) => {
                 return Err(LandlockError::Path {
                     path: rule.path.clone(),
-                    reason: lower_first(&std::io::Error::from(e).to_string()),
+                    source: std::io::Error::from(e),
                 });
             }
         };
@@ -519,6 +521,17 @@ mod tests {
         assert!(ok);
         let err = in_thread(move || restrict(&plan(vec![rule(&link2, &[READ])]), 6).err());
         assert!(matches!(err, Some(LandlockError::Path { .. })), "{err:?}");
+        // The OS error is kept as the source, its text lower-cased in the message.
+        let err = err.unwrap();
+        let source = std::error::Error::source(&err).map(ToString::to_string);
+        assert_eq!(
+            source.as_deref(),
+            Some("Too many levels of symbolic links (os error 40)")
+        );
+        assert!(
+            err.to_string()
+                .ends_with(": too many levels of symbolic links (os error 40)")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -12,71 +12,18 @@ use crate::cgroup::Bounds;
 use crate::error::{JailError, Step};
 use crate::landlock::Prebuilt;
 use crate::pty::Relay;
+use crate::report::EnforcementReport;
+use crate::signals::handled_signals;
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, clone_fork};
-use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::signal::{Signal, kill};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use oajail_policy::compile::limits::Resource;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
-
-/// Signals passed on to the command (through pid 1).
-pub const FORWARDED_SIGNALS: [Signal; 7] = [
-    Signal::SIGINT,
-    Signal::SIGTERM,
-    Signal::SIGHUP,
-    Signal::SIGQUIT,
-    Signal::SIGUSR1,
-    Signal::SIGUSR2,
-    Signal::SIGWINCH,
-];
-
-/// The signals the supervisor and pid 1 block and read from a signalfd.
-pub(crate) fn handled_signals() -> SigSet {
-    let mut set = SigSet::empty();
-    for s in FORWARDED_SIGNALS {
-        set.add(s);
-    }
-    set.add(Signal::SIGCHLD);
-    set
-}
-
-/// What the jail enforces, as pid 1 reports it just before forking the
-/// command (so it reflects what the kernel accepted, not what was asked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EnforcementReport {
-    /// User, mount, pid, net, ipc and uts namespaces.
-    pub namespaces: bool,
-    /// The mount plan was applied (and the root pivoted).
-    pub mounts: bool,
-    /// How much of the Landlock plan the kernel enforces.
-    pub landlock: LandlockEnforced,
-    /// The Landlock ABI the ruleset was built for (0: no Landlock).
-    pub landlock_abi: u8,
-    /// Every capability set was emptied and checked.
-    pub caps: bool,
-    /// The seccomp filter will be installed (pid 1 and the command).
-    pub seccomp: bool,
-    /// The create-guard filter will be installed in the command, with pid 1
-    /// answering its notifications.
-    pub guard: bool,
-}
-
-/// Landlock's part of an [`EnforcementReport`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LandlockEnforced {
-    /// Every right, port rule and scope of the plan.
-    Full,
-    /// All of it an older ABI has (the negotiated level).
-    Partial,
-    /// Not applied (no Landlock, or ABI 1 beside the mount layer).
-    None,
-}
 
 /// How the jail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +71,7 @@ impl Jail {
         match clone_fork(layers.clone_flags()).map_err(namespaces_error)? {
             Forked::Child => {
                 drop(mine);
-                crate::child::run(layers, theirs, &spec_file, ids)
+                crate::pid1::run(layers, theirs, &spec_file, ids)
             }
             Forked::Parent(pid) => {
                 drop(theirs);
@@ -266,7 +213,7 @@ impl Jail {
             if let Some(status) = self.try_reap()? {
                 self.drain_terminal();
                 return Ok(Outcome {
-                    code: status_code(status),
+                    code: crate::exit_code::of_status(status),
                     timed_out: false,
                 });
             }
@@ -377,7 +324,7 @@ impl Jail {
             }
             None => {
                 self.reap_blocking();
-                let how = self.reaped.map_or(-1, status_code);
+                let how = self.reaped.map_or(-1, crate::exit_code::of_status);
                 return JailError::msg(at, format!("jail exited during setup (status {how})"));
             }
         };
@@ -393,15 +340,6 @@ impl Drop for Jail {
             let _ = kill(self.pid, Signal::SIGKILL);
             self.reap_blocking();
         }
-    }
-}
-
-/// Exit status for a wait status: the code, or 128+N for signal N.
-pub(crate) fn status_code(status: WaitStatus) -> i32 {
-    match status {
-        WaitStatus::Exited(_, code) => code,
-        WaitStatus::Signaled(_, sig, _) => crate::exit_code::for_signal(sig as i32),
-        _ => crate::exit_code::SETUP_FAILED,
     }
 }
 

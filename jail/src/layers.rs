@@ -12,7 +12,8 @@
 //! suite can prove each layer matters and the tests can run the
 //! negotiation of older kernels on this one. Without the feature (every
 //! release build) the variables are ignored and these functions are
-//! constant.
+//! constant. The kernel probes that honour the switches are here too:
+//! the negotiation (`crate::negotiate`) and `oajail doctor` read them.
 
 /// The layers `OAJAIL_TEST_DISABLE` switches off (the negotiation applies
 /// them; the caller prints a banner when non-empty).
@@ -45,4 +46,26 @@ fn list(var: &str) -> Vec<String> {
 #[cfg(not(feature = "test-layers"))]
 fn list(_var: &str) -> Vec<String> {
     Vec::new()
+}
+
+/// Landlock ABI, honouring the `test-layers` switches (pretend missing, or
+/// an older ABI: see `layers`).
+pub fn landlock_abi() -> Option<u8> {
+    if crate::layers::pretend_missing("landlock") {
+        return None;
+    }
+    let abi = u8::try_from(crate::sys::probe::landlock_abi()?).unwrap_or(u8::MAX);
+    Some(crate::layers::pretend_landlock_abi().map_or(abi, |cap| abi.min(cap)))
+}
+
+/// Whether seccomp user notification with `SECCOMP_IOCTL_NOTIF_ADDFD`
+/// (the guard's hand-over of opened files) is available, honouring the
+/// `test-layers` pretend switch.
+pub fn user_notif_available() -> bool {
+    !crate::layers::pretend_missing("user-notif") && crate::sys::probe::user_notif_addfd_available()
+}
+
+/// Whether seccomp filters work, honouring the `test-layers` pretend switch.
+pub fn seccomp_available() -> bool {
+    !crate::layers::pretend_missing("seccomp") && crate::sys::probe::seccomp_filter_available()
 }

@@ -6,7 +6,7 @@
 //!
 //! Process model: the supervisor (the `oajail` binary) calls
 //! [`Jail::spawn`], which clones pid 1 of a new user, mount, pid, net, ipc and
-//! uts namespace set. pid 1 runs the flat step list of `child.rs`: it passes
+//! uts namespace set. pid 1 runs the flat step list of `pid1.rs`: it passes
 //! the proxy listener(s) it bound inside the jail's netns back to the
 //! supervisor, reads the [`JailSpec`] the supervisor compiled meanwhile (from
 //! a memfd, [`Jail::send_spec`]), builds its filesystem view, waits for the
@@ -14,6 +14,17 @@
 //! privileges, forks the command (which installs seccomp last and executes)
 //! and then serves as init (`init.rs`). The order and its reasons are in
 //! `docs/enforcement-order.md`.
+//!
+//! Module sides: code that runs inside the jail (`pid1`, `init`, `command`
+//! and the steps they call) never imports the supervisor's modules
+//! (`launcher`, `cgroup`, `negotiate`, `doctor`, `hostfs`); what both sides
+//! need lives in shared modules (`report`: what pid 1 enforced, `signals`:
+//! the handled signals, `exit_code`, `sync`: the channel, `fdpass`,
+//! `spec`, the layers' plans). The top-level modules form no import cycle;
+//! `.ci/module-imports.py` checks both rules from the source.
+//!
+//! The hand-written BPF programs (the seccomp prefix, the guard's filter)
+//! come from `oajail-bpf`, which is pure; this crate installs them.
 //!
 //! Test strategy: pure parts are unit-tested here (the seccomp program runs
 //! through a classic-BPF interpreter, PATH search, /proc parsing); everything
@@ -42,11 +53,11 @@
 
 mod caps;
 mod cgroup;
-mod child;
 mod command;
 pub mod doctor;
 pub mod error;
 pub mod exit_code;
+mod fdpass;
 pub mod guard;
 mod hostfs;
 mod init;
@@ -54,12 +65,16 @@ pub mod landlock;
 mod launcher;
 pub mod layers;
 pub mod mount;
+mod mountinfo;
 pub mod negotiate;
 pub mod net;
 mod ns;
+mod pid1;
 pub mod pty;
+mod report;
 mod rlimit;
 pub mod seccomp;
+mod signals;
 mod spec;
 mod sync;
 #[allow(unsafe_code)]
@@ -68,7 +83,9 @@ pub mod terminal;
 
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;
-pub use launcher::{EnforcementReport, FORWARDED_SIGNALS, Jail, LandlockEnforced, Outcome};
+pub use launcher::{Jail, Outcome};
+pub use report::{EnforcementReport, LandlockEnforced};
+pub use signals::FORWARDED_SIGNALS;
 pub use spec::{JailSpec, Layers, MaskedFileSpec};
 
 /// The caller's real uid and gid (mapped to themselves inside the jail).

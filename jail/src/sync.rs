@@ -9,14 +9,12 @@
 //! on the supervisor's side means "the command was executed": nothing needs to
 //! be sent on success.
 
-use crate::error::Step;
+use crate::error::{Failure, Step};
+use crate::fdpass::{recv_with_fds, send_with_fds};
 use crate::spec::JailSpec;
-use nix::sys::socket::{
-    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
-    sendmsg, socketpair,
-};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use serde::{Deserialize, Serialize};
-use std::io::{self, IoSlice, IoSliceMut};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// Messages from the jail to the supervisor.
@@ -25,7 +23,7 @@ pub(crate) enum ChildMsg {
     /// The proxy listener descriptors are attached to this packet.
     Listeners,
     /// What pid 1 enforced (sent just before forking the command).
-    Enforced(crate::launcher::EnforcementReport),
+    Enforced(crate::report::EnforcementReport),
     /// A setup step failed; the jail exits with the setup-failed code.
     StepFailed {
         /// Which step.
@@ -61,42 +59,6 @@ const MAX_MSG: usize = 8192;
 #[derive(Debug)]
 pub(crate) struct Channel {
     fd: OwnedFd,
-}
-
-/// One `sendmsg` of `body` on a unix socket, with `fds` attached
-/// (SCM_RIGHTS) when there are any. Seqpacket sockets send a message whole
-/// or not at all; anything shorter is an error all the same.
-pub(crate) fn send_with_fds(sock: BorrowedFd<'_>, body: &[u8], fds: &[RawFd]) -> io::Result<()> {
-    let iov = [IoSlice::new(body)];
-    let rights = [ControlMessage::ScmRights(fds)];
-    let cmsgs: &[ControlMessage] = if fds.is_empty() { &[] } else { &rights };
-    match sendmsg::<()>(sock.as_raw_fd(), &iov, cmsgs, MsgFlags::empty(), None)? {
-        n if n == body.len() => Ok(()),
-        _ => Err(io::Error::other("short write")),
-    }
-}
-
-/// One `recvmsg` on a unix socket into `buf`, with the descriptors that
-/// came along (SCM_RIGHTS, received close-on-exec): (bytes, descriptors).
-pub(crate) fn recv_with_fds(
-    sock: BorrowedFd<'_>,
-    buf: &mut [u8],
-) -> io::Result<(usize, Vec<OwnedFd>)> {
-    let mut cmsg_buf = nix::cmsg_space!([RawFd; 4]);
-    let mut iov = [IoSliceMut::new(buf)];
-    let msg = recvmsg::<()>(
-        sock.as_raw_fd(),
-        &mut iov,
-        Some(&mut cmsg_buf),
-        MsgFlags::MSG_CMSG_CLOEXEC,
-    )?;
-    let mut fds = Vec::new();
-    for cmsg in msg.cmsgs()? {
-        if let ControlMessageOwned::ScmRights(raw) = cmsg {
-            fds.extend(raw.into_iter().map(crate::sys::fd::own_received));
-        }
-    }
-    Ok((msg.bytes, fds))
 }
 
 /// A connected pair: (supervisor end, child end).
@@ -174,6 +136,20 @@ impl Channel {
             Err(_) => false,
         }
     }
+}
+
+/// Send `StepFailed` and exit with the setup-failed code.
+pub(crate) fn report(chan: &Channel, step: Step, f: Failure) -> ! {
+    let _ = chan.send(
+        &ChildMsg::StepFailed {
+            step,
+            errno: f.errno,
+            msg: f.msg,
+        },
+        &[],
+    );
+    // _exit: no atexit handlers or buffered output of the supervisor's copy.
+    crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED)
 }
 
 /// The memfd that carries the serialized [`JailSpec`] into the jail.

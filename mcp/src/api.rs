@@ -65,7 +65,7 @@ impl ApiClient {
             .connect_timeout(timeout)
             .user_agent(concat!("openagenda-mcp/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| McpError::Client(e.to_string()))?;
+            .map_err(McpError::ClientBuild)?;
         Ok(Self {
             http,
             base,
@@ -215,7 +215,7 @@ fn tls_config(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| McpError::Client(e.to_string()))?
+        .map_err(McpError::ClientTls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];

@@ -152,22 +152,21 @@ pub fn current_exe() -> Result<PathBuf, McpError> {
 /// The policy hash of srt settings text, computed by `oajail-policy`.
 pub fn policy_hash(srt_text: &str) -> Result<String, McpError> {
     let loaded = oajail_policy::Policy::from_settings_json(srt_text, "print-egress-policy")
-        .map_err(|e| McpError::Egress(format!("policy: {e}")))?;
+        .map_err(McpError::EgressPolicy)?;
     Ok(loaded.policy.sha256())
 }
 
 /// The text printed by `print-egress-policy --format srt|json`.
 pub fn print(format: &str, needs: &Needs) -> Result<String, McpError> {
     let settings = srt_settings(needs);
-    let text =
-        serde_json::to_string_pretty(&settings).map_err(|e| McpError::Egress(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&settings).map_err(McpError::EgressJson)?;
     match format {
         "srt" => Ok(text),
         "json" => {
             let hash = policy_hash(&text)?;
             let mut out = settings;
             out["policySha256"] = json!(hash);
-            serde_json::to_string_pretty(&out).map_err(|e| McpError::Egress(e.to_string()))
+            serde_json::to_string_pretty(&out).map_err(McpError::EgressJson)
         }
         other => Err(McpError::Config {
             field: "--format",

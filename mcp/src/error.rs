@@ -55,6 +55,36 @@ pub enum McpError {
         #[source]
         source: std::io::Error,
     },
+    /// A system call of the worker's set-up failed.
+    #[error("worker setup {step}: {source}")]
+    WorkerCall {
+        /// The step that failed (rlimit, pdeathsig...).
+        step: &'static str,
+        /// The underlying error.
+        #[source]
+        source: nix::Error,
+    },
+    /// The worker's seccomp program could not be built.
+    #[error("worker setup seccomp: {0}")]
+    WorkerFilter(#[source] oajail_bpf::BpfError),
+    /// The kernel refused the worker's seccomp program.
+    #[error("worker setup seccomp: {0}")]
+    WorkerSeccomp(#[source] seccompiler::Error),
+    /// The pipe to the server failed.
+    #[error("worker setup pipe: {0}")]
+    WorkerPipe(#[source] crate::worker::frame::FrameError),
+    /// The HTTP client could not be built.
+    #[error("api client: {0}")]
+    ClientBuild(#[source] reqwest::Error),
+    /// The TLS configuration could not be built.
+    #[error("api client: {0}")]
+    ClientTls(#[source] rustls::Error),
+    /// The egress policy does not load in `oajail-policy`.
+    #[error("egress check: policy: {0}")]
+    EgressPolicy(#[source] oajail_policy::PolicyError),
+    /// The egress policy could not be written out.
+    #[error("egress check: {0}")]
+    EgressJson(#[source] serde_json::Error),
 }
 
 impl McpError {

@@ -24,6 +24,9 @@
 //!   server under oajail with exactly that policy, passed through a pipe;
 //! - configuration fails closed: an unknown `OA_*` variable or an
 //!   unsupported value refuses to start ([`config`]).
+//!
+//! Dependencies within the workspace: `oajail-policy` and `oajail-bpf` (the
+//! worker's hand-written seccomp program) only; never the jail crate.
 #![deny(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 

@@ -9,19 +9,15 @@
 //! own upstream connection (`Connection: close` upstream), so a reused
 //! connection can never carry a request for another host.
 use crate::conn::{BufConn, ReadError};
-use crate::http::{Reject, Request, bad, error_response, refusal_response};
+use crate::head::{
+    Body, Reject, Request, bad, connection_has, connection_tokens, error_response, is_hop_by_hop,
+    push_header, refusal_response, request_body,
+};
 use crate::route::{self, Ctx};
-use crate::server::Shared;
+use crate::shared::Shared;
 use oajail_policy::host::{self, Host};
 use oajail_policy::l7::RuleVerdict;
 use tokio::io::AsyncWriteExt;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Body {
-    None,
-    Length(u64),
-    Chunked,
-}
 
 struct Url {
     host: Host,
@@ -267,39 +263,6 @@ fn parse_absolute(target: &str) -> Result<Url, Reject> {
     Ok(Url { host, port, path })
 }
 
-/// The request body's framing; every ambiguity is refused.
-pub(crate) fn request_body(req: &Request) -> Result<Body, Reject> {
-    let te: Vec<&[u8]> = req.values("transfer-encoding").collect();
-    let cl: Vec<&[u8]> = req.values("content-length").collect();
-    if !te.is_empty() {
-        if !cl.is_empty() {
-            return Err(bad("both Content-Length and Transfer-Encoding"));
-        }
-        if req.version == 0 {
-            return Err(bad("Transfer-Encoding in an HTTP/1.0 request"));
-        }
-        if te.len() != 1 || !te[0].trim_ascii().eq_ignore_ascii_case(b"chunked") {
-            return Err(bad("only Transfer-Encoding: chunked is accepted"));
-        }
-        return Ok(Body::Chunked);
-    }
-    match cl.as_slice() {
-        [] => Ok(Body::None),
-        [v] => parse_length(v)
-            .map(Body::Length)
-            .ok_or_else(|| bad("bad Content-Length")),
-        _ => Err(bad("more than one Content-Length")),
-    }
-}
-
-pub(crate) fn parse_length(v: &[u8]) -> Option<u64> {
-    let v = v.trim_ascii();
-    if v.is_empty() || v.len() > 18 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(v).ok()?.parse().ok()
-}
-
 /// `Upgrade: websocket` is forwarded (the tunnel then goes to the same,
 /// checked host); `h2c` and anything else is refused.
 fn check_upgrade(req: &Request) -> Result<bool, Reject> {
@@ -321,48 +284,6 @@ fn check_upgrade(req: &Request) -> Result<bool, Reject> {
         }
     }
     Ok(websocket)
-}
-
-/// Does a `Connection` header list `token`?
-pub(crate) fn connection_has(headers: &[(String, Vec<u8>)], token: &str) -> bool {
-    connection_tokens(headers).iter().any(|t| t == token)
-}
-
-pub(crate) fn connection_tokens(headers: &[(String, Vec<u8>)]) -> Vec<String> {
-    headers
-        .iter()
-        .filter(|(n, _)| n == "connection")
-        .flat_map(|(_, v)| {
-            String::from_utf8_lossy(v)
-                .split(',')
-                .map(|t| t.trim().to_ascii_lowercase())
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-/// Append one `name: value` header line to a head being rebuilt.
-pub(crate) fn push_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Headers never forwarded in either direction.
-pub(crate) fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
-    matches!(
-        name,
-        "connection"
-            | "keep-alive"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "content-length"
-            | "host"
-    ) || name.starts_with("proxy-")
-        || listed.iter().any(|l| l == name)
 }
 
 /// The request as it goes upstream: rebuilt request line and `Host`, the

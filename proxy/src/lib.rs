@@ -23,7 +23,9 @@
 //!   the checked socket, and every request in it is checked and logged.
 //!
 //! Modules: `server` (runtime, accept, first-byte dispatch, limits),
-//! `http` (strict head parser, answers, CONNECT), `forward` + `response`
+//! `shared` (the state every connection shares), `head` (strict head
+//! parser, body framing, header helpers, error answers; no I/O), `http`
+//! (the client's request loop, refusals, CONNECT), `forward` + `response`
 //! (absolute-form HTTP), `socks` (SOCKS5), `route` (the decision path),
 //! `addr` (which addresses are public), `tls` (ClientHello peek), `relay` +
 //! `flow` (tunnels: splice or copy, half-close, idle), `conn` (buffered
@@ -36,7 +38,8 @@
 //! `sniff` (client-side streams: replayed ClientHello bytes, the strict
 //! HTTP/1.1 framing check before hyper); `masked` (srt `credentials` with
 //! `mode: "mask"`: sentinels swapped in headers to `injectHosts` only,
-//! refused everywhere else).
+//! refused everywhere else). The modules form no import cycle
+//! (`.ci/module-imports.py`).
 //! Design, answers and log format: docs/proxy.md.
 #![deny(missing_docs)]
 
@@ -44,6 +47,7 @@ mod addr;
 mod conn;
 mod flow;
 mod forward;
+mod head;
 mod helper;
 mod http;
 mod inspect;
@@ -57,6 +61,7 @@ mod resolve;
 mod response;
 mod route;
 mod server;
+mod shared;
 mod sniff;
 mod socks;
 mod terminate;

@@ -7,7 +7,7 @@ use crate::conn::BufConn;
 use crate::flow::{self, Meter, Mode};
 use crate::log::Record;
 use crate::route::{Ctx, Route};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::tls::{self, ALERT_ACCESS_DENIED, Peek};
 use oajail_policy::host::Host;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -192,7 +192,7 @@ pub(crate) async fn to_user_proxy(shared: &Shared, ctx: &Ctx, mut client: BufCon
             ));
             shared.log.write(rec);
             if ctx.proto == "http" {
-                let answer = crate::http::error_response(
+                let answer = crate::head::error_response(
                     502,
                     "Bad Gateway",
                     "the configured proxy is unreachable",

@@ -5,10 +5,9 @@
 //! framing the upstream declared. A malformed head from upstream becomes a
 //! `502`; a failure halfway through a body closes the client connection.
 use crate::conn::BufConn;
-use crate::forward::{connection_tokens, is_hop_by_hop, parse_length, push_header};
-use crate::http::error_response;
+use crate::head::{connection_tokens, error_response, is_hop_by_hop, parse_length, push_header};
 use crate::route::Ctx;
-use crate::server::Shared;
+use crate::shared::Shared;
 use tokio::io::AsyncWriteExt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! check every address → dial exactly a checked address.
 use crate::addr::{classify, never_dialable};
 use crate::log::{Record, client_text};
-use crate::server::Shared;
+use crate::shared::Shared;
 use oajail_policy::egress::{Allowed, Decision, DenyKind};
 use oajail_policy::host::Host;
 use std::net::{IpAddr, SocketAddr};

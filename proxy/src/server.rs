@@ -1,94 +1,15 @@
 //! The runtime, the accept loops and first-byte dispatch.
-use crate::addr::LocalAddrs;
 use crate::conn::BufConn;
-use crate::log::Log;
 use crate::route::Ctx;
-use crate::{Limits, ProxyConfig, ProxyError, Resolver, StartOptions, Summary};
-use oajail_policy::egress::EgressPlan;
-use std::net::{IpAddr, SocketAddr};
+use crate::shared::Shared;
+use crate::{ProxyConfig, ProxyError, StartOptions, Summary};
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::sync::{Semaphore, watch};
-
-/// State shared by every connection.
-pub(crate) struct Shared {
-    pub plan: EgressPlan,
-    pub limits: Limits,
-    pub resolver: Arc<dyn Resolver>,
-    pub log: Log,
-    pub local: LocalAddrs,
-    lab_public: Vec<IpAddr>,
-    next_id: AtomicU64,
-    /// The run's CA and TLS configurations, when some tunnel may be
-    /// terminated (`tlsTerminate` or `httpRules`).
-    mitm: Option<Arc<crate::mitm::Mitm>>,
-    /// The run's masked credentials (empty when none).
-    pub creds: crate::masked::Credentials,
-    /// This value's own `Arc` (hyper's services must own what they use).
-    me: std::sync::Weak<Shared>,
-}
-
-impl Shared {
-    fn new(config: ProxyConfig, options: &StartOptions) -> Result<Self, ProxyError> {
-        let log = Log::open(config.log_json.as_deref(), config.limits.log_max_bytes).map_err(
-            |source| ProxyError::Log {
-                path: config.log_json.clone().unwrap_or_default(),
-                source,
-            },
-        )?;
-        #[cfg(feature = "test-lab")]
-        let lab_public = options.lab_public.clone();
-        #[cfg(not(feature = "test-lab"))]
-        let lab_public = Vec::new();
-        let mitm = match &options.authority {
-            Some(ca) => Some(ca.mitm()),
-            None => crate::Authority::for_plan(&config.egress)?.map(|ca| ca.mitm()),
-        };
-        Ok(Self {
-            plan: config.egress,
-            limits: config.limits,
-            resolver: options.resolver.clone(),
-            log,
-            local: LocalAddrs::default(),
-            lab_public,
-            next_id: AtomicU64::new(1),
-            mitm,
-            creds: options.credentials.clone(),
-            me: std::sync::Weak::new(),
-        })
-    }
-
-    /// Test-lab stand-ins for public hosts (always empty without the
-    /// `test-lab` feature).
-    /// The termination state; only asked for on a path that needs it.
-    pub(crate) fn mitm(&self) -> Result<&crate::mitm::Mitm, crate::terminate::Failed> {
-        self.mitm.as_deref().ok_or(crate::terminate::Failed {
-            reason: "no_ca",
-            message: "tls termination was asked for without a ca".into(),
-        })
-    }
-
-    /// The CA certificate the jail must trust, when there is one.
-    pub(crate) fn ca_pem(&self) -> Option<&str> {
-        self.mitm.as_deref().map(crate::mitm::Mitm::ca_pem)
-    }
-
-    /// The `Arc` this value lives in (always there while it is used).
-    pub(crate) fn arc(&self) -> Option<Arc<Shared>> {
-        self.me.upgrade()
-    }
-
-    pub(crate) fn is_lab_public(&self, ip: IpAddr) -> bool {
-        !self.lab_public.is_empty()
-            && self
-                .lab_public
-                .contains(&oajail_policy::host::fold_mapped(ip))
-    }
-}
 
 /// The started proxy (behind [`crate::ProxyHandle`]).
 pub(crate) struct Running {
@@ -104,11 +25,7 @@ impl Running {
         listeners: Vec<std::net::TcpListener>,
         options: StartOptions,
     ) -> Result<Self, ProxyError> {
-        let parts = Shared::new(config, &options)?;
-        let shared = Arc::new_cyclic(|me| Shared {
-            me: me.clone(),
-            ..parts
-        });
+        let shared = Shared::start(config, &options)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.worker_threads)
             .thread_name("oajail-proxy")
@@ -143,7 +60,7 @@ impl Running {
     /// Whether no connection was ever accepted: then there is no tunnel to
     /// close and no record to flush.
     pub(crate) fn untouched(&self) -> bool {
-        self.shared.next_id.load(Ordering::Relaxed) == 1
+        self.shared.untouched()
     }
 
     pub(crate) fn ca_pem(&self) -> Option<String> {
@@ -196,7 +113,7 @@ async fn accept_loop(
 async fn serve(shared: Arc<Shared>, permits: Arc<Semaphore>, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let mut ctx = Ctx {
-        id: shared.next_id.fetch_add(1, Ordering::Relaxed),
+        id: shared.next_id(),
         client: peer,
         proto: "http",
         started: Instant::now(),
@@ -243,7 +160,7 @@ async fn over_limit(shared: &Shared, ctx: &Ctx, mut client: BufConn, first: u8) 
     shared.log.write(rec);
     if first != 0x05 && first != 0x04 {
         let body =
-            crate::http::error_response(503, "Service Unavailable", "too many connections", None);
+            crate::head::error_response(503, "Service Unavailable", "too many connections", None);
         let _ = client.stream.write_all(&body).await;
     }
 }

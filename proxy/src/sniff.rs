@@ -13,7 +13,7 @@
 //! `Content-Length`), and the body is followed by its framing to find the
 //! next head. A bad head never reaches hyper: the read fails, hyper drops
 //! the connection, nothing goes upstream, and the refusal is logged.
-use crate::forward::{Body, request_body};
+use crate::head::{Body, request_body};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -137,7 +137,7 @@ impl H1Guard {
         {
             return Err("control character in the request head".into());
         }
-        let req = crate::http::parse_request(head, self.max_headers).map_err(|r| r.message)?;
+        let req = crate::head::parse_request(head, self.max_headers).map_err(|r| r.message)?;
         Ok(match request_body(&req).map_err(|r| r.message)? {
             Body::None => State::Head(Vec::new()),
             Body::Length(0) => State::Head(Vec::new()),

@@ -7,7 +7,7 @@
 //! greetings and requests are closed without a reply.
 use crate::conn::{BufConn, ReadError};
 use crate::route::{self, Ctx, Refusal};
-use crate::server::Shared;
+use crate::shared::Shared;
 use oajail_policy::host::{self, Host};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use tokio::io::AsyncWriteExt;
@@ -121,7 +121,7 @@ async fn plain_http(
                 host.authority(port)
             )
         })?;
-    let req = crate::http::parse_request(&head, limits.max_headers)
+    let req = crate::head::parse_request(&head, limits.max_headers)
         .map_err(|r| format!("plain HTTP through SOCKS: {}", r.message))?;
     let hosts: Vec<&[u8]> = req.values("host").collect();
     let named = |h: &[u8]| {

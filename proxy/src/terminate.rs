@@ -15,7 +15,7 @@ use crate::inspect::{self, Dest, Refused};
 use crate::log::Record;
 use crate::masked::{Leak, Scanned};
 use crate::route::Ctx;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::sniff::{Counters, Rewind};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, Uri, Version};
@@ -67,6 +67,14 @@ pub(crate) struct Failed {
     pub message: String,
 }
 
+/// The termination state; only asked for on a path that needs it.
+fn termination(shared: &Shared) -> Result<&crate::mitm::Mitm, Failed> {
+    shared.mitm().ok_or(Failed {
+        reason: "no_ca",
+        message: "tls termination was asked for without a ca".into(),
+    })
+}
+
 fn failed(reason: &'static str, message: impl Into<String>) -> Failed {
     Failed {
         reason,
@@ -80,7 +88,7 @@ async fn upstream_tls(
     host: &Host,
     stream: TcpStream,
 ) -> Result<TlsStream<TcpStream>, Failed> {
-    let mitm = shared.mitm()?;
+    let mitm = termination(shared)?;
     let name = match host.ip() {
         Some(ip) => ServerName::IpAddress(ip.into()),
         None => ServerName::try_from(host.to_string())
@@ -136,7 +144,7 @@ async fn prepare(
     ),
     Failed,
 > {
-    let mitm = shared.mitm()?;
+    let mitm = termination(shared)?;
     let permit = mitm.tunnels.clone().try_acquire_owned().map_err(|_| {
         failed(
             "tunnel_limit",
@@ -159,7 +167,7 @@ pub(crate) async fn run(
     route: crate::route::Route,
     t: Tunnel,
 ) -> Result<&'static str, Failed> {
-    let mitm = shared.mitm()?;
+    let mitm = termination(shared)?;
     let addr = route.addr;
     let (_permit, sender, config) = match prepare(shared, &t.host, route.stream).await {
         Ok(ready) => ready,

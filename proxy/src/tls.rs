@@ -6,7 +6,7 @@
 //! bytes stay in the client's buffer and are forwarded only after the
 //! check passes, so a refused hello never reaches the upstream.
 use crate::conn::{BufConn, ReadError};
-use crate::server::Shared;
+use crate::shared::Shared;
 use oajail_policy::host::{self, Host};
 use std::io::Cursor;
 use tokio::net::TcpStream;

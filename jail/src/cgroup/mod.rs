@@ -31,6 +31,7 @@
 //! far more than a few files).
 
 use crate::error::{JailError, Step};
+use crate::mountinfo::unescape;
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -332,28 +333,6 @@ fn parse_line(line: &str) -> Option<(String, String, String, String)> {
     ))
 }
 
-/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
-pub(crate) fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('\\') {
-        out.push_str(&rest[..i]);
-        let code = rest.get(i + 1..i + 4);
-        match code.and_then(|c| u8::from_str_radix(c, 8).ok()) {
-            Some(b) => {
-                out.push(char::from(b));
-                rest = &rest[i + 4..];
-            }
-            None => {
-                out.push('\\');
-                rest = &rest[i + 1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,7 +371,6 @@ mod tests {
             hierarchy_root(info, "pids"),
             Some(PathBuf::from("/mnt/my cg"))
         );
-        assert_eq!(unescape("a\\134b\\"), "a\\b\\");
     }
 
     #[test]

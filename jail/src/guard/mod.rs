@@ -5,7 +5,7 @@
 //!
 //! How it runs:
 //! 1. pid 1 makes a socketpair before forking the command (`Handoff`);
-//! 2. the command installs the guard filter (`filter.rs`) with a new
+//! 2. the command installs the guard filter (`oajail_bpf::guard`) with a new
 //!    listener, just before the deny filter, sends the listener to pid 1 and
 //!    closes its own copy (a command holding its listener could answer for
 //!    its children);
@@ -26,7 +26,6 @@
 
 mod callers;
 mod decode;
-mod filter;
 mod ops;
 mod probe;
 mod resolve;
@@ -56,8 +55,8 @@ pub struct GuardSpec {
 impl GuardSpec {
     /// Compile the plan's filter for the running architecture.
     pub fn compile(plan: &GuardPlan) -> Result<Self, SeccompError> {
-        let program = filter::compile(&plan.filter)
-            .map_err(SeccompError::Backend)?
+        let program = oajail_bpf::guard::compile(&plan.filter)
+            .map_err(SeccompError::Filter)?
             .into_iter()
             .map(|i| (i.code, i.jt, i.jf, i.k))
             .collect();
@@ -115,7 +114,7 @@ impl Handoff {
     pub(crate) fn receive(self) -> Result<Option<OwnedFd>, Failure> {
         drop(self.command);
         let mut byte = [0u8; 1];
-        let (_, fds) = crate::sync::recv_with_fds(self.pid1.as_fd(), &mut byte)?;
+        let (_, fds) = crate::fdpass::recv_with_fds(self.pid1.as_fd(), &mut byte)?;
         Ok(fds.into_iter().next())
     }
 
@@ -141,7 +140,7 @@ impl Handoff {
                 ),
             }
         })?;
-        crate::sync::send_with_fds(self.command.as_fd(), b"L", &[listener.as_raw_fd()])?;
+        crate::fdpass::send_with_fds(self.command.as_fd(), b"L", &[listener.as_raw_fd()])?;
         drop(listener);
         drop(self.command);
         Ok(())

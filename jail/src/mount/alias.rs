@@ -10,7 +10,7 @@
 //! file system; every other mount of the same device whose root contains
 //! that path shows it again, and is masked there too.
 
-use crate::cgroup::unescape;
+use crate::mountinfo::unescape;
 use std::path::{Path, PathBuf};
 
 /// One mountinfo line: device, root inside the file system, mount point.

@@ -54,9 +54,9 @@ impl Kernel {
     /// Probe the running kernel with cheap syscalls (no process is created).
     pub fn probe() -> Self {
         Kernel {
-            landlock_abi: crate::doctor::landlock_abi(),
-            seccomp: crate::doctor::seccomp_available(),
-            user_notif: crate::doctor::user_notif_available(),
+            landlock_abi: crate::layers::landlock_abi(),
+            seccomp: crate::layers::seccomp_available(),
+            user_notif: crate::layers::user_notif_available(),
             mount_api: crate::sys::probe::mount_api_available(),
             user_namespaces: true,
         }

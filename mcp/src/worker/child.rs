@@ -83,7 +83,7 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     // GC and a free of every object) would only burn CPU on the hot path.
     std::mem::forget(ctx);
     std::mem::forget(rt);
-    sent.map_err(pipe_err)
+    sent.map_err(McpError::WorkerPipe)
 }
 
 /// Binds `console` and `oa`, closes the sandbox, says ready, then waits for
@@ -100,7 +100,8 @@ fn prepare_and_run(
             message: format!("setting up the JS world failed: {e}"),
         })?;
     sandbox::apply_seccomp()?;
-    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready).map_err(pipe_err)?;
+    frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready)
+        .map_err(McpError::WorkerPipe)?;
     let Some(exec) = read_or_eof(MAX_IN_FRAME)? else {
         return Ok(None);
     };
@@ -119,7 +120,7 @@ fn read_or_eof(max: usize) -> Result<Option<ToWorker>, McpError> {
     match frame::read_sync(&mut std::io::stdin().lock(), max) {
         Ok(msg) => Ok(Some(msg)),
         Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
-        Err(e) => Err(pipe_err(e)),
+        Err(e) => Err(McpError::WorkerPipe(e)),
     }
 }
 
@@ -130,10 +131,10 @@ fn read_or_eof(max: usize) -> Result<Option<ToWorker>, McpError> {
 /// signal follows the thread that forked, not the process.
 fn die_with_parent() -> Result<(), McpError> {
     let parent = nix::unistd::getppid();
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(|e| {
-        McpError::Worker {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(|source| {
+        McpError::WorkerCall {
             step: "pdeathsig",
-            message: e.to_string(),
+            source,
         }
     })?;
     // The parent may have died before the prctl: then it is no longer ours.
@@ -147,13 +148,6 @@ fn protocol(message: &str) -> McpError {
     McpError::Worker {
         step: "pipe",
         message: message.into(),
-    }
-}
-
-fn pipe_err(e: FrameError) -> McpError {
-    McpError::Worker {
-        step: "pipe",
-        message: e.to_string(),
     }
 }
 

@@ -13,7 +13,6 @@
 //! form (`{"call":{…}}`, `"ready"`): unlike a tag field inside the object it
 //! is parsed in one pass, without buffering the message first.
 
-pub mod bpf;
 pub mod child;
 pub mod frame;
 pub mod pool;

@@ -6,7 +6,7 @@
 //! inherited pipes, memory management and exit, so anything that reaches
 //! files, sockets, other processes or new programs fails with EPERM. Signals
 //! are limited to the worker itself (abort() uses tgkill on its own pid).
-//! The program itself is built by hand in [`super::bpf`] (a quarter of
+//! The program itself is built by hand in [`oajail_bpf::worker`] (a quarter of
 //! seccompiler's length, so cheaper to install in every worker) and also
 //! refuses x32 syscalls; seccompiler still installs it and compiles the
 //! reference it is tested against.
@@ -22,12 +22,7 @@ const AS_HEADROOM_MB: u64 = 192;
 /// Sets the worker's rlimits: address space, CPU seconds, no core files, no
 /// file growth, no new descriptors beyond stdin/stdout/stderr.
 pub fn apply_rlimits(memory_mb: u64, cpu_secs: u64) -> Result<(), McpError> {
-    let err = |step: &'static str| {
-        move |e: nix::Error| McpError::Worker {
-            step,
-            message: e.to_string(),
-        }
-    };
+    let err = |step: &'static str| move |source: nix::Error| McpError::WorkerCall { step, source };
     let bytes = (memory_mb + AS_HEADROOM_MB) * 1024 * 1024;
     setrlimit(Resource::RLIMIT_AS, bytes, bytes).map_err(err("rlimit as"))?;
     setrlimit(Resource::RLIMIT_CPU, cpu_secs, cpu_secs + 1).map_err(err("rlimit cpu"))?;
@@ -113,9 +108,9 @@ pub(crate) fn denied() -> Vec<libc::c_long> {
     list
 }
 
-/// Builds the worker's seccomp program (see [`super::bpf`]).
+/// Builds the worker's seccomp program (see [`oajail_bpf::worker`]).
 pub fn build_filter(own_pid: u32) -> Result<BpfProgram, McpError> {
-    super::bpf::program(&denied(), own_pid)
+    oajail_bpf::worker::program(&denied(), own_pid).map_err(McpError::WorkerFilter)
 }
 
 /// The same policy compiled by seccompiler: the reference the hand-built
@@ -158,10 +153,7 @@ pub(crate) fn reference_filter(own_pid: u32) -> Result<BpfProgram, McpError> {
 /// Installs the filter (seccompiler also sets no_new_privs).
 pub fn apply_seccomp() -> Result<(), McpError> {
     let program = build_filter(std::process::id())?;
-    seccompiler::apply_filter(&program).map_err(|e| McpError::Worker {
-        step: "seccomp",
-        message: e.to_string(),
-    })
+    seccompiler::apply_filter(&program).map_err(McpError::WorkerSeccomp)
 }
 
 /// argv[1] of the self-test: applies the worker's confinement to this
@@ -197,10 +189,117 @@ pub fn selftest() -> Result<serde_json::Value, McpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oajail_bpf::arch::AUDIT_ARCH;
+    use oajail_bpf::interp;
+    use oajail_bpf::worker::{RET_ALLOW, RET_EPERM, RET_KILL};
+    use seccompiler::sock_filter;
 
     #[test]
     fn the_filter_compiles_for_this_architecture() {
         assert!(build_filter(1).is_ok_and(|p| !p.is_empty()));
         assert!(denied().contains(&libc::SYS_openat) && denied().contains(&libc::SYS_execve));
+    }
+
+    /// The audit values of other architectures a syscall can arrive with.
+    const FOREIGN_ARCHES: [u32; 5] = [
+        0x4000_0003, // i386 (int 0x80 on x86_64)
+        0xC000_003E, // x86_64
+        0xC000_00B7, // aarch64
+        0x4000_0028, // arm
+        0,
+    ];
+
+    /// Runs a classic BPF program over one `seccomp_data`.
+    fn run(prog: &[sock_filter], nr: u32, arch: u32, args: [u64; 6]) -> u32 {
+        interp::run(prog, &interp::data(arch, nr, args))
+    }
+
+    /// Syscall numbers to try: all small ones, the x32 range, the edges.
+    fn numbers() -> Vec<u32> {
+        let mut nrs: Vec<u32> = (0..=1100).collect();
+        nrs.extend((0..=1100).map(|n| n | 0x4000_0000));
+        nrs.extend([0x3FFF_FFFF, 0x7FFF_FFFF, 0x8000_0000, 0xBFFF_FFFF, u32::MAX]);
+        nrs
+    }
+
+    fn tgkill_args(pid: u32) -> Vec<[u64; 6]> {
+        let pid = u64::from(pid);
+        [
+            0,
+            1,
+            pid - 1,
+            pid,
+            pid + 1,
+            pid | 1 << 32,
+            u64::MAX,
+            u64::from(u32::MAX),
+        ]
+        .into_iter()
+        .map(|a0| [a0, pid, 6, 0, 0, 0])
+        .collect()
+    }
+
+    fn x32(nr: u32) -> bool {
+        cfg!(target_arch = "x86_64") && nr >= 0x4000_0000
+    }
+
+    #[test]
+    fn the_program_decides_like_seccompilers_for_every_syscall() {
+        for pid in [1u32, 4242, 0x7FFF_FFFE] {
+            let ours = build_filter(pid).unwrap();
+            let reference = reference_filter(pid).unwrap();
+            let mut compared = 0;
+            for arch in FOREIGN_ARCHES.into_iter().chain([AUDIT_ARCH]) {
+                for nr in numbers() {
+                    let mut cases = vec![[u64::from(pid); 6], [0; 6]];
+                    if i64::from(nr) == libc::SYS_tgkill {
+                        cases.extend(tgkill_args(pid));
+                    }
+                    for args in cases {
+                        let (got, want) =
+                            (run(&ours, nr, arch, args), run(&reference, nr, arch, args));
+                        compared += 1;
+                        if arch == AUDIT_ARCH && x32(nr) {
+                            // seccompiler lets x32 numbers through; ours refuses them.
+                            assert_eq!((got, want), (RET_EPERM, RET_ALLOW), "x32 nr {nr:#x}");
+                        } else {
+                            assert_eq!(got, want, "arch {arch:#x} nr {nr} args {args:?}");
+                        }
+                    }
+                }
+            }
+            assert!(compared > 10_000);
+        }
+    }
+
+    #[test]
+    fn the_answers_are_the_intended_ones() {
+        let pid = 777;
+        let p = build_filter(pid).unwrap();
+        let native =
+            |nr: libc::c_long, a0: u64| run(&p, nr as u32, AUDIT_ARCH, [a0, 0, 0, 0, 0, 0]);
+        for nr in denied() {
+            assert_eq!(native(nr, 0), RET_EPERM, "nr {nr}");
+        }
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_write,
+            libc::SYS_mmap,
+            libc::SYS_exit_group,
+            libc::SYS_futex,
+        ] {
+            assert_eq!(native(nr, 0), RET_ALLOW, "nr {nr}");
+        }
+        assert_eq!(native(libc::SYS_tgkill, 777), RET_ALLOW);
+        assert_eq!(native(libc::SYS_tgkill, 778), RET_EPERM);
+        assert_eq!(run(&p, 0, 0x4000_0003, [0; 6]), RET_KILL);
+    }
+
+    #[test]
+    fn the_program_is_about_a_quarter_of_seccompilers() {
+        let ours = build_filter(1).unwrap().len();
+        let reference = reference_filter(1).unwrap().len();
+        assert!(ours * 3 < reference, "{ours} vs {reference} instructions");
+        assert!(ours < 120, "{ours} instructions");
     }
 }

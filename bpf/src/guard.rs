@@ -1,5 +1,5 @@
-//! The guard's BPF program, built by hand from the [`FilterShape`]
-//! (seccompiler has no USER_NOTIF action).
+//! The create-guard's BPF program (`oajail-jail`'s `guard`), built by hand
+//! from the [`FilterShape`] (seccompiler has no USER_NOTIF action).
 //!
 //! ```text
 //!    ld  [arch]
@@ -25,8 +25,12 @@
 //! (KILL > ERRNO > USER_NOTIF > ALLOW), so the deny filter's EPERMs still
 //! hold for a notified call.
 
-use crate::seccomp::{AUDIT_ARCH, X32_SYSCALL_BIT};
+use crate::BpfError;
+use crate::arch::{
+    AUDIT_ARCH, JEQ, JGE, JSET, LD_W_ABS, OFFSET_ARCH, OFFSET_ARGS, OFFSET_NR, RET, X32_SYSCALL_BIT,
+};
 use oajail_policy::compile::guard::{FilterShape, RISKY_MODE, WRITE_FLAGS};
+use seccompiler::{BpfProgram, sock_filter};
 
 /// Where a jump of the program lands.
 #[derive(Clone, Copy)]
@@ -40,16 +44,6 @@ enum To {
     Kill,
 }
 
-/// BPF opcodes (linux/bpf_common.h) and the seccomp_data layout.
-const LD_W_ABS: u16 = 0x20;
-const JMP_JEQ_K: u16 = 0x15;
-const JMP_JGE_K: u16 = 0x35;
-const JMP_JSET_K: u16 = 0x45;
-const RET_K: u16 = 0x06;
-const OFFSET_NR: u32 = 0;
-const OFFSET_ARCH: u32 = 4;
-const OFFSET_ARGS: u32 = 16;
-
 /// Instructions before the final four returns, with symbolic targets.
 struct Draft(Vec<(u16, u32, To, To)>);
 
@@ -60,9 +54,9 @@ impl Draft {
 
     /// Resolve the targets: the returns follow in the order Allow, Notify,
     /// Enosys, Kill; a jump offset counts from the next instruction.
-    fn finish(self) -> Result<Vec<libc::sock_filter>, String> {
+    fn finish(self) -> Result<BpfProgram, BpfError> {
         let end = self.0.len();
-        let at = |i: usize, to: To| -> Result<u8, String> {
+        let at = |i: usize, to: To| -> Result<u8, BpfError> {
             let target = match to {
                 To::Next => i + 1,
                 To::Skip(n) => i + 1 + n,
@@ -71,16 +65,16 @@ impl Draft {
                 To::Enosys => end + 2,
                 To::Kill => end + 3,
             };
-            u8::try_from(target - i - 1).map_err(|_| "guard filter jump too long".to_owned())
+            u8::try_from(target - i - 1).map_err(|_| BpfError::GuardJumpTooLong)
         };
         let mut out = Vec::with_capacity(end + 4);
         for (i, (code, k, jt, jf)) in self.0.iter().enumerate() {
-            let (jt, jf) = if *code == RET_K || *code == LD_W_ABS {
+            let (jt, jf) = if *code == RET || *code == LD_W_ABS {
                 (0, 0)
             } else {
                 (at(i, *jt)?, at(i, *jf)?)
             };
-            out.push(libc::sock_filter {
+            out.push(sock_filter {
                 code: *code,
                 jt,
                 jf,
@@ -93,8 +87,8 @@ impl Draft {
             libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
             libc::SECCOMP_RET_KILL_PROCESS,
         ] {
-            out.push(libc::sock_filter {
-                code: RET_K,
+            out.push(sock_filter {
+                code: RET,
                 jt: 0,
                 jf: 0,
                 k,
@@ -105,131 +99,70 @@ impl Draft {
 }
 
 /// Compile the filter shape for the running architecture.
-pub(crate) fn compile(plan: &FilterShape) -> Result<Vec<libc::sock_filter>, String> {
+pub fn compile(plan: &FilterShape) -> Result<BpfProgram, BpfError> {
     let legacy = cfg!(target_arch = "x86_64");
     let mut d = Draft(Vec::new());
     d.op(LD_W_ABS, OFFSET_ARCH, To::Next, To::Next);
-    d.op(JMP_JEQ_K, AUDIT_ARCH, To::Next, To::Kill);
+    d.op(JEQ, AUDIT_ARCH, To::Next, To::Kill);
     d.op(LD_W_ABS, OFFSET_NR, To::Next, To::Next);
     if legacy {
-        d.op(JMP_JGE_K, X32_SYSCALL_BIT, To::Kill, To::Next);
+        d.op(JGE, X32_SYSCALL_BIT, To::Kill, To::Next);
     }
     for name in &plan.enosys {
-        d.op(JMP_JEQ_K, number(name)?, To::Enosys, To::Next);
+        d.op(JEQ, number(name)?, To::Enosys, To::Next);
     }
     let always = plan
         .notify
         .iter()
         .chain(plan.legacy.iter().filter(|_| legacy));
     for name in always.chain(&plan.watch) {
-        d.op(JMP_JEQ_K, number(name)?, To::Notify, To::Next);
+        d.op(JEQ, number(name)?, To::Notify, To::Next);
     }
     for c in plan.notify_if_write.iter().filter(|c| legacy || !c.legacy) {
         // Another call skips the load and the test. The low word of the
         // little-endian argument is the one the kernel reads as `int flags`.
-        d.op(JMP_JEQ_K, number(&c.syscall)?, To::Next, To::Skip(2));
+        d.op(JEQ, number(&c.syscall)?, To::Next, To::Skip(2));
         let arg = OFFSET_ARGS + 8 * u32::from(c.flags_arg);
         d.op(LD_W_ABS, arg, To::Next, To::Next);
-        d.op(JMP_JSET_K, WRITE_FLAGS, To::Notify, To::Allow);
+        d.op(JSET, WRITE_FLAGS, To::Notify, To::Allow);
     }
     for c in &plan.notify_if_mode {
-        d.op(JMP_JEQ_K, number(&c.syscall)?, To::Next, To::Skip(2));
+        d.op(JEQ, number(&c.syscall)?, To::Next, To::Skip(2));
         let arg = OFFSET_ARGS + 8 * u32::from(c.mode_arg);
         d.op(LD_W_ABS, arg, To::Next, To::Next);
-        d.op(JMP_JSET_K, RISKY_MODE, To::Notify, To::Allow);
+        d.op(JSET, RISKY_MODE, To::Notify, To::Allow);
     }
     for c in plan.notify_if_path.iter().filter(|c| legacy || !c.legacy) {
         // A pointer is NULL when both of its words are zero.
-        d.op(JMP_JEQ_K, number(&c.syscall)?, To::Next, To::Skip(4));
+        d.op(JEQ, number(&c.syscall)?, To::Next, To::Skip(4));
         let arg = OFFSET_ARGS + 8 * u32::from(c.path_arg);
         d.op(LD_W_ABS, arg, To::Next, To::Next);
-        d.op(JMP_JEQ_K, 0, To::Next, To::Notify);
+        d.op(JEQ, 0, To::Next, To::Notify);
         d.op(LD_W_ABS, arg + 4, To::Next, To::Next);
-        d.op(JMP_JEQ_K, 0, To::Allow, To::Notify);
+        d.op(JEQ, 0, To::Allow, To::Notify);
     }
     d.finish()
 }
 
-/// Numbers of calls newer than the libc crate's tables: the same on every
-/// architecture (the shared table of Linux 5.1 and later).
-const SYS_FCHMODAT2: i64 = 452;
-const SYS_SETXATTRAT: i64 = 463;
-const SYS_REMOVEXATTRAT: i64 = 466;
-
 /// The number of a guarded call on this architecture.
-fn number(name: &str) -> Result<u32, String> {
-    let nr = match name {
-        "mkdirat" => libc::SYS_mkdirat,
-        "umask" => libc::SYS_umask,
-        "unlinkat" => libc::SYS_unlinkat,
-        "truncate" => libc::SYS_truncate,
-        "fchmodat" => libc::SYS_fchmodat,
-        "fchmodat2" => SYS_FCHMODAT2,
-        "fchownat" => libc::SYS_fchownat,
-        "utimensat" => libc::SYS_utimensat,
-        "setxattr" => libc::SYS_setxattr,
-        "lsetxattr" => libc::SYS_lsetxattr,
-        "removexattr" => libc::SYS_removexattr,
-        "lremovexattr" => libc::SYS_lremovexattr,
-        "setxattrat" => SYS_SETXATTRAT,
-        "removexattrat" => SYS_REMOVEXATTRAT,
-        "fchmod" => libc::SYS_fchmod,
-        "fchown" => libc::SYS_fchown,
-        "fsetxattr" => libc::SYS_fsetxattr,
-        "fremovexattr" => libc::SYS_fremovexattr,
-        "mknodat" => libc::SYS_mknodat,
-        "linkat" => libc::SYS_linkat,
-        "symlinkat" => libc::SYS_symlinkat,
-        "renameat" => libc::SYS_renameat,
-        "renameat2" => libc::SYS_renameat2,
-        "openat" => libc::SYS_openat,
-        "openat2" => libc::SYS_openat2,
-        #[cfg(target_arch = "x86_64")]
-        "open" => libc::SYS_open,
-        #[cfg(target_arch = "x86_64")]
-        "creat" => libc::SYS_creat,
-        #[cfg(target_arch = "x86_64")]
-        "mkdir" => libc::SYS_mkdir,
-        #[cfg(target_arch = "x86_64")]
-        "mknod" => libc::SYS_mknod,
-        #[cfg(target_arch = "x86_64")]
-        "link" => libc::SYS_link,
-        #[cfg(target_arch = "x86_64")]
-        "symlink" => libc::SYS_symlink,
-        #[cfg(target_arch = "x86_64")]
-        "rename" => libc::SYS_rename,
-        #[cfg(target_arch = "x86_64")]
-        "unlink" => libc::SYS_unlink,
-        #[cfg(target_arch = "x86_64")]
-        "rmdir" => libc::SYS_rmdir,
-        #[cfg(target_arch = "x86_64")]
-        "chmod" => libc::SYS_chmod,
-        #[cfg(target_arch = "x86_64")]
-        "chown" => libc::SYS_chown,
-        #[cfg(target_arch = "x86_64")]
-        "lchown" => libc::SYS_lchown,
-        #[cfg(target_arch = "x86_64")]
-        "utime" => libc::SYS_utime,
-        #[cfg(target_arch = "x86_64")]
-        "utimes" => libc::SYS_utimes,
-        #[cfg(target_arch = "x86_64")]
-        "futimesat" => libc::SYS_futimesat,
-        other => return Err(format!("guard: unknown system call {other}")),
-    };
-    Ok(nr as u32)
+fn number(name: &str) -> Result<u32, BpfError> {
+    crate::syscalls::guarded(name)
+        .map(|nr| nr as u32)
+        .ok_or_else(|| BpfError::UnknownGuardedCall(name.to_owned()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seccomp::tests::{data, run};
+    use crate::interp::{data, run};
+    use crate::syscalls::{SYS_FCHMODAT2, SYS_REMOVEXATTRAT, SYS_SETXATTRAT};
 
     const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
     const NOTIFY: u32 = libc::SECCOMP_RET_USER_NOTIF;
     const KILL: u32 = libc::SECCOMP_RET_KILL_PROCESS;
     const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
 
-    fn program() -> Vec<libc::sock_filter> {
+    fn program() -> BpfProgram {
         let fs = oajail_policy::compile::MemFs::new().dirs(&["/h/w", "/tmp"]);
         let facts = oajail_policy::compile::HostFacts {
             home: "/h".into(),
@@ -247,20 +180,8 @@ mod tests {
         compile(&compiled.guard.filter).unwrap()
     }
 
-    /// The program in the type the shared BPF interpreter takes.
-    fn interpretable(p: &[libc::sock_filter]) -> Vec<seccompiler::sock_filter> {
-        p.iter()
-            .map(|i| seccompiler::sock_filter {
-                code: i.code,
-                jt: i.jt,
-                jf: i.jf,
-                k: i.k,
-            })
-            .collect()
-    }
-
-    fn call(p: &[libc::sock_filter], nr: i64, args: [u64; 6]) -> u32 {
-        run(&interpretable(p), &data(AUDIT_ARCH, nr as u32, args))
+    fn call(p: &[sock_filter], nr: i64, args: [u64; 6]) -> u32 {
+        run(p, &data(AUDIT_ARCH, nr as u32, args))
     }
 
     #[test]
@@ -391,7 +312,7 @@ mod tests {
 
     #[test]
     fn foreign_arch_is_killed() {
-        let p = interpretable(&program());
+        let p = program();
         const AUDIT_ARCH_I386: u32 = 3 | 0x4000_0000;
         assert_eq!(run(&p, &data(AUDIT_ARCH_I386, 39, [0; 6])), KILL);
     }

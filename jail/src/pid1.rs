@@ -15,11 +15,11 @@
 use crate::error::{Failure, Step};
 use crate::guard::{Handoff, Server};
 use crate::landlock::{LandlockStatus, Prebuilt};
-use crate::launcher::{EnforcementReport, LandlockEnforced};
+use crate::report::{EnforcementReport, LandlockEnforced};
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
 use crate::sys::process::{Forked, fork};
-use crate::{caps, exit_code, init, net, ns};
+use crate::{caps, init, net, ns};
 use nix::sys::signalfd::SignalFd;
 use nix::unistd::Pid;
 use std::os::fd::AsRawFd;
@@ -29,7 +29,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 const HOSTNAME: &str = "oajail";
 
 /// Run pid 1. Never returns: exits with the command's status, or with
-/// [`exit_code::SETUP_FAILED`] after reporting the failing step.
+/// [`crate::exit_code::SETUP_FAILED`] after reporting the failing step.
 pub(crate) fn run(layers: Layers, chan: Channel, spec_file: &SpecFile, ids: (u32, u32)) -> ! {
     match catch_unwind(AssertUnwindSafe(|| setup(layers, &chan, spec_file, ids))) {
         Ok(Ok((command, signals, guard))) => {
@@ -38,23 +38,9 @@ pub(crate) fn run(layers: Layers, chan: Channel, spec_file: &SpecFile, ids: (u32
             drop(chan);
             init::run(command, signals, !layers.namespaces, guard)
         }
-        Ok(Err((step, failure))) => report(&chan, step, failure),
-        Err(_) => report(&chan, Step::Fork, Failure::msg("panic during jail setup")),
+        Ok(Err((step, failure))) => sync::report(&chan, step, failure),
+        Err(_) => sync::report(&chan, Step::Fork, Failure::msg("panic during jail setup")),
     }
-}
-
-/// Send `StepFailed` and exit with the setup-failed code.
-pub(crate) fn report(chan: &Channel, step: Step, f: Failure) -> ! {
-    let _ = chan.send(
-        &ChildMsg::StepFailed {
-            step,
-            errno: f.errno,
-            msg: f.msg,
-        },
-        &[],
-    );
-    // _exit: no atexit handlers or buffered output of the supervisor's copy.
-    crate::sys::process::exit_now(exit_code::SETUP_FAILED)
 }
 
 type StepResult<T = ()> = Result<T, (Step, Failure)>;
