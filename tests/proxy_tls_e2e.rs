@@ -344,6 +344,53 @@ fn trust_bundle_is_read_only_keyless_and_never_on_the_host() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The bundle takes the certificate blocks of the host's bundle file and
+/// nothing else of it: a private key concatenated into the file that
+/// `SSL_CERT_FILE` names stays out of the jail.
+#[test]
+fn only_the_host_files_certificates_enter_the_bundle() {
+    let dir = scratch("bundle-key");
+    openssl(
+        &dir,
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            "k.pem",
+        ],
+    );
+    let host = std::fs::read_to_string("/etc/ssl/certs/ca-certificates.crt").unwrap();
+    let two: String = host
+        .split_inclusive("-----END CERTIFICATE-----\n")
+        .take(2)
+        .collect();
+    let key = std::fs::read_to_string(dir.join("k.pem")).unwrap();
+    let roots = dir.join("roots.pem");
+    std::fs::write(&roots, format!("# mine\n{two}{key}")).unwrap();
+    let settings = dir.join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"network":{"allowedDomains":["example.com"],"deniedDomains":[],"tlsTerminate":{}},
+            "filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}"#,
+    )
+    .unwrap();
+    let script = "grep -c 'PRIVATE KEY' $SSL_CERT_FILE; grep -c 'BEGIN CERTIFICATE' $SSL_CERT_FILE";
+    let o = oajail(
+        "proxy-tls-bundle-key",
+        &["-s", settings.to_str().unwrap(), "-c", script],
+    )
+    .env("SSL_CERT_FILE", &roots)
+    .env_remove("SSL_CERT_DIR")
+    .output()
+    .unwrap();
+    // No key; the file's two roots and the run's CA.
+    assert_eq!(out(&o), "0\n3\n", "{}", err(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn termination_with_a_shared_tmp_is_refused_in_one_line() {
     let dir = scratch("shared");

@@ -167,21 +167,24 @@ struct HostRoots {
 
 impl HostRoots {
     /// Read the bundle file OpenSSL itself would read (`SSL_CERT_FILE`, else
-    /// the distribution's file) and keep its text: re-encoding what
-    /// `rustls-native-certs` parses from the file *and* the hashed directory
-    /// (the same certificates twice: `update-ca-certificates` and its
-    /// kin write both) cost 7–11 ms of every start. A host with no bundle
-    /// file, or an `SSL_CERT_DIR` naming a directory of its own, takes that
-    /// slower path so no root the host trusts is left out.
+    /// the distribution's file) and keep its certificate blocks as written:
+    /// re-encoding what `rustls-native-certs` parses from the file *and* the
+    /// hashed directory (the same certificates twice:
+    /// `update-ca-certificates` and its kin write both) cost 7–11 ms of
+    /// every start. A host with no bundle file, or an `SSL_CERT_DIR` naming
+    /// a directory of its own, takes that slower path so no root the host
+    /// trusts is left out.
     fn read() -> Self {
         let file = openssl_probe::probe().cert_file;
         if only_distribution_dirs(std::env::var_os("SSL_CERT_DIR").as_deref())
-            && let Some(pem) = file.and_then(|f| std::fs::read_to_string(f).ok())
+            && let Some(text) = file.and_then(|f| std::fs::read_to_string(f).ok())
         {
-            let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
+            let certs: Vec<_> = CertificateDer::pem_slice_iter(text.as_bytes())
                 .filter_map(Result::ok)
                 .collect();
-            if !certs.is_empty() {
+            if let Some(pem) = certificate_blocks(&text, certs.len())
+                && !certs.is_empty()
+            {
                 return Self { pem, certs };
             }
         }
@@ -189,6 +192,32 @@ impl HostRoots {
         let pem = certs.iter().map(pem_of).collect();
         Self { pem, certs }
     }
+}
+
+/// The `CERTIFICATE` blocks of `text`, each as written; `None` unless there
+/// are exactly `parsed` of them, each holding no other block. Nothing else
+/// of the file crosses into the jail: not its comments, not a `TRUSTED
+/// CERTIFICATE`, and not a private key someone concatenated into the bundle
+/// that `SSL_CERT_FILE` names (the parsed-and-re-encoded path is taken
+/// whenever the text is anything but plain certificate blocks).
+fn certificate_blocks(text: &str, parsed: usize) -> Option<String> {
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut count = 0;
+    while let Some(start) = rest.find(BEGIN) {
+        let block = &rest[start..];
+        let end = block.find(END)? + END.len();
+        if block[BEGIN.len()..end].contains("-----BEGIN") {
+            return None;
+        }
+        out.push_str(&block[..end]);
+        out.push('\n');
+        count += 1;
+        rest = &block[end..];
+    }
+    (count == parsed).then_some(out)
 }
 
 /// Whether `SSL_CERT_DIR` (unset, or a `:`-separated list) names only the
@@ -294,6 +323,26 @@ mod tests {
         assert!(!only_distribution_dirs(Some(OsStr::new(
             "/var/tmp/own-certs"
         ))));
+    }
+
+    #[test]
+    fn only_certificate_blocks_cross_into_the_bundle() {
+        let cert = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----";
+        let key = "-----BEGIN PRIVATE KEY-----\nBBBB\n-----END PRIVATE KEY-----";
+        let text = format!("# a root\n{cert}\n{key}\n# another\n{cert}\n");
+        let got = certificate_blocks(&text, 2).expect("two plain blocks");
+        assert_eq!(got, format!("{cert}\n{cert}\n"));
+        assert!(certificate_blocks(&text, 3).is_none(), "a count mismatch");
+        let nested = format!("-----BEGIN CERTIFICATE-----\n{key}\n-----END CERTIFICATE-----\n");
+        assert!(
+            certificate_blocks(&nested, 1).is_none(),
+            "a block inside a block"
+        );
+        let open = "-----BEGIN CERTIFICATE-----\nAAAA\n";
+        assert!(
+            certificate_blocks(open, 1).is_none(),
+            "an unterminated block"
+        );
     }
 
     #[test]
