@@ -14,10 +14,10 @@
 //! provider is ring.
 use hudsucker::certificate_authority::RcgenAuthority;
 use hudsucker::rcgen::{Issuer, KeyPair};
-use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::client::legacy::connect::HttpConnector;
-use rustls::pki_types::pem::PemObject;
+use hyper_util::client::legacy::connect::dns::Name;
 use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use std::error::Error;
 use std::future::Future;
 use std::io::Write;
@@ -60,7 +60,10 @@ impl tower_service::Service<Name> for TestResolver {
 
 fn arg(args: &[String], name: &str) -> Res<String> {
     let i = args.iter().position(|a| a == name).ok_or(name.to_owned())?;
-    Ok(args.get(i + 1).ok_or(format!("{name}: missing value"))?.clone())
+    Ok(args
+        .get(i + 1)
+        .ok_or(format!("{name}: missing value"))?
+        .clone())
 }
 
 fn provider() -> rustls::crypto::CryptoProvider {

@@ -43,8 +43,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -262,10 +262,10 @@ static RECORD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::ne
 static UPSTREAM_CONNS: AtomicUsize = AtomicUsize::new(0);
 
 fn record(line: impl FnOnce() -> String) {
-    if RECORD.load(Ordering::SeqCst) {
-        if let Ok(mut seen) = SEEN.lock() {
-            seen.push(line());
-        }
+    if RECORD.load(Ordering::SeqCst)
+        && let Ok(mut seen) = SEEN.lock()
+    {
+        seen.push(line());
     }
 }
 

@@ -16,8 +16,8 @@
 //! The probe client does not verify certificates: it plays jailed code that
 //! wants to reach another host, not a victim.
 use super::{
-    connector, idle_kib, median, provider, round, upstream, Proxy, Res, Round, HOST, NAME, RECORD,
-    SEEN, UPSTREAM_CONNS,
+    HOST, NAME, Proxy, RECORD, Res, Round, SEEN, UPSTREAM_CONNS, connector, idle_kib, median,
+    provider, round, upstream,
 };
 use bytes::Bytes;
 use http_body_util::Empty;
@@ -28,8 +28,8 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -84,7 +84,8 @@ pub async fn run(exe: &Path, rounds: usize, mib: usize, requests: usize, idle: u
 fn summary(o: &[Round], h: &[Round]) {
     let pick = |v: &[Round], f: fn(&Round) -> f64| median(v.iter().map(f).collect());
     let ratio = |f: fn(&Round) -> f64| median(o.iter().zip(h).map(|(a, b)| f(b) / f(a)).collect());
-    let measures: [(&str, &str, fn(&Round) -> f64); 3] = [
+    type Measure = (&'static str, &'static str, fn(&Round) -> f64);
+    let measures: [Measure; 3] = [
         ("bulk", "MiB/s", |r| r.bulk_mib_s),
         ("keep-alive p50", "us", |r| r.p50_us),
         ("CONNECT + handshake p50", "us", |r| r.handshake_us),
