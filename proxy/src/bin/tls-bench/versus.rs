@@ -61,22 +61,35 @@ pub async fn run(exe: &Path, rounds: usize, mib: usize, requests: usize, idle: u
         );
     }
     summary(&o, &h);
-    let mut idle_rss = Vec::new();
-    for proxy in [&ours, &huds] {
-        let conns = UPSTREAM_CONNS.load(Ordering::SeqCst);
-        idle_rss.push(idle_kib(proxy, port, &tls, idle).await?);
-        let opened = UPSTREAM_CONNS.load(Ordering::SeqCst) - conns;
-        println!("idle: {idle} client connections opened {opened} upstream connections");
-    }
-    println!(
-        "idle: proxy RSS per client connection: oajail {:.1} KiB, hudsucker {:.1} KiB, ratio {:.2}",
-        idle_rss[0],
-        idle_rss[1],
-        idle_rss[1] / idle_rss[0]
-    );
+    idle_both(&ours, &huds, port, &tls, idle).await?;
     drop((ours, huds));
     probes(exe, &dir).await?;
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Idle memory of each, and how many upstream connections its idle
+/// tunnels opened (ours: one each; hudsucker: from its shared pool).
+async fn idle_both(
+    ours: &Proxy,
+    huds: &Proxy,
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+    n: usize,
+) -> Res<()> {
+    let mut rss = Vec::new();
+    for (name, proxy) in [("oajail", ours), ("hudsucker", huds)] {
+        let conns = UPSTREAM_CONNS.load(Ordering::SeqCst);
+        rss.push(idle_kib(proxy, port, tls, n).await?);
+        let opened = UPSTREAM_CONNS.load(Ordering::SeqCst) - conns;
+        println!("idle: {name}: {n} client connections opened {opened} upstream connections");
+    }
+    println!(
+        "idle: proxy RSS per client connection: oajail {:.1} KiB, hudsucker {:.1} KiB, ratio {:.2}",
+        rss[0],
+        rss[1],
+        rss[1] / rss[0]
+    );
     Ok(())
 }
 
