@@ -253,22 +253,6 @@ impl Drop for Proxy {
     }
 }
 
-/// What the upstream saw, one line per TLS connection (`conn N sni S alpn
-/// A`) and per request (`conn N VERSION host H`), kept only once `RECORD`
-/// is set (the probes; the measured rounds do not pay for it).
-static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-static RECORD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// TLS connections the upstream accepted so far.
-static UPSTREAM_CONNS: AtomicUsize = AtomicUsize::new(0);
-
-fn record(line: impl FnOnce() -> String) {
-    if RECORD.load(Ordering::SeqCst)
-        && let Ok(mut seen) = SEEN.lock()
-    {
-        seen.push(line());
-    }
-}
-
 /// The upstream: HTTPS on loopback; `/bulk?mib=N` streams N MiB, every
 /// other path answers 16 bytes. `h2` offers HTTP/2 by ALPN as well. Its
 /// certificate names `bench.test` and `other.test` (one server, two names,
@@ -301,19 +285,19 @@ async fn upstream(dir: &Path, h2: bool) -> Res<(u16, PathBuf)> {
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let acceptor = acceptor.clone();
-            let conn = UPSTREAM_CONNS.fetch_add(1, Ordering::SeqCst) + 1;
+            let conn = versus::UPSTREAM_CONNS.fetch_add(1, Ordering::SeqCst) + 1;
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
-                record(|| {
+                versus::record(|| {
                     let s = tls.get_ref().1;
                     let alpn = s.alpn_protocol().map(String::from_utf8_lossy);
                     format!("conn {conn} sni {:?} alpn {alpn:?}", s.server_name())
                 });
                 let service = hyper::service::service_fn(
                     move |req: hyper::Request<hyper::body::Incoming>| async move {
-                        record(|| {
+                        versus::record(|| {
                             let host = (req.headers().get("host").map(|h| h.as_bytes()))
                                 .map(String::from_utf8_lossy);
                             let authority = req.uri().authority();
@@ -473,6 +457,26 @@ async fn round(
     })
 }
 
+/// Round `r` on each of two proxies; which goes first alternates by round,
+/// so drift on a loaded machine evens out.
+async fn pair(
+    r: usize,
+    proxies: [SocketAddr; 2],
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+    mib: usize,
+    requests: usize,
+) -> Res<(Round, Round)> {
+    let [a, b] = proxies;
+    if r.is_multiple_of(2) {
+        let x = round(a, port, tls, mib, requests).await?;
+        Ok((x, round(b, port, tls, mib, requests).await?))
+    } else {
+        let y = round(b, port, tls, mib, requests).await?;
+        Ok((round(a, port, tls, mib, requests).await?, y))
+    }
+}
+
 async fn idle_kib(
     proxy: &Proxy,
     port: u16,
@@ -503,14 +507,9 @@ async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<(
     let tls = connector(&[&upstream_ca, &proxy_ca])?;
     let (mut o, mut t) = (Vec::new(), Vec::new());
     for r in 0..rounds {
-        // Alternate which goes first, so drift on a loaded machine evens out.
-        if r % 2 == 0 {
-            o.push(round(opaque.addr, port, &tls, mib, requests).await?);
-            t.push(round(term.addr, port, &tls, mib, requests).await?);
-        } else {
-            t.push(round(term.addr, port, &tls, mib, requests).await?);
-            o.push(round(opaque.addr, port, &tls, mib, requests).await?);
-        }
+        let (x, y) = pair(r, [opaque.addr, term.addr], port, &tls, mib, requests).await?;
+        o.push(x);
+        t.push(y);
         let (a, b) = (&o[r], &t[r]);
         println!(
             "round {r}: bulk {:.0} / {:.0} MiB/s, p50 {:.0} / {:.0} us, handshake {:.0} / {:.0} us (opaque / terminated)",
@@ -564,13 +563,9 @@ async fn bench_masked(rounds: usize, mib: usize, requests: usize) -> Res<()> {
     let tls = connector(&[&upstream_ca, &ca_a, &ca_b])?;
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for r in 0..rounds {
-        if r % 2 == 0 {
-            a.push(round(plain.addr, port, &tls, mib, requests).await?);
-            b.push(round(masked.addr, port, &tls, mib, requests).await?);
-        } else {
-            b.push(round(masked.addr, port, &tls, mib, requests).await?);
-            a.push(round(plain.addr, port, &tls, mib, requests).await?);
-        }
+        let (x, y) = pair(r, [plain.addr, masked.addr], port, &tls, mib, requests).await?;
+        a.push(x);
+        b.push(y);
         println!(
             "round {r}: p50 {:.0} / {:.0} us, bulk {:.0} / {:.0} MiB/s (terminated / terminated + masked)",
             a[r].p50_us, b[r].p50_us, a[r].bulk_mib_s, b[r].bulk_mib_s

@@ -15,10 +15,7 @@
 //!
 //! The probe client does not verify certificates: it plays jailed code that
 //! wants to reach another host, not a victim.
-use super::{
-    HOST, NAME, Proxy, RECORD, Res, Round, SEEN, UPSTREAM_CONNS, connector, idle_kib, median,
-    provider, round, upstream,
-};
+use super::{HOST, NAME, Proxy, Res, Round, connector, idle_kib, median, pair, provider, upstream};
 use bytes::Bytes;
 use http_body_util::Empty;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -28,14 +25,32 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 type Tls = tokio_rustls::client::TlsStream<TcpStream>;
 
+/// What the upstream saw, one line per TLS connection (`conn N sni S alpn
+/// A`) and per request (`conn N VERSION host H`), kept only once `RECORD`
+/// is set (the probes; the measured rounds do not pay for it).
+pub static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+pub static RECORD: AtomicBool = AtomicBool::new(false);
+/// TLS connections the upstream accepted so far.
+pub static UPSTREAM_CONNS: AtomicUsize = AtomicUsize::new(0);
+
+/// Keeps `line()` in `SEEN` while `RECORD` is set (built only then).
+pub fn record(line: impl FnOnce() -> String) {
+    if RECORD.load(Ordering::SeqCst)
+        && let Ok(mut seen) = SEEN.lock()
+    {
+        seen.push(line());
+    }
+}
+
+/// The measured rounds, the idle phase, then the probes.
 pub async fn run(exe: &Path, rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<()> {
     let dir = std::env::temp_dir().join(format!("tls-bench-hudsucker-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -47,13 +62,9 @@ pub async fn run(exe: &Path, rounds: usize, mib: usize, requests: usize, idle: u
     let tls = connector(&[&upstream_ca, &ours_ca, &huds_ca])?;
     let (mut o, mut h) = (Vec::new(), Vec::new());
     for r in 0..rounds {
-        if r % 2 == 0 {
-            o.push(round(ours.addr, port, &tls, mib, requests).await?);
-            h.push(round(huds.addr, port, &tls, mib, requests).await?);
-        } else {
-            h.push(round(huds.addr, port, &tls, mib, requests).await?);
-            o.push(round(ours.addr, port, &tls, mib, requests).await?);
-        }
+        let (x, y) = pair(r, [ours.addr, huds.addr], port, &tls, mib, requests).await?;
+        o.push(x);
+        h.push(y);
         let (a, b) = (&o[r], &h[r]);
         println!(
             "round {r}: bulk {:.0} / {:.0} MiB/s, p50 {:.0} / {:.0} us, handshake {:.0} / {:.0} us (oajail / hudsucker)",
