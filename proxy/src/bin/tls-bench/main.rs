@@ -21,6 +21,13 @@
 //! one with a masked credential injected for the upstream (every request
 //! carries its sentinel in `Authorization`, swapped on the second, passed
 //! as is on the first): the added cost of the sentinel scans and swap.
+//!
+//! `--hudsucker PATH` compares instead oajail's terminating proxy with
+//! hudsucker 0.24 (`bench/hudsucker`, built apart from the workspace: PATH is
+//! its binary) on the same four measures, interleaved, then runs the
+//! guarantee probes of `versus.rs` against both.
+mod versus;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Frame;
@@ -37,6 +44,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -49,10 +57,15 @@ static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// `--masked`: the sentinel every request carries in `Authorization`.
 static SENTINEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-struct FixedResolver;
+/// Every `*.test` name is 127.0.0.1; with `.0`, each resolution is written
+/// to stderr as `resolve NAME` (the `--hudsucker` probes count them).
+struct FixedResolver(bool);
 impl Resolver for FixedResolver {
     fn resolve<'a>(&'a self, name: &'a str) -> ResolveFuture<'a> {
-        let ok = name == NAME;
+        let ok = name.ends_with(".test");
+        if self.0 {
+            eprintln!("resolve {name}");
+        }
         Box::pin(async move {
             if ok {
                 Ok(vec![IpAddr::V4(Ipv4Addr::LOCALHOST)])
@@ -81,13 +94,16 @@ fn main() -> Res<()> {
         let ca = args.get(3).ok_or("upstream ca")?;
         let out = args.get(4).ok_or("ca output")?;
         let masked = args.get(6).is_some_and(|a| a == "masked");
-        return serve(port, ca, (args.len() > 5).then_some(out.as_str()), masked);
+        let probe = args.get(6).is_some_and(|a| a == "probe");
+        let ca_out = (args.len() > 5).then_some(out.as_str());
+        return serve(port, ca, ca_out, masked, probe);
     }
     let rounds = arg(&args, "--rounds", 5)?;
     let mib = arg(&args, "--mib", 256)?;
     let requests = arg(&args, "--requests", 2000)?;
     let idle = arg(&args, "--idle", 500)?;
     let masked = args.iter().any(|a| a == "--masked");
+    let hudsucker = args.iter().position(|a| a == "--hudsucker");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -95,13 +111,23 @@ fn main() -> Res<()> {
     if masked {
         return rt.block_on(bench_masked(rounds, mib, requests));
     }
+    if let Some(i) = hudsucker {
+        let path = Path::new(args.get(i + 1).ok_or("--hudsucker: missing path")?);
+        return rt.block_on(versus::run(path, rounds, mib, requests, idle));
+    }
     rt.block_on(bench(rounds, mib, requests, idle))
 }
 
 /// Child: a proxy for `bench.test:<port>`, terminating when `ca_out` is
 /// given (the CA PEM is written there). Prints its address; stops at EOF.
-fn serve(port: u16, upstream_ca: &str, ca_out: Option<&str>, masked: bool) -> Res<()> {
-    let allow = [format!("{NAME}:{port}"), format!("127.0.0.1:{port}")];
+/// `probe` also allows `bench.test` and `other.test` on every port and any
+/// loopback port, and logs
+/// resolutions.
+fn serve(port: u16, upstream_ca: &str, ca_out: Option<&str>, masked: bool, probe: bool) -> Res<()> {
+    let mut allow = vec![format!("{NAME}:{port}"), format!("127.0.0.1:{port}")];
+    if probe {
+        allow.extend([NAME.into(), "other.test".into(), "127.0.0.1".into()]);
+    }
     let mut egress = EgressPlan {
         allow: (allow.iter())
             .map(|t| DomainPattern::parse(t, ListKind::Allow))
@@ -128,7 +154,7 @@ fn serve(port: u16, upstream_ca: &str, ca_out: Option<&str>, masked: bool) -> Re
             ..Limits::default()
         },
     };
-    let mut options = StartOptions::default().resolver(Arc::new(FixedResolver));
+    let mut options = StartOptions::default().resolver(Arc::new(FixedResolver(probe)));
     let mut sentinel = String::from("-");
     if masked {
         let rule = oajail_policy::credentials::MaskedVar {
@@ -159,6 +185,8 @@ struct Proxy {
     addr: SocketAddr,
     /// The masked credential's sentinel (`-` without one).
     sentinel: String,
+    /// `resolve NAME` lines the child wrote to stderr so far.
+    resolutions: Arc<AtomicUsize>,
 }
 
 impl Proxy {
@@ -172,7 +200,27 @@ impl Proxy {
         if masked {
             cmd.arg("masked");
         }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+        Self::start(cmd, "oajail")
+    }
+
+    /// Runs `cmd`, which prints `ADDR SENTINEL` once listening and stops at
+    /// EOF on stdin; its stderr is counted (`resolve ` lines) and passed on
+    /// with `label`.
+    fn start(mut cmd: Command, label: &'static str) -> Res<Self> {
+        let mut child = (cmd.stdin(Stdio::piped()).stdout(Stdio::piped()))
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let resolutions = Arc::new(AtomicUsize::new(0));
+        let (count, err) = (resolutions.clone(), child.stderr.take().ok_or("stderr")?);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                match line.starts_with("resolve ") {
+                    true => count.fetch_add(1, Ordering::SeqCst),
+                    false => 0,
+                };
+                eprintln!("  [{label}] {line}");
+            }
+        });
         let mut line = String::new();
         BufReader::new(child.stdout.take().ok_or("stdout")?).read_line(&mut line)?;
         let (addr, sentinel) = line.trim().split_once(' ').ok_or("proxy address")?;
@@ -180,6 +228,7 @@ impl Proxy {
             addr: addr.parse()?,
             sentinel: sentinel.to_owned(),
             child,
+            resolutions,
         })
     }
 
@@ -205,36 +254,56 @@ impl Drop for Proxy {
 }
 
 /// The upstream: HTTPS on loopback; `/bulk?mib=N` streams N MiB, every
-/// other path answers 16 bytes.
-async fn upstream(dir: &Path) -> Res<(u16, PathBuf)> {
+/// other path answers 16 bytes. `h2` offers HTTP/2 by ALPN as well. Its
+/// certificate names `bench.test` and `other.test` (one server, two names,
+/// as on a CDN), so a proxy that follows the client to the other name gets
+/// through.
+async fn upstream(dir: &Path, h2: bool) -> Res<(u16, PathBuf)> {
     let mut ca = rcgen::CertificateParams::default();
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca_key = rcgen::KeyPair::generate()?;
     let ca_cert = ca.self_signed(&ca_key)?;
     let issuer = rcgen::Issuer::new(ca, ca_key);
     let key = rcgen::KeyPair::generate()?;
-    let cert = rcgen::CertificateParams::new(vec![NAME.to_owned()])?.signed_by(&key, &issuer)?;
+    let cert = rcgen::CertificateParams::new(vec![NAME.into(), "other.test".into()])?
+        .signed_by(&key, &issuer)?;
     let ca_path = dir.join("upstream-ca.pem");
     std::fs::write(&ca_path, ca_cert.pem())?;
-    let config = rustls::ServerConfig::builder_with_provider(provider())
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
         .with_single_cert(
             vec![cert.der().clone()],
             PrivateKeyDer::try_from(key.serialize_der())?,
         )?;
+    if h2 {
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    }
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let acceptor = acceptor.clone();
+            let conn = versus::UPSTREAM_CONNS.fetch_add(1, Ordering::SeqCst) + 1;
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
+                versus::record(|| {
+                    let s = tls.get_ref().1;
+                    let alpn = s.alpn_protocol().map(String::from_utf8_lossy);
+                    format!("conn {conn} sni {:?} alpn {alpn:?}", s.server_name())
+                });
                 let service = hyper::service::service_fn(
-                    |req: hyper::Request<hyper::body::Incoming>| async move {
+                    move |req: hyper::Request<hyper::body::Incoming>| async move {
+                        versus::record(|| {
+                            let host = (req.headers().get("host").map(|h| h.as_bytes()))
+                                .map(String::from_utf8_lossy);
+                            let authority = req.uri().authority();
+                            let v = req.version();
+                            format!("conn {conn} {v:?} host {host:?} authority {authority:?}")
+                        });
                         let mib: usize = (req.uri().query())
                             .and_then(|q| q.strip_prefix("mib="))
                             .and_then(|n| n.parse().ok())
@@ -388,6 +457,26 @@ async fn round(
     })
 }
 
+/// Round `r` on each of two proxies; which goes first alternates by round,
+/// so drift on a loaded machine evens out.
+async fn pair(
+    r: usize,
+    proxies: [SocketAddr; 2],
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+    mib: usize,
+    requests: usize,
+) -> Res<(Round, Round)> {
+    let [a, b] = proxies;
+    if r.is_multiple_of(2) {
+        let x = round(a, port, tls, mib, requests).await?;
+        Ok((x, round(b, port, tls, mib, requests).await?))
+    } else {
+        let y = round(b, port, tls, mib, requests).await?;
+        Ok((round(a, port, tls, mib, requests).await?, y))
+    }
+}
+
 async fn idle_kib(
     proxy: &Proxy,
     port: u16,
@@ -410,7 +499,7 @@ async fn idle_kib(
 async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<()> {
     let dir = std::env::temp_dir().join(format!("tls-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let (port, upstream_ca) = upstream(&dir).await?;
+    let (port, upstream_ca) = upstream(&dir, false).await?;
     let _ = HOST.set(format!("{NAME}:{port}"));
     let proxy_ca = dir.join("proxy-ca.pem");
     let opaque = Proxy::spawn(port, &upstream_ca, None, false)?;
@@ -418,14 +507,9 @@ async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<(
     let tls = connector(&[&upstream_ca, &proxy_ca])?;
     let (mut o, mut t) = (Vec::new(), Vec::new());
     for r in 0..rounds {
-        // Alternate which goes first, so drift on a loaded machine evens out.
-        if r % 2 == 0 {
-            o.push(round(opaque.addr, port, &tls, mib, requests).await?);
-            t.push(round(term.addr, port, &tls, mib, requests).await?);
-        } else {
-            t.push(round(term.addr, port, &tls, mib, requests).await?);
-            o.push(round(opaque.addr, port, &tls, mib, requests).await?);
-        }
+        let (x, y) = pair(r, [opaque.addr, term.addr], port, &tls, mib, requests).await?;
+        o.push(x);
+        t.push(y);
         let (a, b) = (&o[r], &t[r]);
         println!(
             "round {r}: bulk {:.0} / {:.0} MiB/s, p50 {:.0} / {:.0} us, handshake {:.0} / {:.0} us (opaque / terminated)",
@@ -470,7 +554,7 @@ async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<(
 async fn bench_masked(rounds: usize, mib: usize, requests: usize) -> Res<()> {
     let dir = std::env::temp_dir().join(format!("tls-bench-masked-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let (port, upstream_ca) = upstream(&dir).await?;
+    let (port, upstream_ca) = upstream(&dir, false).await?;
     let _ = HOST.set(format!("{NAME}:{port}"));
     let (ca_a, ca_b) = (dir.join("ca-a.pem"), dir.join("ca-b.pem"));
     let plain = Proxy::spawn(port, &upstream_ca, Some(&ca_a), false)?;
@@ -479,13 +563,9 @@ async fn bench_masked(rounds: usize, mib: usize, requests: usize) -> Res<()> {
     let tls = connector(&[&upstream_ca, &ca_a, &ca_b])?;
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for r in 0..rounds {
-        if r % 2 == 0 {
-            a.push(round(plain.addr, port, &tls, mib, requests).await?);
-            b.push(round(masked.addr, port, &tls, mib, requests).await?);
-        } else {
-            b.push(round(masked.addr, port, &tls, mib, requests).await?);
-            a.push(round(plain.addr, port, &tls, mib, requests).await?);
-        }
+        let (x, y) = pair(r, [plain.addr, masked.addr], port, &tls, mib, requests).await?;
+        a.push(x);
+        b.push(y);
         println!(
             "round {r}: p50 {:.0} / {:.0} us, bulk {:.0} / {:.0} MiB/s (terminated / terminated + masked)",
             a[r].p50_us, b[r].p50_us, a[r].bulk_mib_s, b[r].bulk_mib_s
