@@ -3,11 +3,11 @@
 //! When the caller's stdin and stdout are terminals and oajail is in the
 //! terminal's foreground process group ([`wanted`]), the supervisor asks
 //! pid 1 for a pty with the spec. pid 1 opens the pair on the jail's own
-//! devpts once its mounts are in place ([`open_in_jail`]), sends the master
+//! devpts once its mounts are in place (`open_in_jail`), sends the master
 //! to the supervisor, starts a new session, makes the slave its controlling
 //! terminal and puts it in place of each standard descriptor that was a
-//! terminal ([`take_over`]); the command gets a process group of its own
-//! and becomes the slave's foreground group ([`foreground`]). So a shell in
+//! terminal (`take_over`); the command gets a process group of its own
+//! and becomes the slave's foreground group (`foreground`). So a shell in
 //! the jail has job control (Ctrl-Z, `jobs`, `fg`), and Ctrl-C, Ctrl-Z and
 //! Ctrl-\ act on the jail's foreground job only.
 //!
@@ -18,7 +18,7 @@
 //! run. The seccomp denies of those ioctls stay, for runs without a pty.
 //!
 //! The supervisor puts the host terminal in raw mode once the command runs
-//! ([`start`]) and relays bytes both ways on two threads (two, so a
+//! (`start`) and relays bytes both ways on two threads (two, so a
 //! command that does not read its input can never stop its output from
 //! being drained); SIGWINCH becomes a window-size update of the pty, which
 //! the kernel signals to the jail's foreground group. The relay puts the

@@ -173,7 +173,7 @@ pub(super) fn open_in(dir: BorrowedFd<'_>, name: &str) -> std::io::Result<File> 
     )?))
 }
 
-/// A thread's umask and thread-group id, from /proc/<tid>/status.
+/// A thread's umask and thread-group id, from `/proc/<tid>/status`.
 fn status(dir: BorrowedFd<'_>) -> Result<(u32, u32), Errno> {
     // One read into a fixed buffer: the fields wanted are in the first lines.
     let mut buf = [0u8; 1024];

@@ -2,7 +2,7 @@
 //! kernel would have for the caller.
 //!
 //! The caller's `/proc/<tid>/mem` and `/status` stay open between calls
-//! ([`Callers`]): opening them is most of what a notification would cost.
+//! ([`Callers`](super::callers::Callers)): opening them is most of what a notification would cost.
 //! An entry is used only while a pidfd of the thread says it has not
 //! exited, so a recycled thread id never reads another task's memory.
 //!

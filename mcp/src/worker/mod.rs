@@ -20,7 +20,7 @@ pub mod sandbox;
 
 use serde::{Deserialize, Serialize};
 
-/// argv[1] that turns the binary into a worker.
+/// `argv[1]` that turns the binary into a worker.
 pub const WORKER_ARG: &str = "__execute-worker";
 
 /// File name of the dedicated worker binary, looked up next to the server.

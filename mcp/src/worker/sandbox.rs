@@ -156,7 +156,7 @@ pub fn apply_seccomp() -> Result<(), McpError> {
     seccompiler::apply_filter(&program).map_err(McpError::WorkerSeccomp)
 }
 
-/// argv[1] of the self-test: applies the worker's confinement to this
+/// `argv[1]` of the self-test: applies the worker's confinement to this
 /// process, then tries what it must forbid and prints one JSON line.
 pub const SELFTEST_ARG: &str = "__sandbox-selftest";
 

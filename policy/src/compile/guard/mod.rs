@@ -15,7 +15,7 @@
 //!
 //! This module owns the plain data ([`GuardPlan`]) and the pure decision
 //! ([`Guard`], which sees the filesystem only through [`GuardFs`]): what is
-//! protected by name ([`names`]), what git would run ([`git`]), and the
+//! protected by name ([`names`]), what git would run (`git`), and the
 //! user's `denyWrite` entries.
 //!
 //! Invariants:
