@@ -90,19 +90,13 @@ impl Mitm {
         self.native.certs.len()
     }
 
-    /// The jail's trust bundle: the host's roots (the text the upstream side
-    /// parsed) followed by the CA certificate. Clients inside the jail reach
-    /// real hosts only through this proxy, so these roots are what a
+    /// The jail's trust bundle: the host's roots (the blocks the upstream
+    /// side parsed) followed by the CA certificate. Clients inside the jail
+    /// reach real hosts only through this proxy, so these roots are what a
     /// non-terminated (opaque) tunnel needs, and the CA is what a terminated
-    /// one needs.
+    /// one needs. Both parts end with a newline.
     pub(crate) fn trust_bundle(&self) -> String {
-        let mut out = String::with_capacity(self.native.pem.len() + self.ca_pem.len() + 1);
-        out.push_str(&self.native.pem);
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(&self.ca_pem);
-        out
+        [self.native.pem.as_str(), &self.ca_pem].concat()
     }
 
     /// The server configuration presenting a leaf for `host` (cached).
@@ -159,8 +153,9 @@ impl Mitm {
 
 /// The host's roots, read once per run.
 struct HostRoots {
-    /// PEM text: the system bundle file as it is, or the certificate
-    /// directories re-encoded where there is no such file.
+    /// PEM text, each block ending with a newline: the certificate blocks
+    /// of the system bundle file as written, or the certificates re-encoded
+    /// where the directories had to be read.
     pem: String,
     certs: Vec<CertificateDer<'static>>,
 }
@@ -350,6 +345,7 @@ mod tests {
         let mitm = Mitm::new(None).expect("an ephemeral CA");
         let bundle = mitm.trust_bundle();
         assert!(bundle.ends_with(mitm.ca_pem()));
+        assert!(!bundle.contains("-----END CERTIFICATE----------BEGIN"));
         let roots = CertificateDer::pem_slice_iter(bundle.as_bytes()).count();
         assert_eq!(roots, mitm.host_roots() + 1);
     }
