@@ -74,6 +74,8 @@ pub enum FsAccess {
 
 /// Rights granted for reading.
 pub const READ: &[FsAccess] = &[FsAccess::Execute, FsAccess::ReadFile, FsAccess::ReadDir];
+/// Read rights of a file (Landlock has no `read_dir` on files).
+const READ_FILE: &[FsAccess] = &[FsAccess::Execute, FsAccess::ReadFile];
 /// Rights granted on writable roots (device creation is never granted).
 pub const WRITE: &[FsAccess] = &[
     FsAccess::WriteFile,
@@ -262,7 +264,7 @@ fn read_rules(
         let child = dir.join(&name);
         let Some(group) = leading.get(OsStr::new(&name)) else {
             if visible {
-                grant(acc, &child, READ);
+                grant(acc, &child, read_rights(kind));
             }
             continue;
         };
@@ -272,10 +274,22 @@ fn read_rules(
             let skip = group.iter().take_while(|p| p.len() == depth + 1).count();
             read_rules(rules, fs, &group[skip..], depth + 1, &child, acc)?;
         } else if rules.visible(&child) {
-            grant(acc, &child, READ);
+            grant(acc, &child, read_rights(kind));
         }
     }
     Ok(())
+}
+
+/// The read rights for a sibling of the kind its directory listing gave.
+/// A file gets no `read_dir`: the kernel refuses directory-only rights on
+/// a file, and the jail would otherwise try each file rule twice (most of
+/// the read complement's rules are files, such as the entries of `/etc`).
+/// A file replaced by a directory before the run only loses the listing.
+fn read_rights(kind: FileKind) -> &'static [FsAccess] {
+    match kind {
+        FileKind::Dir => READ,
+        FileKind::File | FileKind::Other | FileKind::Symlink => READ_FILE,
+    }
 }
 
 /// A rule point's components below `/`, each path split once: walking the
