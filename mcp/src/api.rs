@@ -15,6 +15,7 @@
 //!   roots plus that CA) instead of the compiled-in set.
 
 use crate::McpError;
+use crate::error::PemError;
 use crate::spec::{Operation, Param, ParamIn, Style};
 use reqwest::Url;
 use rustls_pki_types::CertificateDer;
@@ -56,7 +57,7 @@ impl ApiClient {
         extra_ca: Option<&Path>,
         timeout: Duration,
     ) -> Result<Self, McpError> {
-        let base = Url::parse(base_url).map_err(|e| McpError::Client(format!("base url: {e}")))?;
+        let base = Url::parse(base_url).map_err(McpError::ClientUrl)?;
         let tls = tls_config(roots, extra_ca)?;
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
@@ -223,11 +224,19 @@ fn tls_config(
 }
 
 /// Adds every certificate of the PEM file `path` (named `what` in errors).
-fn add_pem(roots: &mut rustls::RootCertStore, path: &Path, what: &str) -> Result<(), McpError> {
-    let err =
-        |e: &dyn std::fmt::Display| McpError::Client(format!("{what} {}: {e}", path.display()));
-    for cert in CertificateDer::pem_file_iter(path).map_err(|e| err(&e))? {
-        roots.add(cert.map_err(|e| err(&e))?).map_err(|e| err(&e))?;
+fn add_pem(
+    roots: &mut rustls::RootCertStore,
+    path: &Path,
+    var: &'static str,
+) -> Result<(), McpError> {
+    let err = |source: PemError| McpError::ClientPem {
+        var,
+        path: path.to_owned(),
+        source,
+    };
+    for cert in CertificateDer::pem_file_iter(path).map_err(|e| err(PemError::Read(e)))? {
+        let cert = cert.map_err(|e| err(PemError::Read(e)))?;
+        roots.add(cert).map_err(|e| err(PemError::Certificate(e)))?;
     }
     Ok(())
 }
@@ -450,6 +459,32 @@ mod tests {
         let cat = Catalogue::builtin(false).map_err(|e| e.to_string())?;
         let base = Url::parse("https://api.example/v3").map_err(|e| e.to_string())?;
         build_url(&base, cat.op(op).ok_or("no op")?, &args).map(|u| u.to_string())
+    }
+
+    #[test]
+    fn client_errors_keep_their_sources() {
+        use std::error::Error as _;
+        let bad_url = ApiClient::new("not a url", None, None, None, Duration::from_secs(1));
+        let e = bad_url.err().expect("a relative url is refused");
+        assert!(matches!(e, McpError::ClientUrl(_)), "{e}");
+        assert!(e.source().is_some());
+        let missing = Path::new("/nonexistent/oajail-bundle.pem");
+        let e = ApiClient::new(
+            "https://api.example/v3",
+            None,
+            Some(missing),
+            None,
+            Duration::from_secs(1),
+        )
+        .err()
+        .expect("a missing bundle is refused");
+        assert!(
+            e.to_string()
+                .starts_with("api client: SSL_CERT_FILE /nonexistent/oajail-bundle.pem: "),
+            "{e}"
+        );
+        let pem = e.source().expect("the bundle's error");
+        assert!(pem.source().is_some(), "the reader's error is kept: {pem}");
     }
 
     #[test]

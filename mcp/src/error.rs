@@ -32,19 +32,35 @@ pub enum McpError {
         /// What was wrong.
         message: String,
     },
-    /// The HTTP client could not be built.
-    #[error("api client: {0}")]
-    Client(String),
+    /// The API base URL does not parse.
+    #[error("api client: base url: {0}")]
+    ClientUrl(#[source] url::ParseError),
+    /// A PEM bundle named by a variable could not be read or holds a
+    /// certificate rustls refuses.
+    #[error("api client: {var} {}: {source}", path.display())]
+    ClientPem {
+        /// The variable that names the bundle.
+        var: &'static str,
+        /// The bundle.
+        path: std::path::PathBuf,
+        /// The reader's or rustls' error.
+        #[source]
+        source: PemError,
+    },
     /// The egress boot check refused to start the server.
     #[error("egress check: {0}")]
     Egress(String),
-    /// The worker side failed to set up its sandbox.
-    #[error("worker setup {step}: {message}")]
-    Worker {
-        /// The step that failed (rlimit, seccomp, quickjs...).
+    /// The worker got a frame it did not expect from the server.
+    #[error("worker setup pipe: {0}")]
+    WorkerProtocol(&'static str),
+    /// QuickJS failed while the worker built its runtime or its JS world.
+    #[error("worker setup {step}: {source}")]
+    WorkerJs {
+        /// What was being built.
         step: &'static str,
-        /// The underlying error.
-        message: String,
+        /// QuickJS's error.
+        #[source]
+        source: rquickjs::Error,
     },
     /// Reading or writing a file or pipe failed.
     #[error("io {what}: {source}")]
@@ -85,6 +101,17 @@ pub enum McpError {
     /// The egress policy could not be written out.
     #[error("egress check: {0}")]
     EgressJson(#[source] serde_json::Error),
+}
+
+/// Why a PEM bundle was refused (see [`McpError::ClientPem`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PemError {
+    /// The file could not be read or is not PEM.
+    #[error("{0}")]
+    Read(#[source] rustls_pki_types::pem::Error),
+    /// rustls refused a certificate of it.
+    #[error("{0}")]
+    Certificate(#[source] rustls::Error),
 }
 
 impl McpError {

@@ -46,4 +46,4 @@ pub mod stdio;
 pub mod tools;
 pub mod worker;
 
-pub use error::McpError;
+pub use error::{McpError, PemError};

@@ -95,9 +95,9 @@ fn prepare_and_run(
 ) -> Result<Option<Outcome>, McpError> {
     let settle = install_host(ctx, shared)
         .and_then(|()| ctx.eval::<Function, _>(shim(ops, shared.max_calls.get())))
-        .map_err(|e| McpError::Worker {
-            step: "quickjs",
-            message: format!("setting up the JS world failed: {e}"),
+        .map_err(|source| McpError::WorkerJs {
+            step: "quickjs world",
+            source,
         })?;
     sandbox::apply_seccomp()?;
     frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready)
@@ -144,19 +144,16 @@ fn die_with_parent() -> Result<(), McpError> {
     Ok(())
 }
 
-fn protocol(message: &str) -> McpError {
-    McpError::Worker {
-        step: "pipe",
-        message: message.into(),
-    }
+fn protocol(message: &'static str) -> McpError {
+    McpError::WorkerProtocol(message)
 }
 
 /// The QuickJS runtime (heap and stack limits, deadline interrupt) and a
 /// full context, built before the sandbox closes and before any code.
 fn engine(memory_mb: u64) -> Result<(Runtime, Context, Rc<Shared>), McpError> {
-    let qerr = |e: rquickjs::Error| McpError::Worker {
+    let qerr = |source: rquickjs::Error| McpError::WorkerJs {
         step: "quickjs",
-        message: e.to_string(),
+        source,
     };
     let rt = Runtime::new().map_err(qerr)?;
     rt.set_memory_limit(usize::try_from(memory_mb * 1024 * 1024).unwrap_or(usize::MAX));

@@ -121,10 +121,7 @@ pub(crate) fn reference_filter(own_pid: u32) -> Result<BpfProgram, McpError> {
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
     use std::collections::BTreeMap;
-    let err = |e: seccompiler::BackendError| McpError::Worker {
-        step: "seccomp",
-        message: e.to_string(),
-    };
+    let err = |e: seccompiler::BackendError| McpError::WorkerSeccomp(e.into());
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         denied().into_iter().map(|nr| (nr, Vec::new())).collect();
     // tgkill is allowed only on the worker's own thread group.
