@@ -164,17 +164,7 @@ mod tests {
 
     fn program() -> BpfProgram {
         let fs = oajail_policy::compile::MemFs::new().dirs(&["/h/w", "/tmp"]);
-        let facts = oajail_policy::compile::HostFacts {
-            home: "/h".into(),
-            cwd: "/h/w".into(),
-            uid: 1,
-            gid: 1,
-            exe: "/x".into(),
-            settings_path: None,
-            ssh_auth_sock: None,
-            mem_total_bytes: None,
-            xdg_config_home: None,
-        };
+        let facts = oajail_policy::compile::HostFacts::with_dirs("/h", "/h/w");
         let policy = oajail_policy::Policy::builtin_default();
         let compiled = oajail_policy::compile::compile(&policy, &facts, &fs).unwrap();
         compile(&compiled.guard.filter).unwrap()

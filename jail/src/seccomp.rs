@@ -140,17 +140,7 @@ mod tests {
     const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
 
     fn program(policy: &Policy) -> SeccompProgram {
-        let facts = HostFacts {
-            home: "/h".into(),
-            cwd: "/h".into(),
-            uid: 1,
-            gid: 1,
-            exe: "/x".into(),
-            settings_path: None,
-            ssh_auth_sock: None,
-            mem_total_bytes: None,
-            xdg_config_home: None,
-        };
+        let facts = HostFacts::with_dirs("/h", "/h");
         let plan = oajail_policy::compile::seccomp::compile(policy, &facts).unwrap();
         SeccompProgram::compile(&plan).unwrap()
     }

@@ -11,15 +11,11 @@ use std::path::PathBuf;
 
 fn facts() -> HostFacts {
     HostFacts {
-        home: "/home/dev".into(),
-        cwd: "/home/dev/project".into(),
-        uid: 1000,
-        gid: 1000,
         exe: "/usr/local/bin/oajail".into(),
         settings_path: Some("/home/dev/.srt-settings.json".into()),
         ssh_auth_sock: Some("/tmp/ssh-XXXX/agent.1".into()),
         mem_total_bytes: Some(2 << 30),
-        xdg_config_home: None,
+        ..HostFacts::with_dirs("/home/dev", "/home/dev/project")
     }
 }
 

@@ -7,15 +7,9 @@ use std::path::Path;
 
 fn facts() -> HostFacts {
     HostFacts {
-        home: "/home/u".into(),
-        cwd: "/home/u/ws".into(),
-        uid: 1000,
-        gid: 1000,
-        exe: "/usr/bin/oajail".into(),
         settings_path: Some("/home/u/.srt-settings.json".into()),
-        ssh_auth_sock: None,
         mem_total_bytes: Some(8 << 30),
-        xdg_config_home: None,
+        ..HostFacts::with_dirs("/home/u", "/home/u/ws")
     }
 }
 

@@ -65,6 +65,27 @@ pub struct HostFacts {
     pub xdg_config_home: Option<PathBuf>,
 }
 
+impl HostFacts {
+    /// Facts that know only the home and working directories: uid and gid
+    /// 1000, the binary at `/usr/bin/oajail`, no settings file, agent
+    /// socket, memory size or `$XDG_CONFIG_HOME`. What tests and tools that
+    /// compile for a described host (not this one) start from, setting the
+    /// other fields they need.
+    pub fn with_dirs(home: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> Self {
+        HostFacts {
+            home: home.into(),
+            cwd: cwd.into(),
+            uid: 1000,
+            gid: 1000,
+            exe: "/usr/bin/oajail".into(),
+            settings_path: None,
+            ssh_auth_sock: None,
+            mem_total_bytes: None,
+            xdg_config_home: None,
+        }
+    }
+}
+
 /// Every plan compiled from one policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

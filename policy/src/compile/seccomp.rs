@@ -311,17 +311,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn facts() -> HostFacts {
-        HostFacts {
-            home: "/home/u".into(),
-            cwd: "/home/u/ws".into(),
-            uid: 1000,
-            gid: 1000,
-            exe: "/usr/bin/oajail".into(),
-            settings_path: None,
-            ssh_auth_sock: None,
-            mem_total_bytes: None,
-            xdg_config_home: None,
-        }
+        HostFacts::with_dirs("/home/u", "/home/u/ws")
     }
 
     fn examples() -> Vec<(String, Policy)> {
