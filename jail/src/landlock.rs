@@ -194,7 +194,9 @@ fn add_fs_rules<'a>(
 /// the rule is then added again with its file rights. Asking the kernel
 /// replaces an `fstat` per rule, which on a network or shared file system
 /// (NFS, 9p: the kernel-matrix VM's root) is a round trip to the server and
-/// made most of the start-up time there. The rights are a subset of the
+/// made most of the start-up time there. The plan already gives the files
+/// it listed file rights only, so this is the fallback for the rest (and
+/// for a directory that became a file since). The rights are a subset of the
 /// ruleset's own (both are ABI `level`'s), so no other `EINVAL` is possible
 /// for them, and a retry could only narrow a rule, never widen one.
 fn add_path_rule(
