@@ -457,6 +457,30 @@ async fn round(
     })
 }
 
+/// `n` rounds of [`pair`] over the two proxies, each printed as it ends;
+/// `names` labels the two columns ("opaque / terminated").
+async fn rounds_of(
+    n: usize,
+    proxies: [SocketAddr; 2],
+    names: &str,
+    port: u16,
+    tls: &tokio_rustls::TlsConnector,
+    mib: usize,
+    requests: usize,
+) -> Res<(Vec<Round>, Vec<Round>)> {
+    let (mut first, mut second) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for r in 0..n {
+        let (a, b) = pair(r, proxies, port, tls, mib, requests).await?;
+        println!(
+            "round {r}: bulk {:.0} / {:.0} MiB/s, p50 {:.0} / {:.0} us, handshake {:.0} / {:.0} us ({names})",
+            a.bulk_mib_s, b.bulk_mib_s, a.p50_us, b.p50_us, a.handshake_us, b.handshake_us
+        );
+        first.push(a);
+        second.push(b);
+    }
+    Ok((first, second))
+}
+
 /// Round `r` on each of two proxies; which goes first alternates by round,
 /// so drift on a loaded machine evens out.
 async fn pair(
@@ -505,17 +529,17 @@ async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<(
     let opaque = Proxy::spawn(port, &upstream_ca, None, false)?;
     let term = Proxy::spawn(port, &upstream_ca, Some(&proxy_ca), false)?;
     let tls = connector(&[&upstream_ca, &proxy_ca])?;
-    let (mut o, mut t) = (Vec::new(), Vec::new());
-    for r in 0..rounds {
-        let (x, y) = pair(r, [opaque.addr, term.addr], port, &tls, mib, requests).await?;
-        o.push(x);
-        t.push(y);
-        let (a, b) = (&o[r], &t[r]);
-        println!(
-            "round {r}: bulk {:.0} / {:.0} MiB/s, p50 {:.0} / {:.0} us, handshake {:.0} / {:.0} us (opaque / terminated)",
-            a.bulk_mib_s, b.bulk_mib_s, a.p50_us, b.p50_us, a.handshake_us, b.handshake_us
-        );
-    }
+    let proxies = [opaque.addr, term.addr];
+    let (o, t) = rounds_of(
+        rounds,
+        proxies,
+        "opaque / terminated",
+        port,
+        &tls,
+        mib,
+        requests,
+    )
+    .await?;
     let ratios: Vec<f64> = o
         .iter()
         .zip(&t)

@@ -15,7 +15,9 @@
 //!
 //! The probe client does not verify certificates: it plays jailed code that
 //! wants to reach another host, not a victim.
-use super::{HOST, NAME, Proxy, Res, Round, connector, idle_kib, median, pair, provider, upstream};
+use super::{
+    HOST, NAME, Proxy, Res, Round, connector, idle_kib, median, provider, rounds_of, upstream,
+};
 use bytes::Bytes;
 use http_body_util::Empty;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -60,17 +62,17 @@ pub async fn run(exe: &Path, rounds: usize, mib: usize, requests: usize, idle: u
     let ours = Proxy::spawn(port, &upstream_ca, Some(&ours_ca), false)?;
     let (huds, huds_ca) = spawn_hudsucker(exe, &dir, &upstream_ca)?;
     let tls = connector(&[&upstream_ca, &ours_ca, &huds_ca])?;
-    let (mut o, mut h) = (Vec::new(), Vec::new());
-    for r in 0..rounds {
-        let (x, y) = pair(r, [ours.addr, huds.addr], port, &tls, mib, requests).await?;
-        o.push(x);
-        h.push(y);
-        let (a, b) = (&o[r], &h[r]);
-        println!(
-            "round {r}: bulk {:.0} / {:.0} MiB/s, p50 {:.0} / {:.0} us, handshake {:.0} / {:.0} us (oajail / hudsucker)",
-            a.bulk_mib_s, b.bulk_mib_s, a.p50_us, b.p50_us, a.handshake_us, b.handshake_us
-        );
-    }
+    let proxies = [ours.addr, huds.addr];
+    let (o, h) = rounds_of(
+        rounds,
+        proxies,
+        "oajail / hudsucker",
+        port,
+        &tls,
+        mib,
+        requests,
+    )
+    .await?;
     summary(&o, &h);
     idle_both(&ours, &huds, port, &tls, idle).await?;
     drop((ours, huds));
