@@ -1245,6 +1245,12 @@ pub const ATTACKS: &[Attack] = &[
         "NS (second mounts of a masked path keep the empty mask), LL",
     ),
     a(
+        "A13-created-during-run",
+        'A',
+        "read a denied credential (~/.aws/credentials under the built-in default) that the host creates only after the jail started",
+        "LL (the read complement: an entry absent from the start-up listing has no rule); the mount view cannot mask a path that did not exist",
+    ),
+    a(
         "F21-sentinel-header",
         'F',
         "the masked variable's sentinel in a request header to an allowed, terminated host outside injectHosts (curl, node 22 fetch)",

@@ -1,6 +1,8 @@
 //! Family A: reading secrets (direct, tricks through links and /proc).
 mod common;
 use common::*;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 #[test]
 fn blocks_ssh_key_read() {
@@ -106,6 +108,65 @@ fn blocks_agent_credentials_under_default_policy() {
     );
     let run = lab.jailed_default(&["read-files", &codex, &claude], &RunOptions::default());
     assert_blocked(&mut lab, "A2-default-policy-agent-credentials", &run);
+}
+
+/// A credential the host creates while the jail runs (an all-day MCP
+/// server, then `aws configure` in another terminal): the mount view can
+/// only mask what existed at the start, so this is Landlock's read
+/// complement alone (`~` gets `read_dir` and a rule per entry it had).
+#[test]
+fn blocks_credential_created_during_the_run() {
+    let id = "A13-created-during-run";
+    let mut lab = Lab::new(id);
+    let aws = PathBuf::from(lab.home(".aws"));
+    std::fs::remove_dir_all(&aws).expect("remove the planted ~/.aws");
+    lab.rebaseline_home();
+    let secret = aws.join("credentials");
+    let path = secret.display().to_string();
+    let content = format!("secret=OAJ-CANARY-{}-aws-late\n", lab.token);
+    let planter = std::thread::spawn({
+        let path = path.clone();
+        move || plant_once_running(&path, &content)
+    });
+    let run = lab.jailed_default(&["read-when-created", &path], &RunOptions::default());
+    let planted = planter.join().expect("planter thread");
+    assert_eq!(planted, Ok(()), "{} {}", run.stdout, run.stderr);
+    // The only change to the fake home is the test's own file.
+    assert_eq!(lab.home_changes(), ["created .aws/credentials"]);
+    lab.rebaseline_home();
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// Wait (up to 20 s) until the probe runs `read-when-created PATH` in the
+/// jail (after its `execve`, so after the jail's set-up), then create the
+/// file at PATH on the host.
+fn plant_once_running(path: &str, content: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !probe_running(path) {
+        if Instant::now() > deadline {
+            return Err("the probe was never seen running".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let secret = Path::new(path);
+    let dir = secret.parent().ok_or("the credential has no parent")?;
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(secret, content))
+        .map_err(|e| format!("plant {path}: {e}"))
+}
+
+/// A process whose argv is `<probe> read-when-created PATH`.
+fn probe_running(path: &str) -> bool {
+    let want = format!("read-when-created\0{path}\0");
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline")).is_ok_and(|c| {
+            let c = String::from_utf8_lossy(&c);
+            c.split_once('\0').is_some_and(|(_, rest)| rest == want)
+        })
+    })
 }
 
 #[test]

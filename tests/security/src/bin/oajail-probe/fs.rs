@@ -31,6 +31,20 @@ pub fn read_file(attack: &str, path: &str) -> Outcome {
     }
 }
 
+/// `read-when-created PATH`: wait up to 20 s for PATH to appear (`stat`
+/// needs no read right), then read it as `read-file` does. The host creates
+/// PATH once it sees this process (its command line) running in the jail.
+pub fn read_when_created(attack: &str, path: &str) -> Outcome {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while fs::symlink_metadata(path).is_err() {
+        if std::time::Instant::now() > deadline {
+            return Outcome::unexpected(attack, None, format!("{path} never appeared"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    read_file(attack, path)
+}
+
 /// `read-files PATH…`: read every path; any canary is an escape.
 pub fn read_files(attack: &str, paths: &[String]) -> Outcome {
     let mut hits = Vec::new();
