@@ -18,7 +18,9 @@
 //! Landlock rules belong to inodes). pid 1 receives the descriptor with "go",
 //! adds the few jail-side rules (`/proc`, `/dev`, `/tmp`, masks) and restricts
 //! itself ([`Prebuilt`]). This takes about a millisecond of path walks off
-//! pid 1's start-up path.
+//! pid 1's start-up path. pid 1's copy of the spec then carries only those
+//! jail-side rules ([`jail_side_only`]): the read complement's hundreds of
+//! rules would only be parsed there.
 //!
 //! Rule paths are opened with `openat2(O_PATH, RESOLVE_NO_SYMLINKS)`: plan
 //! paths are canonical, so a symlink found now is a change since compilation
@@ -167,6 +169,20 @@ pub fn prebuild(
     let host = plan.fs_rules.iter().filter(|r| !jail_side(&r.path, mounts));
     add_fs_rules(fd.as_fd(), host, level)?;
     Ok(Prebuilt(fd))
+}
+
+/// `plan` with only its jail-side path rules: pid 1's copy when the
+/// supervisor prebuilds the rest ([`prebuild`]). Dropping rules only takes
+/// grants away, so a copy that ended up used alone would deny more, not less.
+pub(crate) fn jail_side_only(plan: &LandlockPlan, mounts: &MountPlan) -> LandlockPlan {
+    let fs_rules = (plan.fs_rules.iter())
+        .filter(|r| jail_side(&r.path, mounts))
+        .cloned()
+        .collect();
+    LandlockPlan {
+        fs_rules,
+        ..plan.clone()
+    }
 }
 
 /// Add path rules to a created ruleset's descriptor. The crate's
@@ -478,6 +494,26 @@ mod tests {
             path: path.display().to_string(),
             access: rights.iter().flat_map(|r| r.iter().copied()).collect(),
         }
+    }
+
+    #[test]
+    fn pid1_copy_keeps_only_jail_side_rules() {
+        let p = std::path::Path::new;
+        let full = plan(vec![
+            rule(p("/"), &[READ]),
+            rule(p("/etc/hosts"), &[READ]),
+            rule(p("/tmp"), &[READ, WRITE]),
+            rule(p("/dev/null"), &[READ]),
+            rule(p("/work"), &[READ, WRITE]),
+        ]);
+        let copy = jail_side_only(&full, &mounts());
+        let kept: Vec<&str> = copy.fs_rules.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(kept, ["/tmp", "/dev/null"]);
+        assert_eq!(copy.fs_rules[0], full.fs_rules[2]);
+        assert_eq!(
+            (copy.min_abi, copy.restrict_tcp, &copy.scopes),
+            (full.min_abi, full.restrict_tcp, &full.scopes)
+        );
     }
 
     /// Landlock restricts only the calling thread (no TSYNC), so each test

@@ -126,23 +126,31 @@ impl Jail {
         } else {
             sync::SPEC
         };
+        // With the ruleset prebuilt here, pid 1 adds only the rules on what
+        // it mounts itself, so its copy leaves the others out: most rules
+        // (the read complement's) would only be parsed on its critical path.
+        let copy = self.prebuilds().then(|| pid1_copy(spec)).flatten();
         self.spec_file
-            .write(spec)
+            .write(copy.as_ref().unwrap_or(spec))
             .and_then(|()| self.chan.send_byte(byte))
             .map_err(|e| JailError::io(Step::Supervisor, e))?;
         self.prebuild_landlock(spec)
     }
 
+    /// Whether the supervisor builds the Landlock ruleset's host-side part:
+    /// only with the mount view (without it pid 1 builds the whole ruleset).
+    fn prebuilds(&self) -> bool {
+        self.layers.mount_view() && self.layers.landlock
+    }
+
     /// While pid 1 builds its namespaces and mounts, build the Landlock
-    /// ruleset's host-side part here (see `landlock::prebuild`). Only with
-    /// the mount view (without it pid 1 builds the whole ruleset).
+    /// ruleset's host-side part here (see `landlock::prebuild`).
     fn prebuild_landlock(&mut self, spec: &JailSpec) -> Result<(), JailError> {
-        let l = self.layers;
-        if !(l.mount_view() && l.landlock) {
+        if !self.prebuilds() {
             return Ok(());
         }
         if let (Some(plan), Some(mounts)) = (&spec.landlock, &spec.mounts) {
-            let built = crate::landlock::prebuild(plan, mounts, l.landlock_abi)
+            let built = crate::landlock::prebuild(plan, mounts, self.layers.landlock_abi)
                 .map_err(|e| JailError::msg(Step::Landlock, e.to_string()))?;
             self.landlock = Some(built);
         }
@@ -353,4 +361,16 @@ fn namespaces_error(e: std::io::Error) -> JailError {
         Step::Namespaces,
         format!("clone: {}{hint}", crate::error::lower_first(&e.to_string())),
     )
+}
+
+/// The spec as pid 1 gets it when the supervisor prebuilds the ruleset:
+/// only the jail-side Landlock rules ([`crate::landlock::jail_side_only`]).
+fn pid1_copy(spec: &JailSpec) -> Option<JailSpec> {
+    let (Some(plan), Some(mounts)) = (&spec.landlock, &spec.mounts) else {
+        return None;
+    };
+    Some(JailSpec {
+        landlock: Some(crate::landlock::jail_side_only(plan, mounts)),
+        ..spec.clone()
+    })
 }
