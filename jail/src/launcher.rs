@@ -129,7 +129,7 @@ impl Jail {
         // With the ruleset prebuilt here, pid 1 adds only the rules on what
         // it mounts itself, so its copy leaves the others out: most rules
         // (the read complement's) would only be parsed on its critical path.
-        let copy = self.prebuilds().then(|| pid1_copy(spec)).flatten();
+        let copy = self.prebuilds().then(|| pid1_copy(spec));
         self.spec_file
             .write(copy.as_ref().unwrap_or(spec))
             .and_then(|()| self.chan.send_byte(byte))
@@ -364,13 +364,11 @@ fn namespaces_error(e: std::io::Error) -> JailError {
 }
 
 /// The spec as pid 1 gets it when the supervisor prebuilds the ruleset:
-/// only the jail-side Landlock rules ([`crate::landlock::jail_side_only`]).
-fn pid1_copy(spec: &JailSpec) -> Option<JailSpec> {
-    let (Some(plan), Some(mounts)) = (&spec.landlock, &spec.mounts) else {
-        return None;
-    };
-    Some(JailSpec {
-        landlock: Some(crate::landlock::jail_side_only(plan, mounts)),
-        ..spec.clone()
-    })
+/// only the jail-side Landlock rules ([`crate::landlock::keep_jail_side`]).
+fn pid1_copy(spec: &JailSpec) -> JailSpec {
+    let mut copy = spec.clone();
+    if let (Some(plan), Some(mounts)) = (&mut copy.landlock, &spec.mounts) {
+        crate::landlock::keep_jail_side(plan, mounts);
+    }
+    copy
 }
