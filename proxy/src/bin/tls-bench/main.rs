@@ -520,11 +520,18 @@ async fn idle_kib(
     Ok((after.saturating_sub(before)) as f64 / n as f64)
 }
 
-async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<()> {
-    let dir = std::env::temp_dir().join(format!("tls-bench-{}", std::process::id()));
+/// A scratch directory `<tag>-<pid>` and the HTTP/1.1 upstream every
+/// client of the run dials (as `HOST`): its port and CA certificate.
+async fn stage(tag: &str) -> Res<(PathBuf, u16, PathBuf)> {
+    let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let (port, upstream_ca) = upstream(&dir, false).await?;
     let _ = HOST.set(format!("{NAME}:{port}"));
+    Ok((dir, port, upstream_ca))
+}
+
+async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<()> {
+    let (dir, port, upstream_ca) = stage("tls-bench").await?;
     let proxy_ca = dir.join("proxy-ca.pem");
     let opaque = Proxy::spawn(port, &upstream_ca, None, false)?;
     let term = Proxy::spawn(port, &upstream_ca, Some(&proxy_ca), false)?;
@@ -576,25 +583,22 @@ async fn bench(rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<(
 /// `--masked`: terminated without credentials (A) against terminated with
 /// a masked credential swapped into every request (B), interleaved.
 async fn bench_masked(rounds: usize, mib: usize, requests: usize) -> Res<()> {
-    let dir = std::env::temp_dir().join(format!("tls-bench-masked-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let (port, upstream_ca) = upstream(&dir, false).await?;
-    let _ = HOST.set(format!("{NAME}:{port}"));
+    let (dir, port, upstream_ca) = stage("tls-bench-masked").await?;
     let (ca_a, ca_b) = (dir.join("ca-a.pem"), dir.join("ca-b.pem"));
     let plain = Proxy::spawn(port, &upstream_ca, Some(&ca_a), false)?;
     let masked = Proxy::spawn(port, &upstream_ca, Some(&ca_b), true)?;
     let _ = SENTINEL.set(masked.sentinel.clone());
     let tls = connector(&[&upstream_ca, &ca_a, &ca_b])?;
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for r in 0..rounds {
-        let (x, y) = pair(r, [plain.addr, masked.addr], port, &tls, mib, requests).await?;
-        a.push(x);
-        b.push(y);
-        println!(
-            "round {r}: p50 {:.0} / {:.0} us, bulk {:.0} / {:.0} MiB/s (terminated / terminated + masked)",
-            a[r].p50_us, b[r].p50_us, a[r].bulk_mib_s, b[r].bulk_mib_s
-        );
-    }
+    let (a, b) = rounds_of(
+        rounds,
+        [plain.addr, masked.addr],
+        "terminated / terminated + masked",
+        port,
+        &tls,
+        mib,
+        requests,
+    )
+    .await?;
     let added: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y.p50_us - x.p50_us).collect();
     let ratio: Vec<f64> = (a.iter().zip(&b))
         .map(|(x, y)| y.bulk_mib_s / x.bulk_mib_s)

@@ -16,7 +16,7 @@
 //! The probe client does not verify certificates: it plays jailed code that
 //! wants to reach another host, not a victim.
 use super::{
-    HOST, NAME, Proxy, Res, Round, connector, idle_kib, median, provider, rounds_of, upstream,
+    NAME, Proxy, Res, Round, connector, idle_kib, median, provider, rounds_of, stage, upstream,
 };
 use bytes::Bytes;
 use http_body_util::Empty;
@@ -54,10 +54,7 @@ pub fn record(line: impl FnOnce() -> String) {
 
 /// The measured rounds, the idle phase, then the probes.
 pub async fn run(exe: &Path, rounds: usize, mib: usize, requests: usize, idle: usize) -> Res<()> {
-    let dir = std::env::temp_dir().join(format!("tls-bench-hudsucker-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let (port, upstream_ca) = upstream(&dir, false).await?;
-    let _ = HOST.set(format!("{NAME}:{port}"));
+    let (dir, port, upstream_ca) = stage("tls-bench-hudsucker").await?;
     let ours_ca = dir.join("ours-ca.pem");
     let ours = Proxy::spawn(port, &upstream_ca, Some(&ours_ca), false)?;
     let (huds, huds_ca) = spawn_hudsucker(exe, &dir, &upstream_ca)?;
