@@ -23,7 +23,7 @@ SUPERVISOR_SIDE = {"launcher", "cgroup", "negotiate", "doctor", "hostfs"}
 # Used by both: the channel and what crosses it, the layers whose plans the
 # supervisor builds and pid 1 applies, and the syscall wrappers.
 SHARED = {
-    "error", "exit_code", "fdpass", "guard", "landlock", "layers", "mountinfo",
+    "cpus", "error", "exit_code", "fdpass", "guard", "landlock", "layers", "mountinfo",
     "pty", "report", "seccomp", "signals", "spec", "sync", "sys", "terminal",
 }
 

@@ -338,3 +338,46 @@ fn doctor_and_explain_say_how_memory_and_pids_are_bounded() {
         out(&o)
     );
 }
+
+/// `Cpus_allowed_list` of a process, from its `/proc/PID/status` text.
+fn cpus_allowed(status: &str) -> &str {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no Cpus_allowed_list in {status}"))
+}
+
+#[test]
+fn the_command_and_pid_1_run_on_the_callers_cpus() {
+    // The supervisor keeps pid 1 off its own CPU during set-up (cpus.rs);
+    // both must end on exactly the caller's mask, neither narrower (the
+    // hint left in place) nor wider (a restrictive taskset undone).
+    let script = "cat /proc/self/status; echo ====; cat /proc/1/status";
+    let mine = std::fs::read_to_string("/proc/self/status").unwrap();
+    let first = cpus_allowed(&mine)
+        .split([',', '-'])
+        .next()
+        .unwrap()
+        .to_owned();
+    let narrowed = format!("taskset -c {first} ");
+    for (prefix, expected) in [
+        ("", cpus_allowed(&mine)),
+        (narrowed.as_str(), first.as_str()),
+    ] {
+        let home = scratch_home("cpus");
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{prefix}\"$0\" -c \"$1\""))
+            .args([OAJAIL, script])
+            .env("HOME", &home)
+            .env_remove("OAJAIL_SETTINGS")
+            .current_dir(&home)
+            .output()
+            .unwrap();
+        let text = ok(o);
+        let (command, pid1) = text.split_once("====").unwrap();
+        assert_eq!(cpus_allowed(command), expected, "{prefix}command");
+        assert_eq!(cpus_allowed(pid1), expected, "{prefix}pid 1");
+    }
+}

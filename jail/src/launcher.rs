@@ -9,6 +9,7 @@
 //! ([`Jail::abort`], or just dropping the [`Jail`]).
 
 use crate::cgroup::Bounds;
+use crate::cpus::Affinity;
 use crate::error::{JailError, Step};
 use crate::landlock::Prebuilt;
 use crate::pty::Relay;
@@ -68,13 +69,15 @@ impl Jail {
             nix::unistd::getuid().as_raw(),
             nix::unistd::getgid().as_raw(),
         );
+        let affinity = Affinity::of_caller();
         match clone_fork(layers.clone_flags()).map_err(namespaces_error)? {
             Forked::Child => {
                 drop(mine);
-                crate::pid1::run(layers, theirs, &spec_file, ids)
+                crate::pid1::run(layers, theirs, &spec_file, (ids, affinity))
             }
             Forked::Parent(pid) => {
                 drop(theirs);
+                affinity.separate(Pid::from_raw(pid));
                 let signals =
                     SignalFd::new(&set).map_err(|e| JailError::io(Step::Wait, e.into()))?;
                 Ok(Jail {

@@ -54,6 +54,7 @@
 mod caps;
 mod cgroup;
 mod command;
+mod cpus;
 pub mod doctor;
 pub mod error;
 pub mod exit_code;

@@ -12,6 +12,7 @@
 //! stop pid 1 from forwarding signals to the command); seccomp last, just
 //! before `execve` in the command and just before the wait loop in pid 1.
 
+use crate::cpus::Affinity;
 use crate::error::{Failure, Step};
 use crate::guard::{Handoff, Server};
 use crate::landlock::{LandlockStatus, Prebuilt};
@@ -30,8 +31,15 @@ const HOSTNAME: &str = "oajail";
 
 /// Run pid 1. Never returns: exits with the command's status, or with
 /// [`crate::exit_code::SETUP_FAILED`] after reporting the failing step.
-pub(crate) fn run(layers: Layers, chan: Channel, spec_file: &SpecFile, ids: (u32, u32)) -> ! {
-    match catch_unwind(AssertUnwindSafe(|| setup(layers, &chan, spec_file, ids))) {
+pub(crate) fn run(
+    layers: Layers,
+    chan: Channel,
+    spec_file: &SpecFile,
+    (ids, affinity): ((u32, u32), Affinity),
+) -> ! {
+    match catch_unwind(AssertUnwindSafe(|| {
+        setup(layers, &chan, spec_file, (ids, affinity))
+    })) {
         Ok(Ok((command, signals, guard))) => {
             // Closing our end: once the command has executed too, the
             // supervisor sees end-of-file, which means "exec succeeded".
@@ -54,7 +62,7 @@ fn setup(
     layers: Layers,
     chan: &Channel,
     spec_file: &SpecFile,
-    ids: (u32, u32),
+    (ids, affinity): ((u32, u32), Affinity),
 ) -> StepResult<(Pid, SignalFd, Option<Server>)> {
     enter(layers, chan, ids)?;
     let wants_terminal = at(Step::Supervisor, chan.wait_spec())?;
@@ -73,6 +81,9 @@ fn setup(
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
     let on_terminal = wants_terminal && open_terminal(chan)?;
     let prebuilt = at(Step::Supervisor, chan.wait_byte_with_fd(sync::GO))?;
+    // The supervisor kept pid 1 off its CPU while both worked (cpus.rs);
+    // pid 1 and the command get the caller's CPUs back.
+    affinity.restore();
     let report = lock_down(layers, &spec, prebuilt.map(Prebuilt::from_fd))?;
     at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
     let signals = at(Step::Fork, init::signal_fd())?;
