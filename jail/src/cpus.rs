@@ -7,9 +7,10 @@
 //! a "sync" wake-up that tells the scheduler the waker is about to sleep,
 //! so pid 1 is woken on the supervisor's CPU. The supervisor does not sleep
 //! there; it goes on compiling. The two then share one CPU while the others
-//! idle. Measured on a 2-vCPU guest: pid 1 started 0.6 ms late, and the
-//! whole run was about 1 ms longer (docs/benchmarks.md, "pid 1 on a CPU of
-//! its own").
+//! idle. Measured on a 2-vCPU guest: pid 1 first ran a median 1.1 ms after
+//! its clone (0.13 ms with the hint below), and `oajail -- /bin/true` went
+//! from 1.73–1.84× bwrap to 1.50–1.72× (docs/benchmarks.md, "pid 1 on a
+//! CPU of its own").
 //!
 //! So right after the clone, the supervisor takes its own CPU out of pid
 //! 1's affinity mask, and pid 1 puts the caller's mask back once set-up is

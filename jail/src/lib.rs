@@ -19,8 +19,9 @@
 //! and the steps they call) never imports the supervisor's modules
 //! (`launcher`, `cgroup`, `negotiate`, `doctor`, `hostfs`); what both sides
 //! need lives in shared modules (`report`: what pid 1 enforced, `signals`:
-//! the handled signals, `exit_code`, `sync`: the channel, `fdpass`,
-//! `spec`, the layers' plans). The top-level modules form no import cycle;
+//! the handled signals, `exit_code`, `sync`: the channel, `fdpass`, `cpus`:
+//! where pid 1 runs during set-up, `spec`, the layers' plans). The
+//! top-level modules form no import cycle;
 //! `.ci/module-imports.py` checks both rules from the source.
 //!
 //! The hand-written BPF programs (the seccomp prefix, the guard's filter)
