@@ -1251,6 +1251,12 @@ pub const ATTACKS: &[Attack] = &[
         "LL (the read complement: an entry absent from the start-up listing has no rule); the mount view cannot mask a path that did not exist",
     ),
     a(
+        "A14-replaced-during-run",
+        'A',
+        "read a denied credential file (~/.git-credentials under the built-in default) after the host replaced it by a rename while the jail runs (git's credential store, an editor's atomic save, passwd)",
+        "LL (the read complement: the new file's inode has no rule); the rename detaches the mount that masked the old file, in the jail's namespace too",
+    ),
+    a(
         "F21-sentinel-header",
         'F',
         "the masked variable's sentinel in a request header to an allowed, terminated host outside injectHosts (curl, node 22 fetch)",

@@ -137,17 +137,60 @@ fn blocks_credential_created_during_the_run() {
     assert_blocked(&mut lab, id, &run);
 }
 
-/// Wait (up to 20 s) until the probe runs `read-when-created PATH` in the
-/// jail (after its `execve`, so after the jail's set-up), then create the
-/// file at PATH on the host.
-fn plant_once_running(path: &str, content: &str) -> Result<(), String> {
+#[test]
+fn blocks_credential_replaced_during_the_run() {
+    // An editor's atomic save (or passwd, or git's credential store) writes
+    // a new file and renames it over the old one. The kernel then detaches the
+    // jail's mask of the old file, so only the read complement is left.
+    let id = "A14-replaced-during-run";
+    let mut lab = Lab::new(id);
+    // A denied file, masked on its own (a denied directory such as ~/.aws
+    // is masked whole, so a rename inside it changes nothing in the jail).
+    // git's credential store rewrites it through a lock file and a rename.
+    let path = lab.home(".git-credentials");
+    let content = format!(
+        "https://u:OAJ-CANARY-{}-git-replaced@example.org\n",
+        lab.token
+    );
+    let replacer = std::thread::spawn({
+        let path = path.clone();
+        move || replace_once_running(&path, &content)
+    });
+    let run = lab.jailed_default(&["read-when-replaced", &path], &RunOptions::default());
+    let replaced = replacer.join().expect("replacer thread");
+    assert_eq!(replaced, Ok(()), "{} {}", run.stdout, run.stderr);
+    assert_eq!(lab.home_changes(), ["changed .git-credentials"]);
+    lab.rebaseline_home();
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// Once the probe runs `read-when-replaced PATH`, write a new file beside
+/// PATH and rename it over PATH.
+fn replace_once_running(path: &str, content: &str) -> Result<(), String> {
+    wait_for_probe("read-when-replaced", path)?;
+    let fresh = format!("{path}.new");
+    std::fs::write(&fresh, content)
+        .and_then(|()| std::fs::rename(&fresh, path))
+        .map_err(|e| format!("replace {path}: {e}"))
+}
+
+/// Wait (up to 20 s) until the probe runs `VERB PATH` in the jail (after
+/// its `execve`, so after the jail's set-up).
+fn wait_for_probe(verb: &str, path: &str) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !probe_running(path) {
+    while !probe_running(verb, path) {
         if Instant::now() > deadline {
             return Err("the probe was never seen running".into());
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    Ok(())
+}
+
+/// Once the probe runs `read-when-created PATH`, create the file at PATH on
+/// the host.
+fn plant_once_running(path: &str, content: &str) -> Result<(), String> {
+    wait_for_probe("read-when-created", path)?;
     let secret = Path::new(path);
     let dir = secret.parent().ok_or("the credential has no parent")?;
     std::fs::create_dir_all(dir)
@@ -155,9 +198,9 @@ fn plant_once_running(path: &str, content: &str) -> Result<(), String> {
         .map_err(|e| format!("plant {path}: {e}"))
 }
 
-/// A process whose argv is `<probe> read-when-created PATH`.
-fn probe_running(path: &str) -> bool {
-    let want = format!("read-when-created\0{path}\0");
+/// A process whose argv is `<probe> VERB PATH`.
+fn probe_running(verb: &str, path: &str) -> bool {
+    let want = format!("{verb}\0{path}\0");
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return false;
     };

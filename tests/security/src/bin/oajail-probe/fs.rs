@@ -45,6 +45,26 @@ pub fn read_when_created(attack: &str, path: &str) -> Outcome {
     read_file(attack, path)
 }
 
+/// `read-when-replaced PATH`: note what PATH is now (device and inode, as
+/// `lstat` shows it: `stat` needs no read right), wait up to 15 s (less
+/// than the lab's run timeout, so the verdict says why) for
+/// another file to be at PATH, then read it as `read-file` does. The host
+/// renames a new file over PATH once it sees this process running; a
+/// mount that masked the old file is then detached by the kernel.
+pub fn read_when_replaced(attack: &str, path: &str) -> Outcome {
+    use std::os::unix::fs::MetadataExt;
+    let id = |m: fs::Metadata| (m.dev(), m.ino());
+    let before = fs::symlink_metadata(path).ok().map(id);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while fs::symlink_metadata(path).ok().map(id) == before {
+        if std::time::Instant::now() > deadline {
+            return Outcome::unexpected(attack, None, format!("{path} was never replaced"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    read_file(attack, path)
+}
+
 /// `read-files PATH…`: read every path; any canary is an escape.
 pub fn read_files(attack: &str, paths: &[String]) -> Outcome {
     let mut hits = Vec::new();

@@ -229,6 +229,7 @@ fn dispatch(id: &str, p: &[String]) -> Outcome {
     match id {
         "read-file" => fs::read_file(id, a(0)),
         "read-when-created" => fs::read_when_created(id, a(0)),
+        "read-when-replaced" => fs::read_when_replaced(id, a(0)),
         "read-files" => fs::read_files(id, p),
         "sendfile-file" => fs::sendfile_file(id, a(0)),
         "read-tree" => fs::read_tree(id, a(0)),
@@ -353,10 +354,11 @@ fn arity_ok(id: &str, n: usize) -> bool {
         "fork-bomb" => 2,
         "print-escapes" | "reap-orphans" | "inotify-instances" => 1,
         "proxy-raw" => 1,
-        "read-file" | "read-when-created" | "sendfile-file" | "read-tree" | "unlink-recreate"
-        | "open-write" | "daemonize" | "ptrace-attach" | "proc-mem" | "process-vm-read"
-        | "pidfd-getfd" | "kill" | "unix-connect" | "unix-sendto" | "abstract-connect"
-        | "umount" | "open-tree" | "keyctl-read" | "resolve" | "icmp-ping" | "socket-family" => 1,
+        "read-file" | "read-when-created" | "read-when-replaced" | "sendfile-file"
+        | "read-tree" | "unlink-recreate" | "open-write" | "daemonize" | "ptrace-attach"
+        | "proc-mem" | "process-vm-read" | "pidfd-getfd" | "kill" | "unix-connect"
+        | "unix-sendto" | "abstract-connect" | "umount" | "open-tree" | "keyctl-read"
+        | "resolve" | "icmp-ping" | "socket-family" => 1,
         // Variadic: at least one path.
         "read-files" | "read-any" => return n >= 1,
         // Channel, target, then at least one source.
