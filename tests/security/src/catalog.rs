@@ -1257,6 +1257,12 @@ pub const ATTACKS: &[Attack] = &[
         "LL (the read complement: the new file's inode has no rule); the rename detaches the mount that masked the old file, in the jail's namespace too",
     ),
     a(
+        "A15-dir-made-again-during-run",
+        'A',
+        "read a denied credential (~/.aws/credentials under the built-in default) after the host removed the denied directory and made it again while the jail runs (rm -rf ~/.aws, then aws configure)",
+        "LL (the read complement: the new directory's inode has no rule); removing the directory detaches the tmpfs that masked it, in the jail's namespace too",
+    ),
+    a(
         "F21-sentinel-header",
         'F',
         "the masked variable's sentinel in a request header to an allowed, terminated host outside injectHosts (curl, node 22 fetch)",

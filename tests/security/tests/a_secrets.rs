@@ -164,6 +164,45 @@ fn blocks_credential_replaced_during_the_run() {
     assert_blocked(&mut lab, id, &run);
 }
 
+#[test]
+fn blocks_credential_directory_made_again_during_the_run() {
+    // `rm -rf ~/.aws`, then `aws configure`: removing the directory detaches
+    // the jail's mask of it (a tmpfs over ~/.aws), and the new directory
+    // shows at the path.
+    let id = "A15-dir-made-again-during-run";
+    let mut lab = Lab::new(id);
+    let path = lab.home(".aws/credentials");
+    let content = format!("secret=OAJ-CANARY-{}-aws-again\n", lab.token);
+    let remaker = std::thread::spawn({
+        let path = path.clone();
+        move || remake_dir_once_running(&path, &content)
+    });
+    let run = lab.jailed_default(&["read-when-replaced", &path], &RunOptions::default());
+    let remade = remaker.join().expect("remaker thread");
+    assert_eq!(remade, Ok(()), "{} {}", run.stdout, run.stderr);
+    let changes = lab.home_changes();
+    assert!(
+        changes.contains(&"changed .aws/credentials".to_owned())
+            && changes.iter().all(|c| c.contains(" .aws")),
+        "{changes:?}"
+    );
+    lab.rebaseline_home();
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// Once the probe runs `read-when-replaced PATH`, remove PATH's directory
+/// and make it again with a new file at PATH.
+fn remake_dir_once_running(path: &str, content: &str) -> Result<(), String> {
+    wait_for_probe("read-when-replaced", path)?;
+    let dir = Path::new(path)
+        .parent()
+        .ok_or("the credential has no parent")?;
+    std::fs::remove_dir_all(dir)
+        .and_then(|()| std::fs::create_dir(dir))
+        .and_then(|()| std::fs::write(path, content))
+        .map_err(|e| format!("make {} again: {e}", dir.display()))
+}
+
 /// Once the probe runs `read-when-replaced PATH`, write a new file beside
 /// PATH and rename it over PATH.
 fn replace_once_running(path: &str, content: &str) -> Result<(), String> {
