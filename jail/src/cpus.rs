@@ -41,7 +41,7 @@ impl Affinity {
             return;
         };
         let mut elsewhere = mask;
-        if elsewhere.unset(here).is_err() || !any_set(&elsewhere) {
+        if elsewhere.unset(here).is_err() || elsewhere == CpuSet::new() {
             return;
         }
         // Best effort: pid 1 only starts later if this fails.
@@ -54,8 +54,4 @@ impl Affinity {
             let _ = sched_setaffinity(Pid::from_raw(0), mask);
         }
     }
-}
-
-fn any_set(mask: &CpuSet) -> bool {
-    (0..CpuSet::count()).any(|cpu| mask.is_set(cpu).unwrap_or(false))
 }

@@ -73,7 +73,7 @@ impl Jail {
         match clone_fork(layers.clone_flags()).map_err(namespaces_error)? {
             Forked::Child => {
                 drop(mine);
-                crate::pid1::run(layers, theirs, &spec_file, (ids, affinity))
+                crate::pid1::run(layers, theirs, &spec_file, ids, affinity)
             }
             Forked::Parent(pid) => {
                 drop(theirs);

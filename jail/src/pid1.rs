@@ -35,10 +35,11 @@ pub(crate) fn run(
     layers: Layers,
     chan: Channel,
     spec_file: &SpecFile,
-    (ids, affinity): ((u32, u32), Affinity),
+    ids: (u32, u32),
+    affinity: Affinity,
 ) -> ! {
     match catch_unwind(AssertUnwindSafe(|| {
-        setup(layers, &chan, spec_file, (ids, affinity))
+        setup(layers, &chan, spec_file, ids, affinity)
     })) {
         Ok(Ok((command, signals, guard))) => {
             // Closing our end: once the command has executed too, the
@@ -62,7 +63,8 @@ fn setup(
     layers: Layers,
     chan: &Channel,
     spec_file: &SpecFile,
-    (ids, affinity): ((u32, u32), Affinity),
+    ids: (u32, u32),
+    affinity: Affinity,
 ) -> StepResult<(Pid, SignalFd, Option<Server>)> {
     enter(layers, chan, ids)?;
     let wants_terminal = at(Step::Supervisor, chan.wait_spec())?;

@@ -35,14 +35,8 @@ pub fn read_file(attack: &str, path: &str) -> Outcome {
 /// needs no read right), then read it as `read-file` does. The host creates
 /// PATH once it sees this process (its command line) running in the jail.
 pub fn read_when_created(attack: &str, path: &str) -> Outcome {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while fs::symlink_metadata(path).is_err() {
-        if std::time::Instant::now() > deadline {
-            return Outcome::unexpected(attack, None, format!("{path} never appeared"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    read_file(attack, path)
+    let missing = || fs::symlink_metadata(path).is_err();
+    read_after(attack, path, 20, missing, "never appeared")
 }
 
 /// `read-when-replaced PATH`: note what PATH is now (device and inode, as
@@ -53,12 +47,24 @@ pub fn read_when_created(attack: &str, path: &str) -> Outcome {
 /// mount that masked the old file is then detached by the kernel.
 pub fn read_when_replaced(attack: &str, path: &str) -> Outcome {
     use std::os::unix::fs::MetadataExt;
-    let id = |m: fs::Metadata| (m.dev(), m.ino());
-    let before = fs::symlink_metadata(path).ok().map(id);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    while fs::symlink_metadata(path).ok().map(id) == before {
+    let id = || fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let before = id();
+    read_after(attack, path, 15, || id() == before, "was never replaced")
+}
+
+/// Poll every 10 ms, for up to `secs`, while `waiting` holds; then read
+/// PATH as `read-file` does (or report that it `never` changed).
+fn read_after(
+    attack: &str,
+    path: &str,
+    secs: u64,
+    waiting: impl Fn() -> bool,
+    never: &str,
+) -> Outcome {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while waiting() {
         if std::time::Instant::now() > deadline {
-            return Outcome::unexpected(attack, None, format!("{path} was never replaced"));
+            return Outcome::unexpected(attack, None, format!("{path} {never}"));
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
