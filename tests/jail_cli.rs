@@ -243,20 +243,35 @@ fn allow_degraded_without_user_namespaces_runs_landlock_and_seccomp_only() {
     assert!(!alive, "a background process outlived a degraded jail");
 }
 
-/// Without Landlock every rule class still has a holder (the mounts, the
-/// namespaces, seccomp and the guard): the run is full, with no flag; the
-/// enforcement report says Landlock is off. `--strict` refuses.
+/// Without Landlock every rule class but one still has a complete holder
+/// (the mounts, the namespaces, seccomp and the guard). The exception is
+/// read deny: the mounts lose a denied file the host replaces during the
+/// run (attack A14), which only Landlock's read complement holds. So the run
+/// is refused naming it; `--allow-degraded` runs on the other layers after
+/// the banner, and `--strict` (which excludes the flag) names the layer.
 #[test]
-fn missing_landlock_runs_on_the_other_layers_and_strict_refuses() {
-    let o = without_landlock("noll", &["-d", "--", "/bin/true"]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(err(&o).contains("landlock: None"), "{}", err(&o));
+fn missing_landlock_is_refused_for_read_denies_and_runs_degraded_on_the_other_layers() {
+    let o = without_landlock("noll", &["--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(125), "{}", err(&o));
     assert!(
-        err(&o).contains("layer landlock: off: not offered"),
+        err(&o).contains(
+            "oajail: kernel: no layer holds read deny (denyRead) (needs landlock abi 1; \
+             here only mounts (not a denied file the host creates, replaces or makes again"
+        ),
         "{}",
         err(&o)
     );
-    assert!(!err(&o).contains("DEGRADED"), "{}", err(&o));
+    let o = without_landlock("nolldeg", &["-d", "--allow-degraded", "--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    for part in [
+        "landlock: None",
+        "layer landlock: off: not offered",
+        "DEGRADED",
+        "NOT ENFORCED in full: read deny (denyRead): only mounts",
+    ] {
+        assert!(err(&o).contains(part), "{part}: {}", err(&o));
+    }
+    assert!(!err(&o).contains("NOT ENFORCED: "), "{}", err(&o));
     let o = without_landlock("nollstrict", &["--strict", "--", "/bin/true"]);
     assert_eq!(o.status.code(), Some(125), "{}", err(&o));
     assert!(

@@ -91,27 +91,60 @@ fn level(abi: u8) -> u8 {
 }
 
 #[test]
-fn every_older_landlock_abi_runs_fully_without_a_flag() {
+fn every_older_landlock_abi_from_2_runs_fully_without_a_flag() {
     let ws = Workspace::new("abis", write_dot());
     let real = landlock_level();
-    for abi in (1..=6u8).filter(|a| *a <= real.max(1)) {
+    for abi in (2..=6u8).filter(|a| *a <= real) {
         let o = ws.run(Some(abi), &["-d", "--", "/bin/true"]);
         let e = err(&o);
         assert_eq!(o.status.code(), Some(0), "abi {abi}: {e}");
         assert!(!e.contains("DEGRADED"), "abi {abi}: {e}");
-        let want = match abi {
-            1 => "layer landlock: off: abi 1 refuses every cross-directory rename".to_owned(),
-            6 => "layer landlock: full (abi 6)".to_owned(),
-            v => format!("layer landlock: abi {v}: no "),
+        let (want, report) = match abi {
+            6 => (
+                "layer landlock: full (abi 6)".to_owned(),
+                "landlock: Full, landlock_abi: 6".to_owned(),
+            ),
+            v => (
+                format!("layer landlock: abi {v}: no "),
+                format!("landlock: Partial, landlock_abi: {v}"),
+            ),
         };
         assert!(e.contains(&want), "abi {abi}: {want} missing in {e}");
-        let report = match abi {
-            1 => "landlock: None, landlock_abi: 0".to_owned(),
-            6 => "landlock: Full, landlock_abi: 6".to_owned(),
-            v => format!("landlock: Partial, landlock_abi: {v}"),
-        };
         assert!(e.contains(&report), "abi {abi}: {report} missing in {e}");
     }
+}
+
+/// ABI 1 stays off beside the mounts (it would refuse every rename across
+/// directories), and the mounts alone lose a denied file the host replaces
+/// during the run (attack A14): refused without the flag, naming the rule;
+/// with `--allow-degraded` it runs after the banner.
+#[test]
+fn landlock_abi_1_needs_the_flag_and_names_the_read_deny() {
+    let ws = Workspace::new("abi1", write_dot());
+    let o = ws.run(Some(1), &["--", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(125), "{}", err(&o));
+    assert!(
+        err(&o)
+            .contains("oajail: kernel: no layer holds read deny (denyRead) (needs landlock abi 2"),
+        "{}",
+        err(&o)
+    );
+    let o = ws.run(Some(1), &["-d", "--allow-degraded", "--", "/bin/true"]);
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    for part in [
+        "DEGRADED",
+        "NOT ENFORCED in full: read deny (denyRead): only mounts",
+        "layer landlock: off: abi 1 refuses every cross-directory rename",
+        "landlock: None, landlock_abi: 0",
+    ] {
+        assert!(e.contains(part), "{part} missing in {e}");
+    }
+}
+
+/// `--allow-degraded` where ABI 1 needs it (above), nothing elsewhere.
+fn degraded_at(abi: u8) -> &'static [&'static str] {
+    if abi == 1 { &["--allow-degraded"] } else { &[] }
 }
 
 #[test]
@@ -120,10 +153,13 @@ fn cross_directory_renames_and_links_work_in_a_writable_root_on_every_abi() {
     for abi in [1, 2, 3, 6] {
         let _ = std::fs::remove_dir_all(ws.0.join("a"));
         let _ = std::fs::remove_dir_all(ws.0.join("b"));
-        let o = ws.run(Some(abi), &["-c", MOVES]);
+        let o = ws.run(Some(abi), &[degraded_at(abi), &["-c", MOVES]].concat());
         assert_eq!(out(&o), "x\ny\nx\n", "abi {abi}: {}", err(&o));
         assert!(ws.0.join("a/sub/g").is_file(), "abi {abi}");
-        let o = ws.run(Some(abi), &["-d", "--", "/bin/true"]);
+        let o = ws.run(
+            Some(abi),
+            &[degraded_at(abi), &["-d", "--", "/bin/true"]].concat(),
+        );
         let want = format!("landlock_abi: {}", level(abi));
         assert!(err(&o).contains(&want), "abi {abi}: {want}: {}", err(&o));
     }
@@ -137,7 +173,7 @@ fn the_rules_landlock_leaves_hold_on_every_abi() {
     for abi in [1, 2, 4, 6] {
         let script = "cat ~/secret/key; echo w > /var/tmp/oajail-kern-out-$$ && echo WROTE; \
                       truncate -s 0 /etc/hostname && echo TRUNC; echo done";
-        let o = ws.run(Some(abi), &["-c", script]);
+        let o = ws.run(Some(abi), &[degraded_at(abi), &["-c", script]].concat());
         let text = out(&o);
         assert!(text.ends_with("done\n"), "abi {abi}: {text} {}", err(&o));
         for leak in ["canary", "WROTE", "TRUNC"] {

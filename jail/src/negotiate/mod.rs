@@ -186,10 +186,11 @@ pub struct Negotiation {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NegotiationError {
-    /// A rule class has no available holder on this kernel.
+    /// A rule class has no complete holder on this kernel: the class and
+    /// `needs <feature>[; here only <partial holders>]`.
     #[error(
         "kernel: no layer holds {list} on this kernel; refusing to run (`oajail doctor` \
-         explains; --allow-degraded runs without {them})",
+         explains; --allow-degraded runs anyway, after a banner naming {them})",
         list = unheld_list(.0),
         them = if .0.len() == 1 { "it" } else { "them" }
     )]
@@ -207,7 +208,7 @@ pub enum NegotiationError {
 fn unheld_list(items: &[(RuleClass, String)]) -> String {
     items
         .iter()
-        .map(|(class, need)| format!("{} (needs {need})", class.describe()))
+        .map(|(class, why)| format!("{} ({why})", class.describe()))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -231,9 +232,16 @@ impl Negotiation {
             .map(|r| r.class)
             .collect();
         if !unheld.is_empty() && !request.accept_unheld {
-            let named = unheld
-                .iter()
-                .map(|c| (*c, rules::needed_feature(*c, &kernel, facts)))
+            let named = (rules.iter())
+                .filter(|r| !r.held())
+                .map(|r| {
+                    let mut why =
+                        format!("needs {}", rules::needed_feature(r.class, &kernel, facts));
+                    if let Some(part) = r.partly() {
+                        why.push_str(&format!("; here only {part}"));
+                    }
+                    (r.class, why)
+                })
                 .collect();
             return Err(NegotiationError::Unheld(named));
         }
@@ -297,9 +305,14 @@ impl Negotiation {
             })
             .collect();
         lines.extend(
-            self.unheld
-                .iter()
-                .map(|c| format!("NOT ENFORCED: {}", c.describe())),
+            (self.rules.iter())
+                .filter(|r| self.unheld.contains(&r.class))
+                .map(|r| match r.partly() {
+                    Some(part) => {
+                        format!("NOT ENFORCED in full: {}: only {part}", r.class.describe())
+                    }
+                    None => format!("NOT ENFORCED: {}", r.class.describe()),
+                }),
         );
         if self.unheld.is_empty() {
             lines.clear();
@@ -407,16 +420,17 @@ fn statuses(kernel: &Kernel) -> Vec<(LayerName, LayerStatus)> {
 /// Landlock at the kernel's best ABI up to the plan's. ABI 1 has no
 /// `refer` right: any Landlock domain there refuses every rename or link
 /// across directories (`EXDEV`), which breaks `mv`, git and package
-/// managers in writable roots. The mounts and the guard hold everything
-/// Landlock 1 would, so it stays off there; only without the mount layer
-/// is it applied (then renames across directories fail, and the banner
-/// says so).
+/// managers in writable roots, so it stays off beside the mounts. The
+/// mounts hold its rules for the paths as they are at the start, not a
+/// denied file the host replaces during the run, so such a run needs
+/// `--allow-degraded` (`rules::design`). Only without the mount layer is
+/// ABI 1 applied (then renames across directories fail).
 fn landlock_status(abi: Option<u8>, mounts_run: bool) -> LayerStatus {
     match abi {
         None => off("not offered by the kernel (not built, or not in the lsm= list)"),
         Some(1) if mounts_run => off(
-            "abi 1 refuses every cross-directory rename and link (no refer right); \
-             the mounts and the guard hold its rules",
+            "abi 1 refuses every cross-directory rename and link (no refer right), \
+             also in writable roots",
         ),
         Some(v) if v >= MIN_ABI => LayerStatus::Full,
         Some(v) => LayerStatus::Partial {

@@ -98,6 +98,16 @@ impl RuleHolding {
         self.holders.iter().any(|h| h.available && h.complete)
     }
 
+    /// The parts that run here when no complete holder does:
+    /// `mounts (what they do not hold)`, or `None`.
+    pub fn partly(&self) -> Option<String> {
+        let parts: Vec<String> = (self.holders.iter())
+            .filter(|h| h.available && !h.complete)
+            .map(|h| format!("{} ({})", h.layer.as_str(), h.note))
+            .collect();
+        (!self.held() && !parts.is_empty()).then(|| parts.join(", "))
+    }
+
     /// `rule <class>: held by a, b (part); not here: c (…)`.
     pub fn line(&self) -> String {
         let name = |h: &Holder| {
@@ -133,6 +143,10 @@ impl RuleHolding {
     }
 }
 
+/// What the mounts do not hold of a read deny.
+const HOST_CHANGES: &str =
+    "not a denied file the host creates, replaces or makes again during the run";
+
 /// `(layer, landlock abi, complete, note)`: a designed holder.
 type Design = (LayerName, u8, bool, &'static str);
 
@@ -141,7 +155,12 @@ fn design(class: RuleClass, facts: PlanFacts) -> Vec<Design> {
     let full = |l| (l, 0, true, "");
     let ll = |abi| (Landlock, abi, true, "");
     match class {
-        RuleClass::ReadDeny | RuleClass::WriteAllow => vec![full(Mounts), ll(1)],
+        // The mounts mask a denied path as it is when the jail is built; the
+        // kernel detaches a mask whose file or directory the host replaces or
+        // removes, and a file created later at a denied path has none
+        // (attacks A13-A15). Landlock's read complement holds those too.
+        RuleClass::ReadDeny => vec![(Mounts, 0, false, HOST_CHANGES), ll(1)],
+        RuleClass::WriteAllow => vec![full(Mounts), ll(1)],
         RuleClass::WriteDeny => vec![full(Guard), (Mounts, 0, false, "existing paths")],
         RuleClass::MandatoryDenies => vec![full(Guard)],
         RuleClass::PrivateTmp => vec![full(Mounts)],
@@ -225,6 +244,12 @@ pub(super) fn needed_feature(class: RuleClass, kernel: &Kernel, facts: PlanFacts
             LayerName::Namespaces | LayerName::NetNamespace => "user namespaces".to_owned(),
             LayerName::Mounts if !kernel.user_namespaces => "user namespaces".to_owned(),
             LayerName::Mounts => "the mount api (linux 5.12)".to_owned(),
+            // The one case where Landlock is offered at the ABI yet not run.
+            LayerName::Landlock if abi <= 1 && kernel.landlock_abi == Some(1) => {
+                "landlock abi 2 (linux 5.19; \
+                abi 1 stays off beside the mounts: it refuses every cross-directory rename)"
+                    .to_owned()
+            }
             LayerName::Landlock => format!("landlock abi {abi}"),
             LayerName::Seccomp => "seccomp filters".to_owned(),
             LayerName::Guard => "seccomp user notification with addfd (linux 5.9)".to_owned(),

@@ -40,28 +40,50 @@ fn summary(kernel: Kernel, request: &Request) -> String {
 }
 
 #[test]
-fn every_landlock_abi_runs_fully_beside_namespaces() {
-    for v in [
-        None,
-        Some(1),
-        Some(2),
-        Some(3),
-        Some(4),
-        Some(5),
-        Some(6),
-        Some(9),
-    ] {
-        let n = decide(abi(v)).unwrap();
-        assert!(n.unheld.is_empty(), "abi {v:?}: {:?}", n.unheld);
-        assert!(n.banner().is_empty(), "abi {v:?}");
+fn every_landlock_abi_from_2_runs_fully_beside_namespaces() {
+    for v in [2, 3, 4, 5, 6, 9] {
+        let n = decide(abi(Some(v))).unwrap();
+        assert!(n.unheld.is_empty(), "abi {v}: {:?}", n.unheld);
+        assert!(n.banner().is_empty(), "abi {v}");
         let layers = n.layers();
         assert!(layers.namespaces && layers.mounts && layers.seccomp && layers.guard);
-        let want = match v {
-            None | Some(1) => 0,
-            Some(v) => v.min(6),
-        };
-        assert_eq!(n.landlock_abi, want, "abi {v:?}");
-        assert_eq!(layers.landlock, want > 0, "abi {v:?}");
+        assert_eq!(n.landlock_abi, v.min(6), "abi {v}");
+        assert!(layers.landlock, "abi {v}");
+    }
+}
+
+/// Without Landlock's read complement (ABI 1 is kept off beside the mounts,
+/// or no Landlock at all) the mounts hold a read deny only for the paths as
+/// they are at the start: refused without the flag, naming the part they
+/// do not hold; with the flag the banner says it.
+#[test]
+fn abi_1_and_no_landlock_need_the_flag_for_read_denies() {
+    let accept = Request {
+        accept_unheld: true,
+        ..Request::default()
+    };
+    for (v, need) in [
+        (None, "needs landlock abi 1"),
+        (Some(1), "needs landlock abi 2 (linux 5.19; abi 1 stays off"),
+    ] {
+        let err = decide(abi(v)).unwrap_err().to_string();
+        assert!(
+            err.starts_with("kernel: no layer holds read deny (denyRead) ("),
+            "{err}"
+        );
+        assert!(err.contains(need), "{err}");
+        assert!(
+            err.contains("here only mounts (not a denied file the host creates, replaces"),
+            "{err}"
+        );
+        let n = Negotiation::decide(abi(v), FACTS, &accept).unwrap();
+        assert_eq!(n.unheld, [RuleClass::ReadDeny], "abi {v:?}");
+        assert_eq!((n.landlock_abi, n.layers().landlock), (0, false));
+        let banner = n.banner().join("\n");
+        assert!(
+            banner.contains("NOT ENFORCED in full: read deny (denyRead): only mounts (not"),
+            "{banner}"
+        );
     }
 }
 
@@ -76,6 +98,14 @@ fn snapshots_of_the_kernels_people_have() {
     for (name, kernel) in kernels {
         insta::assert_snapshot!(name, summary(kernel, &Request::default()));
     }
+    let accept = Request {
+        accept_unheld: true,
+        ..Request::default()
+    };
+    insta::assert_snapshot!(
+        "abi1_ubuntu22_04_linux_5_15_accepted",
+        summary(abi(Some(1)), &accept)
+    );
 }
 
 #[test]

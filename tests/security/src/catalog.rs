@@ -772,7 +772,13 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "I1-no-landlock",
         'I',
-        "Landlock missing (test build pretends): refuse",
+        "Landlock missing (test build pretends): refuse without a flag (the mounts alone lose a denied file the host replaces)",
+        "SUP",
+    ),
+    a(
+        "I1-landlock-abi-1",
+        'I',
+        "Landlock ABI 1, kept off beside the mounts (test build caps the probe): refuse without a flag, naming the read deny",
         "SUP",
     ),
     a(

@@ -21,25 +21,41 @@ fn refuses_invalid_policy() {
     assert_refused(&mut lab, "I1-bad-policy", &run);
 }
 
-/// The kernel "lacks" Landlock (test build: `OAJAIL_TEST_PRETEND_MISSING`)
-/// and the user demands every layer (`--strict`): oajail must refuse rather
-/// than run with one layer fewer. (Without `--strict` the mounts, namespaces
-/// and guard hold every rule, and the run goes ahead: the negotiation of
-/// docs/enforcement.md; `tests/jail_cli.rs` covers it.)
+/// The kernel "lacks" Landlock (test build: `OAJAIL_TEST_PRETEND_MISSING`).
+/// The mounts then hold a read deny only for the paths as they are at the
+/// start, not a denied file the host replaces during the run (A14), so
+/// oajail must refuse without a flag rather than run with that rule half
+/// held. (`--strict` refuses too: `tests/jail_cli.rs`.)
 #[test]
 fn refuses_without_landlock() {
     let mut lab = Lab::new("I1-no-landlock");
-    let opts = RunOptions {
-        oajail_args: vec!["--strict".into()],
-        ..RunOptions::default()
-    };
     let run = lab.jailed_test_build(
         &[("OAJAIL_TEST_PRETEND_MISSING", "landlock")],
         DENY_HOME,
         &["nnp"],
-        &opts,
+        &RunOptions::default(),
     );
     assert_refused(&mut lab, "I1-no-landlock", &run);
+}
+
+/// Landlock ABI 1 (Ubuntu 22.04's 5.15; the test build caps the probe):
+/// kept off beside the mounts because it refuses every rename across
+/// directories, which leaves read denies to the mounts alone, as above.
+#[test]
+fn refuses_landlock_abi_1_without_the_flag() {
+    let mut lab = Lab::new("I1-landlock-abi-1");
+    let run = lab.jailed_test_build(
+        &[("OAJAIL_TEST_LANDLOCK_ABI", "1")],
+        DENY_HOME,
+        &["nnp"],
+        &RunOptions::default(),
+    );
+    assert!(
+        run.stderr.contains("no layer holds read deny (denyRead)"),
+        "not refused for the read deny: {}",
+        run.stderr
+    );
+    assert_refused(&mut lab, "I1-landlock-abi-1", &run);
 }
 
 /// The kernel "lacks" seccomp filters: refuse.
