@@ -84,17 +84,14 @@ const MOVES: &str = "mkdir -p a/sub b && echo x > a/f && echo y > a/sub/g && \
 /// The level the negotiation picks when the probe is capped at `abi`: the
 /// real kernel's ABI caps it too (this test also runs on old kernels).
 fn level(abi: u8) -> u8 {
-    match abi.min(landlock_level().max(1)) {
-        1 => 0,
-        v => v,
-    }
+    abi.min(landlock_level().max(1))
 }
 
 #[test]
-fn every_older_landlock_abi_from_2_runs_fully_without_a_flag() {
+fn every_older_landlock_abi_runs_fully_without_a_flag() {
     let ws = Workspace::new("abis", write_dot());
     let real = landlock_level();
-    for abi in (2..=6u8).filter(|a| *a <= real) {
+    for abi in (1..=6u8).filter(|a| *a <= real.max(1)) {
         let o = ws.run(Some(abi), &["-d", "--", "/bin/true"]);
         let e = err(&o);
         assert_eq!(o.status.code(), Some(0), "abi {abi}: {e}");
@@ -114,52 +111,16 @@ fn every_older_landlock_abi_from_2_runs_fully_without_a_flag() {
     }
 }
 
-/// ABI 1 stays off beside the mounts (it would refuse every rename across
-/// directories), and the mounts alone lose a denied file the host replaces
-/// during the run (attack A14): refused without the flag, naming the rule;
-/// with `--allow-degraded` it runs after the banner.
-#[test]
-fn landlock_abi_1_needs_the_flag_and_names_the_read_deny() {
-    let ws = Workspace::new("abi1", write_dot());
-    let o = ws.run(Some(1), &["--", "/bin/true"]);
-    assert_eq!(o.status.code(), Some(125), "{}", err(&o));
-    assert!(
-        err(&o)
-            .contains("oajail: kernel: no layer holds read deny (denyRead) (needs landlock abi 2"),
-        "{}",
-        err(&o)
-    );
-    let o = ws.run(Some(1), &["-d", "--allow-degraded", "--", "/bin/true"]);
-    let e = err(&o);
-    assert_eq!(o.status.code(), Some(0), "{e}");
-    for part in [
-        "DEGRADED",
-        "NOT ENFORCED in full: read deny (denyRead): only mounts",
-        "layer landlock: off: abi 1 refuses every cross-directory rename",
-        "landlock: None, landlock_abi: 0",
-    ] {
-        assert!(e.contains(part), "{part} missing in {e}");
-    }
-}
-
-/// `--allow-degraded` where ABI 1 needs it (above), nothing elsewhere.
-fn degraded_at(abi: u8) -> &'static [&'static str] {
-    if abi == 1 { &["--allow-degraded"] } else { &[] }
-}
-
 #[test]
 fn cross_directory_renames_and_links_work_in_a_writable_root_on_every_abi() {
     let ws = Workspace::new("mv", write_dot());
     for abi in [1, 2, 3, 6] {
         let _ = std::fs::remove_dir_all(ws.0.join("a"));
         let _ = std::fs::remove_dir_all(ws.0.join("b"));
-        let o = ws.run(Some(abi), &[degraded_at(abi), &["-c", MOVES]].concat());
+        let o = ws.run(Some(abi), &["-c", MOVES]);
         assert_eq!(out(&o), "x\ny\nx\n", "abi {abi}: {}", err(&o));
         assert!(ws.0.join("a/sub/g").is_file(), "abi {abi}");
-        let o = ws.run(
-            Some(abi),
-            &[degraded_at(abi), &["-d", "--", "/bin/true"]].concat(),
-        );
+        let o = ws.run(Some(abi), &["-d", "--", "/bin/true"]);
         let want = format!("landlock_abi: {}", level(abi));
         assert!(err(&o).contains(&want), "abi {abi}: {want}: {}", err(&o));
     }
@@ -173,7 +134,7 @@ fn the_rules_landlock_leaves_hold_on_every_abi() {
     for abi in [1, 2, 4, 6] {
         let script = "cat ~/secret/key; echo w > /var/tmp/oajail-kern-out-$$ && echo WROTE; \
                       truncate -s 0 /etc/hostname && echo TRUNC; echo done";
-        let o = ws.run(Some(abi), &[degraded_at(abi), &["-c", script]].concat());
+        let o = ws.run(Some(abi), &["-c", script]);
         let text = out(&o);
         assert!(text.ends_with("done\n"), "abi {abi}: {text} {}", err(&o));
         for leak in ["canary", "WROTE", "TRUNC"] {
@@ -206,10 +167,7 @@ fn strict_refuses_an_older_abi_from_the_flag_or_the_settings() {
     let o = strict.run(Some(4), &["--", "/bin/true"]);
     assert_eq!(o.status.code(), Some(125), "{}", err(&o));
     // ABI 4 asked, capped by the real kernel's (ABI 2 on Debian 12's 6.1).
-    let want = match level(4) {
-        0 => "strict: landlock is off".to_owned(),
-        v => format!("strict: landlock runs at abi {v}"),
-    };
+    let want = format!("strict: landlock runs at abi {}", level(4));
     assert!(err(&o).contains(&want), "{want}: {}", err(&o));
 }
 

@@ -65,7 +65,7 @@ pub(crate) fn become_subreaper() -> Result<(), Failure> {
 /// must be killed explicitly before exiting.
 pub(crate) fn run(command: Pid, signals: SignalFd, flat: bool, mut guard: Option<Server>) -> ! {
     let mut keep = vec![signals.as_raw_fd()];
-    keep.extend(guard.as_ref().map(|g| g.listener.as_raw_fd()));
+    keep.extend(guard.as_ref().map(Server::descriptors).unwrap_or_default());
     close_all_but(&keep);
     loop {
         let (signal_ready, guard_event) = wait(&signals, guard.as_ref());

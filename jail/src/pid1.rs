@@ -7,14 +7,15 @@
 //! (the supervisor compiles it meanwhile); the network and mounts while
 //! capabilities are still held; the supervisor's go-ahead before dropping privileges (so a proxy
 //! failure stops the jail before the command exists); capabilities, then
-//! no_new_privs, then Landlock in pid 1 *before* the fork, so pid 1 and the
+//! no_new_privs (then, on Landlock ABI 1 only, the mover: `guard/mover.rs`),
+//! then Landlock in pid 1 *before* the fork, so pid 1 and the
 //! command share one Landlock domain (Landlock's signal scope would otherwise
 //! stop pid 1 from forwarding signals to the command); seccomp last, just
 //! before `execve` in the command and just before the wait loop in pid 1.
 
 use crate::cpus::Affinity;
 use crate::error::{Failure, Step};
-use crate::guard::{Handoff, Server};
+use crate::guard::{Handoff, Mover, Server};
 use crate::landlock::{LandlockStatus, Prebuilt};
 use crate::report::{EnforcementReport, LandlockEnforced};
 use crate::spec::{JailSpec, Layers};
@@ -23,8 +24,10 @@ use crate::sys::process::{Forked, fork};
 use crate::{caps, init, net, ns};
 use nix::sys::signalfd::SignalFd;
 use nix::unistd::Pid;
+use oajail_policy::compile::landlock::FsAccess;
 use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
 
 /// The jail's host name (its uts namespace is private).
 const HOSTNAME: &str = "oajail";
@@ -86,7 +89,7 @@ fn setup(
     // The supervisor kept pid 1 off its CPU while both worked (cpus.rs);
     // pid 1 and the command get the caller's CPUs back.
     affinity.restore();
-    let report = lock_down(layers, &spec, prebuilt.map(Prebuilt::from_fd))?;
+    let (report, mover) = lock_down(layers, &spec, prebuilt.map(Prebuilt::from_fd))?;
     at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
     let signals = at(Step::Fork, init::signal_fd())?;
     // The guard's hand-off socketpair, made before the fork.
@@ -108,7 +111,8 @@ fn setup(
             let plan = g.plan().clone();
             let mut prime: Vec<std::path::PathBuf> = plan.roots.iter().map(Into::into).collect();
             prime.push(spec.cwd.clone());
-            at(Step::Guard, h.receive())?.map(|listener| Server::new(listener, plan, prime))
+            (at(Step::Guard, h.receive())?)
+                .map(|listener| Server::new(listener, plan, prime, mover))
         }
         _ => None,
     };
@@ -180,18 +184,20 @@ fn enter(layers: Layers, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult {
 
 /// Capabilities, no_new_privs, then Landlock, in pid 1 before the fork: the
 /// command inherits this very domain, so pid 1 may still signal it under
-/// Landlock's signal scope. Returns what was enforced.
+/// Landlock's signal scope. Returns what was enforced, and on Landlock ABI 1
+/// the mover (forked between the last two: `guard/mover.rs`).
 fn lock_down(
     layers: Layers,
     spec: &JailSpec,
     prebuilt: Option<Prebuilt>,
-) -> StepResult<EnforcementReport> {
+) -> StepResult<(EnforcementReport, Option<Mover>)> {
     if layers.caps {
         at(Step::Capabilities, caps::drop_all(!layers.namespaces))?;
     }
     at(Step::NoNewPrivs, caps::no_new_privs())?;
+    let mover = start_mover(layers, spec)?;
     let landlock = apply_landlock(layers, spec, prebuilt)?;
-    Ok(EnforcementReport {
+    let report = EnforcementReport {
         namespaces: layers.namespaces,
         mounts: layers.mount_view() && spec.mounts.is_some(),
         landlock,
@@ -203,7 +209,22 @@ fn lock_down(
         caps: layers.caps,
         seccomp: layers.seccomp && spec.seccomp.is_some(),
         guard: layers.guard && spec.guard.is_some(),
-    })
+    };
+    Ok((report, mover))
+}
+
+/// Landlock ABI 1 beside the mount view, with the guard: the process that
+/// makes the moves across directories ABI 1 refuses (`guard/mover.rs`).
+fn start_mover(layers: Layers, spec: &JailSpec) -> StepResult<Option<Mover>> {
+    let wanted = layers.landlock && layers.landlock_abi == 1 && layers.guard;
+    let (Some(plan), true, true) = (&spec.landlock, wanted, layers.mount_view()) else {
+        return Ok(None);
+    };
+    let readable = (plan.fs_rules.iter())
+        .filter(|r| r.access.contains(&FsAccess::ReadFile))
+        .map(|r| PathBuf::from(&r.path))
+        .collect();
+    at(Step::Guard, Mover::start(readable)).map(Some)
 }
 
 /// Landlock: finish the ruleset the supervisor built ahead (jail-side rules

@@ -13,7 +13,9 @@
 //!    call it reads the path from the caller's memory, opens the parent
 //!    directory as the caller would, asks the policy's decision function and
 //!    performs the call itself (`serve.rs`), injecting an opened file with
-//!    `SECCOMP_IOCTL_NOTIF_ADDFD`. Nothing is answered with `CONTINUE`.
+//!    `SECCOMP_IOCTL_NOTIF_ADDFD`. Nothing is answered with `CONTINUE`;
+//! 4. on Landlock ABI 1, which refuses every move across directories in a
+//!    domain, a process forked before the domain makes those (`mover.rs`).
 //!
 //! Invariants:
 //! - a kernel without user notification (or `WAIT_KILLABLE_RECV`, 5.19)
@@ -26,11 +28,13 @@
 
 mod callers;
 mod decode;
+mod mover;
 mod ops;
 mod probe;
 mod resolve;
 mod serve;
 
+pub(crate) use mover::Mover;
 pub(crate) use serve::Server;
 
 use crate::error::Failure;

@@ -6,13 +6,14 @@
 //! on. A file opened for the caller is injected into it (`Answer::Fd`).
 
 use super::decode::{Call, Obj, Times};
+use super::mover::Move;
 use super::resolve::{AT_FDCWD, At, Caller, Object, self_fds};
 use super::serve::{Answer, Decider};
 use oajail_policy::compile::FileKind;
 use oajail_policy::compile::guard::{Op, Request, Stat};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timespec, Timestamps};
 use rustix::io::Errno;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
 /// Perform one decoded call.
@@ -279,13 +280,16 @@ fn link(
     d.check_at("linking", &dst, op)?;
     let req = request(&dst_path, op, dst.stat);
     let follow_flag = flags & AtFlags::SYMLINK_FOLLOW;
-    rustix::fs::linkat(
+    match rustix::fs::linkat(
         &src.fd,
         src.last.as_slice(),
         &dst.fd,
         dst.last.as_slice(),
         follow_flag,
-    )?;
+    ) {
+        Err(Errno::XDEV) => across(d, Move::Link(follow_flag), (&src, &dst), follow, false)?,
+        done => done?,
+    }
     d.done(&req);
     Ok(Answer::Value(0))
 }
@@ -330,17 +334,51 @@ fn rename(d: &mut Decider, c: &Caller<'_>, src: At, dst: At, flags: u64) -> Resu
     }
     // Whatever happens next, a spelled path may now resolve elsewhere.
     c.forget_dirs();
-    rustix::fs::renameat_with(
+    match rustix::fs::renameat_with(
         &*src.fd,
         src.last.as_slice(),
         &*dst.fd,
         dst.last.as_slice(),
         flags,
-    )?;
+    ) {
+        Err(Errno::XDEV) => {
+            let exchange = flags.contains(RenameFlags::EXCHANGE);
+            across(d, Move::Rename(flags), (&src, &dst), false, exchange)?;
+        }
+        done => done?,
+    }
     for (req, _) in &reqs {
         d.done(req);
     }
     Ok(Answer::Value(0))
+}
+
+/// A move across directories that pid 1's Landlock domain refused: on
+/// ABI 1 every one is (no `refer` right), and the mover makes it when what
+/// moves stays as readable as it was (`mover.rs`). Elsewhere `EXDEV` stands
+/// (different mounts, or ABI 2's `refer` check said no).
+fn across(
+    d: &Decider,
+    what: Move,
+    (src, dst): (&At, &At),
+    follow: bool,
+    exchange: bool,
+) -> Result<(), Errno> {
+    let Some(mover) = d.mover() else {
+        return Err(Errno::XDEV);
+    };
+    let movable = |at: &At, to: &At| {
+        let from = (at.fd.as_fd(), at.name.as_str());
+        (at.stat).is_some_and(|s| mover.may_move(from, &at.path(), s.kind, follow, &to.real))
+    };
+    if !movable(src, dst) || (exchange && !movable(dst, src)) {
+        return Err(Errno::XDEV);
+    }
+    let (old, new) = (
+        (src.fd.as_fd(), &src.last[..]),
+        (dst.fd.as_fd(), &dst.last[..]),
+    );
+    mover.perform(what, old, new)
 }
 
 fn unlink(d: &mut Decider, c: &Caller<'_>, at: At, flags: u64) -> Result<Answer, Errno> {

@@ -4,16 +4,20 @@
 //!
 //! pid 1 shares the command's uid, mount namespace and Landlock domain and
 //! holds no capability, so a call it makes has exactly the command's
-//! filesystem rights. It never answers `CONTINUE`.
+//! filesystem rights. It never answers `CONTINUE`. The one exception, on
+//! Landlock ABI 1 only, is a move across directories, which that ABI
+//! refuses in any domain: the mover makes it after pid 1's check
+//! (`mover.rs`).
 
 use super::callers::Callers;
 use super::decode::{Call, decode};
+use super::mover::Mover;
 use super::ops;
 use super::probe::Probe;
 use crate::sys::notify::{answer, answer_fd};
 use oajail_policy::compile::guard::{Guard, GuardPlan, Request, Verdict};
 use rustix::io::Errno;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -38,6 +42,8 @@ pub(crate) struct Decider {
     memo_since: Instant,
     primed: Option<Vec<PathBuf>>,
     umask: Option<u32>,
+    /// Landlock ABI 1 only: the process that makes moves across directories.
+    mover: Option<Mover>,
 }
 
 impl Decider {
@@ -96,6 +102,11 @@ impl Decider {
         }
     }
 
+    /// The mover, on Landlock ABI 1 beside the mount view.
+    pub(crate) fn mover(&self) -> Option<&Mover> {
+        self.mover.as_ref()
+    }
+
     /// The call behind `req` was performed.
     pub(crate) fn done(&mut self, req: &Request<'_>) {
         self.guard.performed(req);
@@ -122,7 +133,12 @@ pub(crate) struct Server {
 impl Server {
     /// `prime`: directories whose repositories are learnt first (the
     /// command's working directory and the writable roots).
-    pub(crate) fn new(listener: OwnedFd, plan: GuardPlan, prime: Vec<PathBuf>) -> Self {
+    pub(crate) fn new(
+        listener: OwnedFd,
+        plan: GuardPlan,
+        prime: Vec<PathBuf>,
+        mover: Option<Mover>,
+    ) -> Self {
         crate::sys::notify::sync_wake_up(listener.as_fd());
         Server {
             listener,
@@ -132,6 +148,7 @@ impl Server {
                 memo_since: Instant::now(),
                 primed: Some(prime),
                 umask: None,
+                mover,
             },
             callers: Callers::new(),
         }
@@ -165,6 +182,14 @@ impl Server {
             Ok(Answer::Fd(fd, cloexec)) => answer_fd(listener, n.id, fd.as_fd(), cloexec),
             Err(e) => answer(listener, n.id, Err(e.raw_os_error())),
         }
+    }
+
+    /// The descriptors pid 1 keeps open for the guard: the listener and
+    /// the mover's socket.
+    pub(crate) fn descriptors(&self) -> Vec<RawFd> {
+        let mut fds = vec![self.listener.as_raw_fd()];
+        fds.extend(self.decider.mover.as_ref().map(Mover::raw_fd));
+        fds
     }
 
     /// At exit: the total, when more denials happened than were printed.

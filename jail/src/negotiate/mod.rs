@@ -403,7 +403,7 @@ fn statuses(kernel: &Kernel) -> Vec<(LayerName, LayerStatus)> {
         ),
         (
             LayerName::Landlock,
-            landlock_status(kernel.landlock_abi, mounts_run),
+            landlock_status(kernel.landlock_abi, mounts_run, guard == LayerStatus::Full),
         ),
         (
             LayerName::Seccomp,
@@ -419,19 +419,28 @@ fn statuses(kernel: &Kernel) -> Vec<(LayerName, LayerStatus)> {
 
 /// Landlock at the kernel's best ABI up to the plan's. ABI 1 has no
 /// `refer` right: any Landlock domain there refuses every rename or link
-/// across directories (`EXDEV`), which breaks `mv`, git and package
-/// managers in writable roots, so it stays off beside the mounts. The
-/// mounts hold its rules for the paths as they are at the start, not a
-/// denied file the host replaces during the run, so such a run needs
-/// `--allow-degraded` (`rules::design`). Only without the mount layer is
-/// ABI 1 applied (then renames across directories fail).
-fn landlock_status(abi: Option<u8>, mounts_run: bool) -> LayerStatus {
+/// across directories (`EXDEV`), which would break `mv`, git and package
+/// managers in writable roots. Beside the mounts and the guard, pid 1's
+/// mover makes those moves outside the domain after checking what ABI 2
+/// would (`guard/mover.rs`), so ABI 1 runs. Without the guard no call
+/// reaches the mover, so it stays off there (the mounts then hold read
+/// deny only in part: `rules::design`); without the mounts it is applied,
+/// as the only holder of the filesystem rules, and renames across
+/// directories fail.
+fn landlock_status(abi: Option<u8>, mounts_run: bool, guard_runs: bool) -> LayerStatus {
     match abi {
         None => off("not offered by the kernel (not built, or not in the lsm= list)"),
-        Some(1) if mounts_run => off(
+        Some(1) if mounts_run && !guard_runs => off(
             "abi 1 refuses every cross-directory rename and link (no refer right), \
-             also in writable roots",
+             and without the guard nothing makes them in its place",
         ),
+        Some(1) => LayerStatus::Partial {
+            abi: 1,
+            lacks: format!(
+                "{}; pid 1's mover makes the moves across directories",
+                rules::landlock_lacks(1)
+            ),
+        },
         Some(v) if v >= MIN_ABI => LayerStatus::Full,
         Some(v) => LayerStatus::Partial {
             abi: v,

@@ -246,9 +246,7 @@ pub(super) fn needed_feature(class: RuleClass, kernel: &Kernel, facts: PlanFacts
             LayerName::Mounts => "the mount api (linux 5.12)".to_owned(),
             // The one case where Landlock is offered at the ABI yet not run.
             LayerName::Landlock if abi <= 1 && kernel.landlock_abi == Some(1) => {
-                "landlock abi 2 (linux 5.19; \
-                abi 1 stays off beside the mounts: it refuses every cross-directory rename)"
-                    .to_owned()
+                "landlock abi 2 (linux 5.19), or abi 1 with the guard".to_owned()
             }
             LayerName::Landlock => format!("landlock abi {abi}"),
             LayerName::Seccomp => "seccomp filters".to_owned(),

@@ -316,6 +316,19 @@ fn a_denied_file_with_other_hard_links_is_reported() {
 }
 
 #[test]
+fn a_denied_path_inside_a_writable_root_is_reported() {
+    let fs = fake().files(&["/home/u/ws/.env"]);
+    let warned = |p: &Policy| {
+        let m = plan(p, &fs);
+        (m.warnings.iter())
+            .any(|w| w.contains("/home/u/ws/.env is inside the writable root /home/u/ws"))
+    };
+    assert!(warned(&policy(&["~/ws/.env"], &[], &["~/ws"], &[])));
+    assert!(!warned(&policy(&["~/ws/.env"], &[], &["~/ws/src"], &[])));
+    assert!(!warned(&policy(&["~/ws/.env"], &[], &[], &[])));
+}
+
+#[test]
 fn bracket_names_that_exist_are_read_literally() {
     let fs = fake()
         .dirs(&["/home/u/[private]", "/home/u/p"])

@@ -112,6 +112,7 @@ impl Rules {
             found.extend(rules.expand_allow(fs, "allowWrite", entry, &home, &cwd)?);
         }
         rules.allow_write = found.drain(..).collect();
+        rules.warn_denied_in_writable();
         rules.host_tmp(fs, &cwd)?;
         if policy.network.allow_all_unix_sockets {
             for socket in super::home_sockets::sockets(fs, &home, &rules.allow_write) {
@@ -251,6 +252,24 @@ impl Rules {
                 let path = Path::new("/").join(name);
                 self.note_kind(fs, &path);
                 self.deny_read.insert(path);
+            }
+        }
+    }
+
+    /// A denied path inside a writable root is hidden by its mount mask
+    /// alone: Landlock grants read on the whole writable root (files made
+    /// there must stay readable), and the kernel detaches the mask when the
+    /// host replaces or removes the path during the run (an editor's save of
+    /// `.env`). Path-based layers cannot hold that, so say so.
+    fn warn_denied_in_writable(&mut self) {
+        for denied in &self.deny_read {
+            let root = (self.allow_write.iter()).find(|w| denied.starts_with(w) && denied != *w);
+            if let Some(root) = root {
+                self.warnings.push(format!(
+                    "filesystem.denyRead: {} is inside the writable root {}: it is hidden as it is at the start; a file the host puts there during the run (an editor's save) is readable in the jail",
+                    denied.display(),
+                    root.display()
+                ));
             }
         }
     }

@@ -776,12 +776,6 @@ pub const ATTACKS: &[Attack] = &[
         "SUP",
     ),
     a(
-        "I1-landlock-abi-1",
-        'I',
-        "Landlock ABI 1, kept off beside the mounts (test build caps the probe): refuse without a flag, naming the read deny",
-        "SUP",
-    ),
-    a(
         "I1-no-seccomp",
         'I',
         "seccomp missing (test build pretends): refuse",
@@ -1261,6 +1255,12 @@ pub const ATTACKS: &[Attack] = &[
         'A',
         "read a denied credential file (~/.git-credentials under the built-in default) after the host replaced it by a rename while the jail runs (git's credential store, an editor's atomic save, passwd)",
         "LL (the read complement: the new file's inode has no rule); the rename detaches the mount that masked the old file, in the jail's namespace too",
+    ),
+    a(
+        "A14-replaced-during-run-abi-1",
+        'A',
+        "A14 on Landlock ABI 1 (Ubuntu 22.04; test build caps the probe), which runs with no flag: the read complement at ABI 1, with pid 1's mover making the moves across directories ABI 1 refuses",
+        "LL (abi 1 read complement)",
     ),
     a(
         "A15-dir-made-again-during-run",

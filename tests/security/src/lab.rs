@@ -396,7 +396,28 @@ impl Lab {
 
     /// Run the probe under oajail with no settings file (the built-in default policy).
     pub fn jailed_default(&self, probe: &[&str], opts: &RunOptions) -> Run {
-        let mut argv = vec![self.tools.oajail.display().to_string(), "--".into()];
+        self.default_with(&self.tools.oajail, probe, opts)
+    }
+
+    /// [`Lab::jailed_default`] with the `test-layers` build and its
+    /// `switches` (an older Landlock ABI, a missing kernel feature).
+    pub fn jailed_default_test_build(
+        &self,
+        switches: &[(&str, &str)],
+        probe: &[&str],
+        opts: &RunOptions,
+    ) -> Run {
+        let mut opts = opts.clone();
+        opts.env.extend(
+            switches
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        self.default_with(&ablation_oajail(), probe, &opts)
+    }
+
+    fn default_with(&self, oajail: &Path, probe: &[&str], opts: &RunOptions) -> Run {
+        let mut argv = vec![oajail.display().to_string(), "--".into()];
         argv.push(self.tools.probe.display().to_string());
         argv.extend(probe.iter().map(|s| s.to_string()));
         self.run(argv, opts)

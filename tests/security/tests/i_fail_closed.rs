@@ -38,26 +38,6 @@ fn refuses_without_landlock() {
     assert_refused(&mut lab, "I1-no-landlock", &run);
 }
 
-/// Landlock ABI 1 (Ubuntu 22.04's 5.15; the test build caps the probe):
-/// kept off beside the mounts because it refuses every rename across
-/// directories, which leaves read denies to the mounts alone, as above.
-#[test]
-fn refuses_landlock_abi_1_without_the_flag() {
-    let mut lab = Lab::new("I1-landlock-abi-1");
-    let run = lab.jailed_test_build(
-        &[("OAJAIL_TEST_LANDLOCK_ABI", "1")],
-        DENY_HOME,
-        &["nnp"],
-        &RunOptions::default(),
-    );
-    assert!(
-        run.stderr.contains("no layer holds read deny (denyRead)"),
-        "not refused for the read deny: {}",
-        run.stderr
-    );
-    assert_refused(&mut lab, "I1-landlock-abi-1", &run);
-}
-
 /// The kernel "lacks" seccomp filters: refuse.
 #[test]
 fn refuses_without_seccomp() {
