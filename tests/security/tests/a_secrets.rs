@@ -179,14 +179,7 @@ fn residual_preexisting_hardlink_is_readable() {
         &["read-file", &alias],
         &RunOptions::default(),
     );
-    let verdict = run.report.as_ref().map(|r| r.verdict);
-    assert_eq!(
-        verdict,
-        Some(oajail_security::verdict::Verdict::Succeeded),
-        "residual changed (good news? update docs/threat-model.md): {} {}",
-        run.stdout,
-        run.stderr
-    );
+    assert_still_residual(&run);
 }
 
 /// A5: while oajail starts, a racer keeps swapping the writable root

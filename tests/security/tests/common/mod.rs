@@ -12,6 +12,19 @@ pub const DENY_HOME: &str = "attack-deny-home.json";
 /// Policy with the home readable except the key files (for write tests).
 pub const HOME_READABLE: &str = "attack-home-readable.json";
 
+/// A documented residual (docs/threat-model.md) still succeeds: the probe
+/// did what the attack wanted. A change either way must be noticed.
+pub fn assert_still_residual(run: &oajail_security::lab::Run) {
+    let verdict = run.report.as_ref().map(|r| r.verdict);
+    assert_eq!(
+        verdict,
+        Some(oajail_security::verdict::Verdict::Succeeded),
+        "residual changed (good news? update docs/threat-model.md): {} {}",
+        run.stdout,
+        run.stderr
+    );
+}
+
 /// Run the probe under oajail with `fixture` and require a block.
 pub fn expect_blocked(id: &str, fixture: &str, args: impl FnOnce(&Lab) -> Vec<String>) {
     expect_blocked_with(id, fixture, &RunOptions::default(), args);
