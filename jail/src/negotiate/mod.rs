@@ -436,10 +436,16 @@ fn landlock_status(abi: Option<u8>, mounts_run: bool, guard_runs: bool) -> Layer
         ),
         Some(1) => LayerStatus::Partial {
             abi: 1,
-            lacks: format!(
-                "{}; pid 1's mover makes the moves across directories",
-                rules::landlock_lacks(1)
-            ),
+            lacks: match mounts_run {
+                true => format!(
+                    "{}; pid 1's mover makes the moves across directories",
+                    rules::landlock_lacks(1)
+                ),
+                false => format!(
+                    "{}; moves across directories fail",
+                    rules::landlock_lacks(1)
+                ),
+            },
         },
         Some(v) if v >= MIN_ABI => LayerStatus::Full,
         Some(v) => LayerStatus::Partial {
