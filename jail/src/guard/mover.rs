@@ -205,8 +205,8 @@ fn act(body: &[u8], fds: &[OwnedFd]) -> Result<(), Errno> {
         return Err(Errno::INVAL);
     }
     let flags = u32::from_le_bytes([body[1], body[2], body[3], body[4]]);
-    let split = 7 + u16::from_le_bytes([body[5], body[6]]) as usize;
-    let (old, new) = body[7..].split_at_checked(split - 7).ok_or(Errno::INVAL)?;
+    let old_len = u16::from_le_bytes([body[5], body[6]]) as usize;
+    let (old, new) = body[7..].split_at_checked(old_len).ok_or(Errno::INVAL)?;
     match body[0] {
         b'r' => rustix::fs::renameat_with(
             old_dir,

@@ -434,19 +434,16 @@ fn landlock_status(abi: Option<u8>, mounts_run: bool, guard_runs: bool) -> Layer
             "abi 1 refuses every cross-directory rename and link (no refer right), \
              and without the guard nothing makes them in its place",
         ),
-        Some(1) => LayerStatus::Partial {
-            abi: 1,
-            lacks: match mounts_run {
-                true => format!(
-                    "{}; pid 1's mover makes the moves across directories",
-                    rules::landlock_lacks(1)
-                ),
-                false => format!(
-                    "{}; moves across directories fail",
-                    rules::landlock_lacks(1)
-                ),
-            },
-        },
+        Some(1) => {
+            let moves = match mounts_run {
+                true => "pid 1's mover makes the moves across directories",
+                false => "moves across directories fail",
+            };
+            LayerStatus::Partial {
+                abi: 1,
+                lacks: format!("{}; {moves}", rules::landlock_lacks(1)),
+            }
+        }
         Some(v) if v >= MIN_ABI => LayerStatus::Full,
         Some(v) => LayerStatus::Partial {
             abi: v,

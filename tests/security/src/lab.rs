@@ -348,13 +348,12 @@ impl Lab {
 
     /// Run the probe under the real oajail with fixture policy `fixture`.
     pub fn jailed(&self, fixture: &str, probe: &[&str], opts: &RunOptions) -> Run {
-        let policy = self.policy(fixture);
-        let mut argv = vec![self.tools.oajail.display().to_string(), "-s".into(), policy];
-        argv.extend(opts.oajail_args.iter().cloned());
-        argv.push("--".into());
-        argv.push(self.tools.probe.display().to_string());
-        argv.extend(probe.iter().map(|s| s.to_string()));
-        self.run(argv, opts)
+        self.jailed_with_file(&self.policy(fixture), probe, opts)
+    }
+
+    /// Run the probe under the real oajail with the settings file `file`.
+    pub fn jailed_with_file(&self, file: &str, probe: &[&str], opts: &RunOptions) -> Run {
+        self.probe_under(&self.tools.oajail, Some(file), &[], probe, opts)
     }
 
     /// Run the probe under the `test-layers` build of oajail with
@@ -380,23 +379,12 @@ impl Lab {
         opts: &RunOptions,
     ) -> Run {
         let policy = self.policy(fixture);
-        let mut argv = vec![ablation_oajail().display().to_string(), "-s".into(), policy];
-        argv.extend(opts.oajail_args.iter().cloned());
-        argv.push("--".into());
-        argv.push(self.tools.probe.display().to_string());
-        argv.extend(probe.iter().map(|s| s.to_string()));
-        let mut opts = opts.clone();
-        opts.env.extend(
-            switches
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        );
-        self.run(argv, &opts)
+        self.probe_under(&ablation_oajail(), Some(&policy), switches, probe, opts)
     }
 
     /// Run the probe under oajail with no settings file (the built-in default policy).
     pub fn jailed_default(&self, probe: &[&str], opts: &RunOptions) -> Run {
-        self.default_with(&self.tools.oajail, probe, opts)
+        self.probe_under(&self.tools.oajail, None, &[], probe, opts)
     }
 
     /// [`Lab::jailed_default`] with the `test-layers` build and its
@@ -407,20 +395,33 @@ impl Lab {
         probe: &[&str],
         opts: &RunOptions,
     ) -> Run {
-        let mut opts = opts.clone();
-        opts.env.extend(
-            switches
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        );
-        self.default_with(&ablation_oajail(), probe, &opts)
+        self.probe_under(&ablation_oajail(), None, switches, probe, opts)
     }
 
-    fn default_with(&self, oajail: &Path, probe: &[&str], opts: &RunOptions) -> Run {
-        let mut argv = vec![oajail.display().to_string(), "--".into()];
+    /// `OAJAIL [-s POLICY] [oajail_args] -- PROBE ARGS`, with the test
+    /// `switches` added to the run's environment.
+    fn probe_under(
+        &self,
+        oajail: &Path,
+        policy: Option<&str>,
+        switches: &[(&str, &str)],
+        probe: &[&str],
+        opts: &RunOptions,
+    ) -> Run {
+        let mut argv = vec![oajail.display().to_string()];
+        if let Some(policy) = policy {
+            argv.extend(["-s".to_owned(), policy.to_owned()]);
+        }
+        argv.extend(opts.oajail_args.iter().cloned());
+        argv.push("--".into());
         argv.push(self.tools.probe.display().to_string());
         argv.extend(probe.iter().map(|s| s.to_string()));
-        self.run(argv, opts)
+        let mut opts = opts.clone();
+        let switches = switches
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+        opts.env.extend(switches);
+        self.run(argv, &opts)
     }
 
     /// Run the probe WITHOUT the jail (controls: proves the probe detects escapes).

@@ -44,11 +44,8 @@ fn blocks_credential_replaced_during_the_run() {
         "https://u:OAJ-CANARY-{}-git-replaced@example.org\n",
         lab.token
     );
-    let run = run_while_the_host_acts(&lab, Jail::Main, "read-when-replaced", &path, move |p| {
-        let fresh = p.with_extension("new");
-        std::fs::write(&fresh, content)?;
-        std::fs::rename(&fresh, p)
-    });
+    let replace = replace_by_a_rename(content);
+    let run = run_while_the_host_acts(&lab, Jail::Main, "read-when-replaced", &path, replace);
     assert_eq!(lab.home_changes(), ["changed .git-credentials"]);
     lab.rebaseline_home();
     assert_blocked(&mut lab, id, &run);
@@ -64,11 +61,8 @@ fn blocks_credential_replaced_during_the_run_on_landlock_abi_1() {
     let path = lab.home(".git-credentials");
     let content = format!("https://u:OAJ-CANARY-{}-git-abi1@example.org\n", lab.token);
     let abi1 = Jail::TestBuild(&[("OAJAIL_TEST_LANDLOCK_ABI", "1")]);
-    let run = run_while_the_host_acts(&lab, abi1, "read-when-replaced", &path, move |p| {
-        let fresh = p.with_extension("new");
-        std::fs::write(&fresh, content)?;
-        std::fs::rename(&fresh, p)
-    });
+    let replace = replace_by_a_rename(content);
+    let run = run_while_the_host_acts(&lab, abi1, "read-when-replaced", &path, replace);
     assert_eq!(lab.home_changes(), ["changed .git-credentials"]);
     lab.rebaseline_home();
     assert!(!run.stderr.contains("DEGRADED"), "{}", run.stderr);
@@ -117,16 +111,24 @@ fn residual_denied_file_in_a_writable_root_replaced_by_the_host_is_readable() {
     );
     let content = format!("TOKEN=OAJ-CANARY-{}-env-saved\n", lab.token);
     let jail = Jail::Policy(&policy);
-    let run = run_while_the_host_acts(&lab, jail, "read-when-replaced", &path, move |p| {
-        std::fs::write(p.with_extension("new"), content)?;
-        std::fs::rename(p.with_extension("new"), p)
-    });
+    let replace = replace_by_a_rename(content);
+    let run = run_while_the_host_acts(&lab, jail, "read-when-replaced", &path, replace);
     assert!(
         run.stderr.contains("is inside the writable root"),
         "no warning: {}",
         run.stderr
     );
     assert_still_residual(&run);
+}
+
+/// What git's credential store and an editor's save do: write the new
+/// content beside the file, then rename it over the file.
+fn replace_by_a_rename(content: String) -> impl FnOnce(&Path) -> std::io::Result<()> {
+    move |p| {
+        let fresh = p.with_extension("new");
+        std::fs::write(&fresh, content)?;
+        std::fs::rename(&fresh, p)
+    }
 }
 
 /// Which oajail runs the probe, and with which policy.
@@ -161,18 +163,7 @@ fn run_while_the_host_acts(
     let run = match jail {
         Jail::Main => lab.jailed_default(&probe, &opts),
         Jail::TestBuild(switches) => lab.jailed_default_test_build(switches, &probe, &opts),
-        Jail::Policy(file) => {
-            let oajail = lab.tools.oajail.display().to_string();
-            let argv = [
-                &oajail,
-                "-s",
-                file,
-                "--",
-                &lab.tools.probe.display().to_string(),
-            ];
-            let argv = argv.iter().chain(&probe).map(|s| s.to_string()).collect();
-            lab.run(argv, &opts)
-        }
+        Jail::Policy(file) => lab.jailed_with_file(file, &probe, &opts),
     };
     let acted = (host.join()).unwrap_or_else(|_| Err("the host thread panicked".into()));
     assert_eq!(acted, Ok(()), "{} {}", run.stdout, run.stderr);

@@ -86,14 +86,7 @@ fn blocks_secret_stores_under_default_policy() {
 #[test]
 fn residual_default_policy_reads_other_project_env() {
     let (lab, run) = read_under_default("A2-default-policy-project-env", &["projects/other/.env"]);
-    let verdict = run.report.as_ref().map(|r| r.verdict);
-    assert_eq!(
-        verdict,
-        Some(oajail_security::verdict::Verdict::Succeeded),
-        "residual changed: {} {}",
-        run.stdout,
-        run.stderr
-    );
+    assert_still_residual(&run);
     drop(lab);
 }
 
