@@ -170,16 +170,21 @@ fn run_while_the_host_acts(
     run
 }
 
-/// Wait (up to 20 s) until a process runs `<probe> VERB PATH`.
+/// Wait (up to 20 s) until a process runs `<probe> VERB PATH` and has
+/// taken its first look at PATH (it then renames itself `oajail-waiting`):
+/// acting earlier, the host's change would be what the probe first sees.
 fn wait_for_probe(verb: &str, path: &str) -> Result<(), String> {
     let want = format!("{verb}\0{path}\0");
     let running = || {
         std::fs::read_dir("/proc").is_ok_and(|procs| {
             procs.flatten().any(|p| {
-                std::fs::read(p.path().join("cmdline")).is_ok_and(|c| {
-                    let c = String::from_utf8_lossy(&c);
-                    c.split_once('\0').is_some_and(|(_, rest)| rest == want)
-                })
+                let looked = std::fs::read_to_string(p.path().join("comm"))
+                    .is_ok_and(|c| c.trim_end() == "oajail-waiting");
+                looked
+                    && std::fs::read(p.path().join("cmdline")).is_ok_and(|c| {
+                        let c = String::from_utf8_lossy(&c);
+                        c.split_once('\0').is_some_and(|(_, rest)| rest == want)
+                    })
             })
         })
     };

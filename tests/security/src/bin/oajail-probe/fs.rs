@@ -52,8 +52,14 @@ pub fn read_when_replaced(attack: &str, path: &str) -> Outcome {
     read_after(attack, path, 15, || id() == before, "was never replaced")
 }
 
+/// The name this process takes (`PR_SET_NAME`) once it has looked at PATH, so the host
+/// acts only after that look (`/proc/<pid>/comm` is readable by anyone;
+/// `tests/a_during_run.rs` waits for it).
+const WAITING_COMM: &std::ffi::CStr = c"oajail-waiting";
+
 /// Poll every 10 ms, for up to `secs`, while `waiting` holds; then read
-/// PATH as `read-file` does (or report that it `never` changed).
+/// PATH as `read-file` does (or report that it `never` changed). The
+/// caller has taken its first look; the new name tells the host so.
 fn read_after(
     attack: &str,
     path: &str,
@@ -61,6 +67,9 @@ fn read_after(
     waiting: impl Fn() -> bool,
     never: &str,
 ) -> Outcome {
+    if let Err(e) = nix::sys::prctl::set_name(WAITING_COMM) {
+        return Outcome::unexpected(attack, None, format!("set the process name: {e}"));
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while waiting() {
         if std::time::Instant::now() > deadline {
