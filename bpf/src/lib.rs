@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod arch;
+mod asm;
 pub mod guard;
 pub mod interp;
 pub mod prefix;

@@ -26,7 +26,8 @@ use crate::BpfError;
 #[cfg(target_arch = "x86_64")]
 use crate::arch::X32_SYSCALL_BIT;
 use crate::arch::{AUDIT_ARCH, JEQ, JGE, LD_W_ABS, OFFSET_ARCH, OFFSET_ARG0_LO, OFFSET_NR, RET};
-use seccompiler::{BpfProgram, sock_filter};
+use crate::asm::{Ins, Target, jump, resolve, stmt, tree};
+use seccompiler::BpfProgram;
 
 /// The filter's answers.
 pub const RET_ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
@@ -35,38 +36,12 @@ pub const RET_EPERM: u32 = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
 /// A foreign architecture (e.g. `int 0x80` on x86_64) kills the process.
 pub const RET_KILL: u32 = libc::SECCOMP_RET_KILL_PROCESS;
 
-/// Leaves of the search tree hold at most this many numbers.
-const LEAF: usize = 4;
-
-/// Where a jump goes before offsets are known.
+/// The program's labelled instructions.
 #[derive(Clone, Copy)]
-enum Target {
-    Next,
+enum Label {
     Allow,
     Deny,
     Tgkill,
-    At(usize),
-}
-
-/// One instruction with symbolic jump targets.
-struct Ins {
-    code: u16,
-    k: u32,
-    jt: Target,
-    jf: Target,
-}
-
-fn stmt(code: u16, k: u32) -> Ins {
-    Ins {
-        code,
-        k,
-        jt: Target::Next,
-        jf: Target::Next,
-    }
-}
-
-fn jump(code: u16, k: u32, jt: Target, jf: Target) -> Ins {
-    Ins { code, k, jt, jf }
 }
 
 /// Builds the program: `denied` syscalls return EPERM, `tgkill` is allowed
@@ -78,81 +53,44 @@ pub fn program(denied: &[libc::c_long], own_pid: u32) -> Result<BpfProgram, BpfE
     }
     keys.sort_unstable();
     keys.dedup();
-    let mut code = vec![
+    let mut code: Vec<Ins<Label>> = vec![
         stmt(LD_W_ABS, OFFSET_ARCH),
         jump(JEQ, AUDIT_ARCH, Target::At(3), Target::Next),
         stmt(RET, RET_KILL),
         stmt(LD_W_ABS, OFFSET_NR),
     ];
     #[cfg(target_arch = "x86_64")]
-    code.push(jump(JGE, X32_SYSCALL_BIT, Target::Deny, Target::Next));
-    tree(&mut code, &keys);
+    code.push(jump(
+        JGE,
+        X32_SYSCALL_BIT,
+        Target::To(Label::Deny),
+        Target::Next,
+    ));
+    let hit = |k: u32| {
+        Target::To(if k == libc::SYS_tgkill as u32 {
+            Label::Tgkill
+        } else {
+            Label::Deny
+        })
+    };
+    tree(&mut code, &keys, &hit, Target::To(Label::Allow));
     let tgkill = code.len();
     code.push(stmt(LD_W_ABS, OFFSET_ARG0_LO));
-    code.push(jump(JEQ, own_pid, Target::Allow, Target::Deny));
+    code.push(jump(
+        JEQ,
+        own_pid,
+        Target::To(Label::Allow),
+        Target::To(Label::Deny),
+    ));
     let allow = code.len();
     code.push(stmt(RET, RET_ALLOW));
     let deny = code.len();
     code.push(stmt(RET, RET_EPERM));
-    resolve(&code, allow, deny, tgkill)
-}
-
-/// Emits a search over the sorted `keys`; every path ends in a jump to the
-/// allow, deny or tgkill block.
-fn tree(code: &mut Vec<Ins>, keys: &[u32]) {
-    if keys.len() <= LEAF {
-        for (i, &k) in keys.iter().enumerate() {
-            let hit = if k == libc::SYS_tgkill as u32 {
-                Target::Tgkill
-            } else {
-                Target::Deny
-            };
-            let miss = if i + 1 == keys.len() {
-                Target::Allow
-            } else {
-                Target::Next
-            };
-            code.push(jump(JEQ, k, hit, miss));
-        }
-        if keys.is_empty() {
-            code.push(stmt(RET, RET_ALLOW));
-        }
-        return;
-    }
-    let (low, high) = keys.split_at(keys.len() / 2);
-    let split = code.len();
-    code.push(jump(JGE, high[0], Target::Next, Target::Next));
-    tree(code, low);
-    code[split].jt = Target::At(code.len());
-    tree(code, high);
-}
-
-/// Turns symbolic targets into the relative offsets BPF uses; fails closed
-/// when a jump would not fit in its 8-bit offset.
-fn resolve(code: &[Ins], allow: usize, deny: usize, tgkill: usize) -> Result<BpfProgram, BpfError> {
-    let offset = |from: usize, to: Target| -> Result<u8, BpfError> {
-        let to = match to {
-            Target::Next => from + 1,
-            Target::Allow => allow,
-            Target::Deny => deny,
-            Target::Tgkill => tgkill,
-            Target::At(i) => i,
-        };
-        to.checked_sub(from + 1)
-            .and_then(|d| u8::try_from(d).ok())
-            .ok_or(BpfError::JumpTooLong { from, to })
-    };
-    let mut out = Vec::with_capacity(code.len());
-    for (i, ins) in code.iter().enumerate() {
-        let is_jump = ins.code & 0x07 == 0x05;
-        out.push(sock_filter {
-            code: ins.code,
-            jt: if is_jump { offset(i, ins.jt)? } else { 0 },
-            jf: if is_jump { offset(i, ins.jf)? } else { 0 },
-            k: ins.k,
-        });
-    }
-    Ok(out)
+    resolve(&code, |l| match l {
+        Label::Allow => allow,
+        Label::Deny => deny,
+        Label::Tgkill => tgkill,
+    })
 }
 
 #[cfg(test)]
