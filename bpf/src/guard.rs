@@ -6,6 +6,7 @@
 //!    jeq NATIVE_ARCH, 0, <kill>      foreign arch → kill (as the deny filter)
 //!    ld  [nr]
 //!    jge 0x40000000, <kill>, 0       x86_64 only: x32 bit → kill
+//!    search tree over the numbers below: any other → <allow>
 //!    jeq openat2, <enosys>, 0        one per ENOSYS call
 //!    jeq mkdirat, <notify>, 0        one per always-notified call
 //!    jeq openat, 0, 2                one triple per flag-notified call
@@ -29,119 +30,129 @@ use crate::BpfError;
 use crate::arch::{
     AUDIT_ARCH, JEQ, JGE, JSET, LD_W_ABS, OFFSET_ARCH, OFFSET_ARGS, OFFSET_NR, RET, X32_SYSCALL_BIT,
 };
+use crate::asm::{Ins, Target, jump, resolve, stmt, tree};
 use oajail_policy::compile::guard::{FilterShape, RISKY_MODE, WRITE_FLAGS};
-use seccompiler::{BpfProgram, sock_filter};
+use seccompiler::BpfProgram;
 
-/// Where a jump of the program lands.
+/// The program's labelled instructions: the start of the per-call chain and
+/// the four returns at the end.
 #[derive(Clone, Copy)]
-enum To {
-    Next,
-    /// Over this many following instructions.
-    Skip(usize),
+enum Label {
+    Chain,
     Allow,
     Notify,
     Enosys,
     Kill,
 }
 
-/// Instructions before the final four returns, with symbolic targets.
-struct Draft(Vec<(u16, u32, To, To)>);
+const ALLOW: Target<Label> = Target::To(Label::Allow);
+const NOTIFY: Target<Label> = Target::To(Label::Notify);
+const NEXT: Target<Label> = Target::Next;
 
-impl Draft {
-    fn op(&mut self, code: u16, k: u32, jt: To, jf: To) {
-        self.0.push((code, k, jt, jf));
+/// Compile the filter shape for the running architecture.
+///
+/// A search tree over every guarded number comes first, so that any other
+/// call is allowed after a few instructions (the kernel runs the program
+/// once per syscall number when the command installs it: `asm.rs`); the
+/// chain of the module docs follows for the guarded ones.
+pub fn compile(plan: &FilterShape) -> Result<BpfProgram, BpfError> {
+    let legacy = cfg!(target_arch = "x86_64");
+    let mut code: Vec<Ins<Label>> = vec![
+        stmt(LD_W_ABS, OFFSET_ARCH),
+        jump(JEQ, AUDIT_ARCH, NEXT, Target::To(Label::Kill)),
+        stmt(LD_W_ABS, OFFSET_NR),
+    ];
+    if legacy {
+        code.push(jump(JGE, X32_SYSCALL_BIT, Target::To(Label::Kill), NEXT));
     }
+    let mut chain = Vec::new();
+    let keys = guarded_chain(plan, legacy, &mut chain)?;
+    tree(&mut code, &keys, &|_| Target::To(Label::Chain), ALLOW);
+    let start = code.len();
+    // The chain's own jumps count from its start.
+    code.extend(chain.into_iter().map(|ins| Ins {
+        jt: shift(ins.jt, start),
+        jf: shift(ins.jf, start),
+        ..ins
+    }));
+    let end = code.len();
+    for k in [
+        libc::SECCOMP_RET_ALLOW,
+        libc::SECCOMP_RET_USER_NOTIF,
+        libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        libc::SECCOMP_RET_KILL_PROCESS,
+    ] {
+        code.push(stmt(RET, k));
+    }
+    resolve(&code, |l| match l {
+        Label::Chain => start,
+        Label::Allow => end,
+        Label::Notify => end + 1,
+        Label::Enosys => end + 2,
+        Label::Kill => end + 3,
+    })
+}
 
-    /// Resolve the targets: the returns follow in the order Allow, Notify,
-    /// Enosys, Kill; a jump offset counts from the next instruction.
-    fn finish(self) -> Result<BpfProgram, BpfError> {
-        let end = self.0.len();
-        let at = |i: usize, to: To| -> Result<u8, BpfError> {
-            let target = match to {
-                To::Next => i + 1,
-                To::Skip(n) => i + 1 + n,
-                To::Allow => end,
-                To::Notify => end + 1,
-                To::Enosys => end + 2,
-                To::Kill => end + 3,
-            };
-            u8::try_from(target - i - 1).map_err(|_| BpfError::GuardJumpTooLong)
-        };
-        let mut out = Vec::with_capacity(end + 4);
-        for (i, (code, k, jt, jf)) in self.0.iter().enumerate() {
-            let (jt, jf) = if *code == RET || *code == LD_W_ABS {
-                (0, 0)
-            } else {
-                (at(i, *jt)?, at(i, *jf)?)
-            };
-            out.push(sock_filter {
-                code: *code,
-                jt,
-                jf,
-                k: *k,
-            });
-        }
-        for k in [
-            libc::SECCOMP_RET_ALLOW,
-            libc::SECCOMP_RET_USER_NOTIF,
-            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
-            libc::SECCOMP_RET_KILL_PROCESS,
-        ] {
-            out.push(sock_filter {
-                code: RET,
-                jt: 0,
-                jf: 0,
-                k,
-            });
-        }
-        Ok(out)
+fn shift(t: Target<Label>, by: usize) -> Target<Label> {
+    match t {
+        Target::At(i) => Target::At(i + by),
+        other => other,
     }
 }
 
-/// Compile the filter shape for the running architecture.
-pub fn compile(plan: &FilterShape) -> Result<BpfProgram, BpfError> {
-    let legacy = cfg!(target_arch = "x86_64");
-    let mut d = Draft(Vec::new());
-    d.op(LD_W_ABS, OFFSET_ARCH, To::Next, To::Next);
-    d.op(JEQ, AUDIT_ARCH, To::Next, To::Kill);
-    d.op(LD_W_ABS, OFFSET_NR, To::Next, To::Next);
-    if legacy {
-        d.op(JGE, X32_SYSCALL_BIT, To::Kill, To::Next);
-    }
+/// The per-call chain (jump indexes relative to its start); returns the
+/// sorted numbers it tests.
+fn guarded_chain(
+    plan: &FilterShape,
+    legacy: bool,
+    d: &mut Vec<Ins<Label>>,
+) -> Result<Vec<u32>, BpfError> {
+    let mut keys = Vec::new();
+    let mut test = |d: &mut Vec<Ins<Label>>, name: &str, jt, skip: usize| -> Result<(), BpfError> {
+        let nr = number(name)?;
+        keys.push(nr);
+        let jf = if skip == 0 {
+            NEXT
+        } else {
+            Target::At(d.len() + 1 + skip)
+        };
+        d.push(jump(JEQ, nr, jt, jf));
+        Ok(())
+    };
     for name in &plan.enosys {
-        d.op(JEQ, number(name)?, To::Enosys, To::Next);
+        test(d, name, Target::To(Label::Enosys), 0)?;
     }
     let always = plan
         .notify
         .iter()
         .chain(plan.legacy.iter().filter(|_| legacy));
     for name in always.chain(&plan.watch) {
-        d.op(JEQ, number(name)?, To::Notify, To::Next);
+        test(d, name, NOTIFY, 0)?;
     }
     for c in plan.notify_if_write.iter().filter(|c| legacy || !c.legacy) {
         // Another call skips the load and the test. The low word of the
         // little-endian argument is the one the kernel reads as `int flags`.
-        d.op(JEQ, number(&c.syscall)?, To::Next, To::Skip(2));
-        let arg = OFFSET_ARGS + 8 * u32::from(c.flags_arg);
-        d.op(LD_W_ABS, arg, To::Next, To::Next);
-        d.op(JSET, WRITE_FLAGS, To::Notify, To::Allow);
+        test(d, &c.syscall, NEXT, 2)?;
+        d.push(stmt(LD_W_ABS, OFFSET_ARGS + 8 * u32::from(c.flags_arg)));
+        d.push(jump(JSET, WRITE_FLAGS, NOTIFY, ALLOW));
     }
     for c in &plan.notify_if_mode {
-        d.op(JEQ, number(&c.syscall)?, To::Next, To::Skip(2));
-        let arg = OFFSET_ARGS + 8 * u32::from(c.mode_arg);
-        d.op(LD_W_ABS, arg, To::Next, To::Next);
-        d.op(JSET, RISKY_MODE, To::Notify, To::Allow);
+        test(d, &c.syscall, NEXT, 2)?;
+        d.push(stmt(LD_W_ABS, OFFSET_ARGS + 8 * u32::from(c.mode_arg)));
+        d.push(jump(JSET, RISKY_MODE, NOTIFY, ALLOW));
     }
     for c in plan.notify_if_path.iter().filter(|c| legacy || !c.legacy) {
         // A pointer is NULL when both of its words are zero.
-        d.op(JEQ, number(&c.syscall)?, To::Next, To::Skip(4));
+        test(d, &c.syscall, NEXT, 4)?;
         let arg = OFFSET_ARGS + 8 * u32::from(c.path_arg);
-        d.op(LD_W_ABS, arg, To::Next, To::Next);
-        d.op(JEQ, 0, To::Next, To::Notify);
-        d.op(LD_W_ABS, arg + 4, To::Next, To::Next);
-        d.op(JEQ, 0, To::Allow, To::Notify);
+        d.push(stmt(LD_W_ABS, arg));
+        d.push(jump(JEQ, 0, NEXT, NOTIFY));
+        d.push(stmt(LD_W_ABS, arg + 4));
+        d.push(jump(JEQ, 0, ALLOW, NOTIFY));
     }
-    d.finish()
+    keys.sort_unstable();
+    keys.dedup();
+    Ok(keys)
 }
 
 /// The number of a guarded call on this architecture.
@@ -155,6 +166,7 @@ fn number(name: &str) -> Result<u32, BpfError> {
 mod tests {
     use super::*;
     use crate::interp::{data, run};
+    use seccompiler::sock_filter;
     use crate::syscalls::{SYS_FCHMODAT2, SYS_REMOVEXATTRAT, SYS_SETXATTRAT};
 
     const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;

@@ -42,9 +42,6 @@ pub enum BpfError {
     /// The guard's filter shape names a call this architecture does not have.
     #[error("guard: unknown system call {0}")]
     UnknownGuardedCall(String),
-    /// A jump of the guard's filter does not fit its 8-bit offset.
-    #[error("guard filter jump too long")]
-    GuardJumpTooLong,
     /// A syscall number of the worker's list is out of range.
     #[error("syscall number {0}")]
     SyscallNumber(i64),
