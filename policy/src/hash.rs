@@ -30,9 +30,11 @@ impl Policy {
             Ok(value) => value,
             Err(err) => Value::String(format!("unserialisable policy: {err}")),
         };
-        let mut out = String::new();
+        let mut out = Vec::new();
         write_canonical(&value, &mut out);
-        out
+        // serde_json writes UTF-8 only; the fallback cannot be reached.
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 
     /// Lower-case hex sha256 of [`Policy::canonical_json`].
@@ -52,39 +54,47 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Appends the JCS form of `value` to `out`.
-pub(crate) fn write_canonical(value: &Value, out: &mut String) {
+/// Appends the JCS form of `value` to `out`. Scalars and keys are written
+/// by serde_json straight into the buffer (a `to_string` per scalar was
+/// most of the hash's cost on `oajail`'s start-up path).
+pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Object(members) => {
             // JCS sorts by UTF-16 code units; for the ASCII keys a policy
             // has this is byte order, and `str` ordering is byte order.
             let mut sorted: Vec<_> = members.iter().collect();
             sorted.sort_by(|a, b| utf16_cmp(a.0, b.0));
-            out.push('{');
+            out.push(b'{');
             for (i, (key, member)) in sorted.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
+                write_json(key, out);
+                out.push(b':');
                 write_canonical(member, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         // serde_json escapes strings exactly as JCS (ECMAScript) does and
         // prints integers in plain decimal.
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => write_json(scalar, out),
     }
+}
+
+/// serde_json's text of a string or scalar; writing a `Value` or a `str`
+/// into a `Vec` cannot fail.
+fn write_json<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// Orders strings by UTF-16 code units, as RFC 8785 requires.
@@ -100,8 +110,9 @@ mod tests {
     #[test]
     fn canonical_writer_sorts_and_compacts() {
         let value = json!({"b": [3, "x\ny", {"z": null, "a": true}], "a": "\u{1f}é/"});
-        let mut out = String::new();
+        let mut out = Vec::new();
         write_canonical(&value, &mut out);
+        let out = String::from_utf8(out).unwrap();
         assert_eq!(
             out,
             r#"{"a":"\u001fé/","b":[3,"x\ny",{"a":true,"z":null}]}"#
@@ -113,8 +124,9 @@ mod tests {
         // U+1F600 (surrogates D83D DE00) sorts before U+FF61 in UTF-16,
         // after it in UTF-8 byte order.
         let value = json!({"\u{FF61}": 2, "\u{1F600}": 1});
-        let mut out = String::new();
+        let mut out = Vec::new();
         write_canonical(&value, &mut out);
+        let out = String::from_utf8(out).unwrap();
         assert_eq!(out, "{\"\u{1F600}\":1,\"\u{FF61}\":2}");
     }
 
