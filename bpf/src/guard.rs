@@ -166,8 +166,8 @@ fn number(name: &str) -> Result<u32, BpfError> {
 mod tests {
     use super::*;
     use crate::interp::{data, run};
-    use seccompiler::sock_filter;
     use crate::syscalls::{SYS_FCHMODAT2, SYS_REMOVEXATTRAT, SYS_SETXATTRAT};
+    use seccompiler::sock_filter;
 
     const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
     const NOTIFY: u32 = libc::SECCOMP_RET_USER_NOTIF;
