@@ -23,14 +23,14 @@ pub struct Secrets {
     pub credentials: oajail_proxy::Credentials,
 }
 
-/// Start the proxy on `listeners` (its runtime threads start here, after the
-/// clone: the supervisor was single-threaded until now).
-pub fn start(
+/// Everything of the proxy that can fail on the caller's input (the
+/// `--log-json` file, the CA), before the jail runs its command; no thread
+/// yet ([`Ready::serve`] starts them).
+pub fn prepare(
     plans: &Plans,
     secrets: Secrets,
     log_json: Option<PathBuf>,
-    listeners: Vec<TcpListener>,
-) -> anyhow::Result<Running> {
+) -> anyhow::Result<Ready> {
     let config = ProxyConfig {
         egress: plans.egress.clone(),
         log_json,
@@ -43,9 +43,20 @@ pub fn start(
     if let Some(ca) = secrets.authority {
         options = options.authority(ca);
     }
-    let handle =
-        oajail_proxy::start_with(config, listeners, options).map_err(|e| anyhow!("{e}"))?;
-    Ok(Running { handle })
+    let prepared = oajail_proxy::prepare(config, options).map_err(|e| anyhow!("{e}"))?;
+    Ok(Ready(prepared))
+}
+
+/// A prepared proxy ([`prepare`]).
+pub struct Ready(oajail_proxy::Prepared);
+
+impl Ready {
+    /// Start the runtime's threads and serve the listeners the jail bound
+    /// in its netns.
+    pub fn serve(self, listeners: Vec<TcpListener>) -> anyhow::Result<Running> {
+        let handle = self.0.serve(listeners).map_err(|e| anyhow!("{e}"))?;
+        Ok(Running { handle })
+    }
 }
 
 /// Environment variable overriding the `--log-json` size cap (bytes).

@@ -165,7 +165,19 @@ fn supervise(
     timeout: Option<u64>,
     clock: &Clock,
 ) -> Result<i32, Fail> {
-    let proxy = match proxy::start(plans, secrets, args.log_json.clone(), listeners) {
+    let ready = match proxy::prepare(plans, secrets, args.log_json.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            jail.abort();
+            return Err(Fail::setup(e));
+        }
+    };
+    // "go" before the proxy's threads start: pid 1 locks down and executes
+    // the command meanwhile. Until the proxy accepts, the jail's
+    // connections wait in the listeners' backlog; if its runtime cannot
+    // start, the jail is killed before any of them got through.
+    jail.go()?;
+    let proxy = match ready.serve(listeners) {
         Ok(p) => p,
         Err(e) => {
             jail.abort();

@@ -82,6 +82,37 @@ fn log_json_refuses_stdout() {
     );
 }
 
+/// The proxy's threads start after the command (issue 11's start-up
+/// work), but what can fail on the caller's input is checked before it:
+/// a log that cannot be opened refuses the run, and the command never ran.
+#[test]
+fn an_unopenable_log_refuses_before_the_command_runs() {
+    let s = settings("log-unopenable");
+    let marker = scratch_home("log-unopenable").join("ran");
+    let _ = std::fs::remove_file(&marker);
+    let cmd = format!("touch {}", marker.display());
+    let o = oajail(
+        "log-unopenable",
+        &[
+            "-s",
+            &s,
+            "--log-json",
+            "/nonexistent/dir/log.json",
+            "-c",
+            &cmd,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_ne!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("cannot open the decision log"),
+        "{}",
+        err(&o)
+    );
+    assert!(!marker.exists(), "the command ran: {}", err(&o));
+}
+
 #[test]
 fn log_json_writes_to_a_fifo_with_a_reader() {
     let dir = scratch_home("log-fifo");

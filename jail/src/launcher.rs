@@ -51,6 +51,8 @@ pub struct Jail {
     landlock: Option<Prebuilt>,
     /// The run asks pid 1 for a pty of the jail's own (interactive runs).
     terminal: bool,
+    /// "go" was sent ([`Jail::go`]).
+    gone: bool,
     /// The relay between that pty and the caller's terminal.
     relay: Option<Relay>,
 }
@@ -90,6 +92,7 @@ impl Jail {
                     layers,
                     landlock: None,
                     terminal: false,
+                    gone: false,
                     relay: None,
                 })
             }
@@ -174,22 +177,33 @@ impl Jail {
         }
     }
 
-    /// Let the jail finish its setup and execute the command; returns what
-    /// it enforces once the command has been executed (channel EOF), or the
-    /// failed step.
-    pub fn release(&mut self) -> Result<EnforcementReport, JailError> {
+    /// Let the jail finish its setup and execute the command. The proxy can
+    /// start after this: the jail's connections wait in its listeners'
+    /// backlog until it accepts them.
+    pub fn go(&mut self) -> Result<(), JailError> {
+        if self.gone {
+            return Ok(());
+        }
+        self.gone = true;
         let go = match self.landlock.take() {
             Some(ruleset) => self.chan.send_byte_with_fd(sync::GO, ruleset.fd()),
             None => self.chan.send_byte(sync::GO),
         };
-        if let Err(e) = go {
+        go.map_err(|e| {
             // pid 1 may have failed a step and exited before reading "go":
             // its report is still queued on the channel, and names the step.
-            return Err(match self.chan.recv() {
+            match self.chan.recv() {
                 Ok(Some(msg)) => self.fail(Some(msg), Step::Exec),
                 _ => JailError::io(Step::Supervisor, e),
-            });
-        }
+            }
+        })
+    }
+
+    /// [`Jail::go`] if not yet sent, then wait until the command has been
+    /// executed (channel EOF); returns what the jail enforces, or the failed
+    /// step.
+    pub fn release(&mut self) -> Result<EnforcementReport, JailError> {
+        self.go()?;
         let mut master = None;
         let report = loop {
             match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {

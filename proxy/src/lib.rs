@@ -340,5 +340,24 @@ pub fn start_with(
     listeners: Vec<std::net::TcpListener>,
     options: StartOptions,
 ) -> Result<ProxyHandle, ProxyError> {
-    server::Running::start(config, listeners, options).map(|inner| ProxyHandle { inner })
+    prepare(config, options)?.serve(listeners)
+}
+
+/// The first half of [`start_with`]: everything that can fail on the
+/// caller's input (the decision log's file, the TLS-termination CA), done
+/// without a thread. `oajail` prepares before it lets the jail run its
+/// command and serves right after, so the runtime's threads start beside
+/// the command instead of before it.
+pub fn prepare(config: ProxyConfig, options: StartOptions) -> Result<Prepared, ProxyError> {
+    server::Prepared::new(config, options).map(Prepared)
+}
+
+/// A proxy ready to serve ([`prepare`]).
+pub struct Prepared(server::Prepared);
+
+impl Prepared {
+    /// Start the runtime and serve every listener.
+    pub fn serve(self, listeners: Vec<std::net::TcpListener>) -> Result<ProxyHandle, ProxyError> {
+        self.0.serve(listeners).map(|inner| ProxyHandle { inner })
+    }
 }

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Refusal lines in the file: per destination and reason.
@@ -162,7 +162,11 @@ impl fmt::Display for Summary {
 #[derive(Debug)]
 pub(crate) struct Log {
     sink: Option<Sink>,
-    stderr: Sink,
+    /// Made at the first live line: most runs refuse nothing, and its
+    /// writer thread would only lengthen every start. `None` when that
+    /// thread could not start (the live lines are then lost; the summary
+    /// at exit still counts them).
+    stderr: OnceLock<Option<Sink>>,
     summary: Mutex<Summary>,
     file_gate: Mutex<Gate>,
     live_gate: Mutex<Gate>,
@@ -188,7 +192,7 @@ impl Log {
         let now = Instant::now();
         Ok(Self {
             sink,
-            stderr: Sink::stderr()?,
+            stderr: OnceLock::new(),
             summary: Mutex::new(Summary::default()),
             file_gate: Mutex::new(Gate::new(FILE_PER_KEY, FILE_OVERALL, now)),
             live_gate: Mutex::new(Gate::new(LIVE_PER_KEY, LIVE_OVERALL, now)),
@@ -262,7 +266,9 @@ impl Log {
         };
         let mut line = live_line(rec, repeats).into_bytes();
         line.push(b'\n');
-        self.stderr.send(line);
+        if let Some(stderr) = self.stderr.get_or_init(|| Sink::stderr().ok()) {
+            stderr.send(line);
+        }
     }
 
     pub(crate) fn summary(&self) -> Summary {
@@ -279,7 +285,9 @@ impl Log {
             sink.flush();
             out.log_dropped = sink.dropped();
         }
-        self.stderr.flush();
+        if let Some(Some(stderr)) = self.stderr.get() {
+            stderr.flush();
+        }
         out.live_suppressed = self
             .live_gate
             .lock()

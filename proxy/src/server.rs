@@ -19,15 +19,36 @@ pub(crate) struct Running {
     addrs: Vec<SocketAddr>,
 }
 
-impl Running {
-    pub(crate) fn start(
-        config: ProxyConfig,
+/// The shared state made, the runtime not yet (`crate::prepare`).
+pub(crate) struct Prepared {
+    shared: Arc<Shared>,
+    worker_threads: usize,
+}
+
+impl Prepared {
+    pub(crate) fn new(config: ProxyConfig, options: StartOptions) -> Result<Self, ProxyError> {
+        Ok(Prepared {
+            shared: Shared::start(config, &options)?,
+            worker_threads: options.worker_threads,
+        })
+    }
+
+    pub(crate) fn serve(
+        self,
         listeners: Vec<std::net::TcpListener>,
-        options: StartOptions,
+    ) -> Result<Running, ProxyError> {
+        Running::start(self.shared, self.worker_threads, listeners)
+    }
+}
+
+impl Running {
+    fn start(
+        shared: Arc<Shared>,
+        worker_threads: usize,
+        listeners: Vec<std::net::TcpListener>,
     ) -> Result<Self, ProxyError> {
-        let shared = Shared::start(config, &options)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(options.worker_threads)
+            .worker_threads(worker_threads)
             .thread_name("oajail-proxy")
             .enable_all()
             .build()
