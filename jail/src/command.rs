@@ -1,7 +1,12 @@
 //! The command process (pid 2 of the jail): last per-process steps, then
 //! `execve`. The seccomp filter is already in place: pid 1 installed it
-//! before the fork, so every step here runs under it. The create-guard's
-//! filter is the command's own, installed last (pid 1 must not carry it).
+//! before starting this process, so every step here runs under it. The
+//! create-guard's filter is the command's own, installed last (pid 1 must
+//! not carry it).
+//!
+//! Until its `execve` this process shares pid 1's memory
+//! (`sys::process::spawn_shared`): it reads the spec and pid 1's
+//! descriptors by reference and changes nothing pid 1 owns.
 
 use crate::error::{Failure, Step, lower_first};
 use crate::exit_code;
@@ -17,7 +22,12 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Run the command's steps and execute it. Never returns.
 /// `on_terminal`: pid 1 made the jail's pty its controlling terminal.
-pub(crate) fn run(spec: &JailSpec, chan: &Channel, guard: Option<Handoff>, on_terminal: bool) -> ! {
+pub(crate) fn run(
+    spec: &JailSpec,
+    chan: &Channel,
+    guard: Option<&Handoff>,
+    on_terminal: bool,
+) -> ! {
     if let Err((step, failure)) = prepare(spec, guard, on_terminal) {
         report(chan, step, failure)
     }
@@ -26,7 +36,7 @@ pub(crate) fn run(spec: &JailSpec, chan: &Channel, guard: Option<Handoff>, on_te
 
 fn prepare(
     spec: &JailSpec,
-    guard: Option<Handoff>,
+    guard: Option<&Handoff>,
     on_terminal: bool,
 ) -> Result<(), (Step, Failure)> {
     // Signals: pid 1 and the supervisor block the forwarded ones; the command

@@ -20,7 +20,7 @@ use crate::landlock::{LandlockStatus, Prebuilt};
 use crate::report::{EnforcementReport, LandlockEnforced};
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, SpecFile};
-use crate::sys::process::{Forked, fork};
+use crate::sys::process::spawn_shared;
 use crate::{caps, init, net, ns};
 use nix::sys::signalfd::SignalFd;
 use nix::unistd::Pid;
@@ -102,10 +102,11 @@ fn setup(
     if let Some(program) = spec.seccomp.as_ref().filter(|_| layers.seccomp) {
         at(Step::Seccomp, program.install())?;
     }
-    let command = match at(Step::Fork, fork())? {
-        Forked::Child => crate::command::run(&spec, chan, handoff, on_terminal),
-        Forked::Parent(pid) => Pid::from_raw(pid),
-    };
+    // The command shares pid 1's memory until its execve (no copy of it:
+    // `spawn_shared`), so it gets everything by reference.
+    let guard_end = handoff.as_ref();
+    let spawned = spawn_shared(|| crate::command::run(&spec, chan, guard_end, on_terminal));
+    let command = Pid::from_raw(at(Step::Fork, spawned)?);
     let server = match (guard, handoff) {
         (Some(g), Some(h)) => {
             let plan = g.plan().clone();

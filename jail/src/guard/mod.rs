@@ -124,8 +124,11 @@ impl Handoff {
 
     /// The command: install the guard filter and pass its listener to pid 1;
     /// no copy of the listener stays in the command.
-    pub(crate) fn install(self, spec: &GuardSpec) -> Result<(), Failure> {
-        drop(self.pid1);
+    ///
+    /// By reference: the command shares pid 1's memory until its execve
+    /// (`sys::process::spawn_shared`). pid 1's end, open here too, is
+    /// close-on-exec.
+    pub(crate) fn install(&self, spec: &GuardSpec) -> Result<(), Failure> {
         let installed = if spec.pretend_missing {
             Err(std::io::Error::from_raw_os_error(libc::EINVAL))
         } else {
@@ -146,7 +149,6 @@ impl Handoff {
         })?;
         crate::fdpass::send_with_fds(self.command.as_fd(), b"L", &[listener.as_raw_fd()])?;
         drop(listener);
-        drop(self.command);
         Ok(())
     }
 }

@@ -60,6 +60,86 @@ pub(crate) fn fork() -> io::Result<Forked> {
     }
 }
 
+/// The stack of a [`spawn_shared`] child: the command's last steps in
+/// `command.rs` use a few pages of it; only touched pages cost anything.
+const SHARED_STACK: usize = 1 << 20;
+const PAGE: usize = 4096;
+
+/// Run `child` in a new process that shares this one's memory until it
+/// executes a program or exits (`CLONE_VM | CLONE_VFORK`, as posix_spawn
+/// does); this process is suspended meanwhile. Returns the child's pid.
+///
+/// Why not fork: on the benchmark machine pid 1's fork, with the copy of
+/// its page tables and the copy-on-write faults that follow in both
+/// processes, cost about 0.2 ms of `oajail -- /bin/true`'s start-up
+/// (docs/benchmarks.md); a shared-memory child copies nothing.
+///
+/// What the child may do, since every write lands in this process's memory:
+/// - use `child`'s captures by reference only and never drop anything this
+///   process owns (its captures are never dropped: it does not return);
+/// - allocate (the caller is single-threaded and suspended, so the
+///   allocator's locks are free; what the child allocates leaks here);
+/// - end with `execve` or `_exit`, never by returning.
+pub(crate) fn spawn_shared<F: FnOnce()>(child: F) -> io::Result<libc::pid_t> {
+    extern "C" fn trampoline<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the `Option<F>` of `spawn_shared`, alive until
+        // the child has executed or exited (CLONE_VFORK); only the child
+        // touches it meanwhile.
+        let slot = unsafe { &mut *arg.cast::<Option<F>>() };
+        if let Some(f) = slot.take() {
+            f();
+        }
+        // `child` executes a program or exits; never return into the
+        // caller's frames, which are this process's own.
+        exit_now(127)
+    }
+    // SAFETY: a fresh anonymous mapping; no pointer argument but the null
+    // hint.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            SHARED_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let mut slot = Some(child);
+    // SAFETY: the lowest page becomes the stack's guard (an overflow faults
+    // instead of writing below the mapping); the range is inside it.
+    let guarded = unsafe { libc::mprotect(stack, PAGE, libc::PROT_NONE) };
+    let pid = if guarded == 0 {
+        // SAFETY: the child runs `trampoline` on its own stack (the top of
+        // the mapping; x86_64 and aarch64 stacks grow down) in this
+        // process's memory, and this call returns only once the child has
+        // executed or exited (CLONE_VFORK), so `slot` and the stack outlive
+        // its use; the caller is single-threaded (pid 1), so no lock is
+        // held by another thread. Without CLONE_SETTLS the child uses this
+        // thread's TLS, which nothing else uses while it runs.
+        unsafe {
+            libc::clone(
+                trampoline::<F>,
+                stack.cast::<u8>().add(SHARED_STACK).cast(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (&raw mut slot).cast(),
+            )
+        }
+    } else {
+        -1
+    };
+    let err = io::Error::last_os_error();
+    // SAFETY: the mapping made above; the child no longer runs on it.
+    unsafe { libc::munmap(stack, SHARED_STACK) };
+    match pid {
+        -1 => Err(err),
+        pid => Ok(pid),
+    }
+}
+
 /// Exit immediately with `code`, without running atexit handlers or
 /// flushing stdio buffers copied from the supervisor.
 ///
