@@ -79,6 +79,12 @@ const STAGING: &[&str] = &["/tmp", "/mnt", "/var/tmp", "/opt", "/srv", "/home", 
 
 /// Build the jail's root from `plan` and pivot into it (see the module docs).
 pub fn apply(plan: &MountPlan, masked: &[MaskedFileSpec]) -> Result<(), MountError> {
+    prepare()?.apply(plan, masked)
+}
+
+/// Steps 1 and 2 of the module docs, which need no plan: pid 1 takes them
+/// while the supervisor is still compiling, before the spec arrives.
+pub fn prepare() -> Result<Prepared, MountError> {
     rustix::mount::mount_change(
         "/",
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
@@ -87,21 +93,37 @@ pub fn apply(plan: &MountPlan, masked: &[MaskedFileSpec]) -> Result<(), MountErr
     // Read before anything is mounted: the host's mounts, as cloned.
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
         .ctx(|| "read /proc/self/mountinfo".into())?;
-    let stage = Stage::new()?;
-    for step in &plan.steps {
-        stage.apply(step)?;
+    Ok(Prepared {
+        mountinfo,
+        stage: Stage::new()?,
+    })
+}
+
+/// The staging area made and the host's mounts read ([`prepare`]).
+pub struct Prepared {
+    mountinfo: String,
+    stage: Stage,
+}
+
+impl Prepared {
+    /// Steps 3 and 4: the plan's mounts onto the new root, then the pivot.
+    pub fn apply(self, plan: &MountPlan, masked: &[MaskedFileSpec]) -> Result<(), MountError> {
+        let stage = self.stage;
+        for step in &plan.steps {
+            stage.apply(step)?;
+        }
+        let hidden: Vec<std::path::PathBuf> = plan
+            .steps
+            .iter()
+            .filter(|s| matches!(s, MountStep::MaskDir { .. } | MountStep::MaskFile { .. }))
+            .map(|s| s.path().into())
+            .collect();
+        for path in alias::aliases(&self.mountinfo, &hidden) {
+            stage.mask_alias(&path.to_string_lossy())?;
+        }
+        stage.place_sentinels(plan, masked)?;
+        stage.pivot()
     }
-    let hidden: Vec<std::path::PathBuf> = plan
-        .steps
-        .iter()
-        .filter(|s| matches!(s, MountStep::MaskDir { .. } | MountStep::MaskFile { .. }))
-        .map(|s| s.path().into())
-        .collect();
-    for path in alias::aliases(&mountinfo, &hidden) {
-        stage.mask_alias(&path.to_string_lossy())?;
-    }
-    stage.place_sentinels(plan, masked)?;
-    stage.pivot()
 }
 
 /// The staging area: `host` (pristine clone), `root` (the new root) and an

@@ -70,11 +70,18 @@ fn setup(
     affinity: Affinity,
 ) -> StepResult<(Pid, SignalFd, Option<Server>)> {
     enter(layers, chan, ids)?;
+    // The mounts' first steps need no plan: taken while the supervisor
+    // compiles, they leave pid 1's path after the spec.
+    let staged = if layers.mount_view() {
+        Some(at(Step::Mounts, crate::mount::prepare())?)
+    } else {
+        None
+    };
     let wants_terminal = at(Step::Supervisor, chan.wait_spec())?;
     let spec = at(Step::Supervisor, spec_file.read())?;
-    match spec.mounts.as_ref().filter(|_| layers.mount_view()) {
+    match spec.mounts.as_ref().zip(staged) {
         // Includes pivot_root into the new root (see mount.rs).
-        Some(plan) => at(Step::Mounts, crate::mount::apply(plan, &spec.masked_files))?,
+        Some((plan, staged)) => at(Step::Mounts, staged.apply(plan, &spec.masked_files))?,
         // Without the jail's own mount view the real file would show.
         None if !spec.masked_files.is_empty() => {
             let msg = "masked files: a masked credential file needs the jail's own mount view";
