@@ -24,7 +24,7 @@ SUPERVISOR_SIDE = {"launcher", "cgroup", "negotiate", "doctor", "hostfs"}
 # supervisor builds and pid 1 applies, and the syscall wrappers.
 SHARED = {
     "cpus", "error", "exit_code", "fdpass", "guard", "landlock", "layers", "mountinfo",
-    "pty", "report", "seccomp", "signals", "spec", "sync", "sys", "terminal",
+    "pty", "report", "seccomp", "signals", "spec", "sync", "sys", "terminal", "wire",
 }
 
 COMMENT = re.compile(r"//.*$", re.M)

@@ -82,6 +82,7 @@ mod sync;
 #[allow(unsafe_code)]
 mod sys;
 pub mod terminal;
+mod wire;
 
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;

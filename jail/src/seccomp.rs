@@ -13,25 +13,30 @@ use seccompiler::{
 use std::collections::BTreeMap;
 
 /// A compiled filter, ready to install (compiled once in the supervisor, so
-/// the jail only loads it). Serialized as `[code, jt, jf, k]` quadruples to
-/// cross into the jail.
+/// the jail only loads it). Crosses into the jail as one hex string
+/// (`wire::bpf`).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(into = "Vec<(u16, u8, u8, u32)>", from = "Vec<(u16, u8, u8, u32)>")]
+#[serde(into = "String", try_from = "String")]
 pub struct SeccompProgram(BpfProgram);
 
-impl From<SeccompProgram> for Vec<(u16, u8, u8, u32)> {
+impl From<SeccompProgram> for String {
     fn from(p: SeccompProgram) -> Self {
-        p.0.into_iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect()
+        let quads: Vec<_> = p.0.into_iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect();
+        crate::wire::bpf::to_hex(&quads)
     }
 }
 
-impl From<Vec<(u16, u8, u8, u32)>> for SeccompProgram {
-    fn from(v: Vec<(u16, u8, u8, u32)>) -> Self {
-        SeccompProgram(
-            v.into_iter()
+impl TryFrom<String> for SeccompProgram {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        let quads = crate::wire::bpf::from_hex(&text)?;
+        Ok(SeccompProgram(
+            quads
+                .into_iter()
                 .map(|(code, jt, jf, k)| sock_filter { code, jt, jf, k })
                 .collect(),
-        )
+        ))
     }
 }
 

@@ -77,8 +77,10 @@ impl Layers {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JailSpec {
     /// The command: `argv[0]` is a path, or a name searched in the `PATH` of `env`.
+    #[serde(with = "crate::wire::cstrings")]
     pub argv: Vec<CString>,
     /// The command's complete environment (`NAME=value`).
+    #[serde(with = "crate::wire::cstrings")]
     pub env: Vec<CString>,
     /// Working directory inside the jail.
     pub cwd: PathBuf,

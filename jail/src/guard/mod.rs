@@ -48,6 +48,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 /// decides with.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GuardSpec {
+    #[serde(with = "crate::wire::bpf")]
     program: Vec<(u16, u8, u8, u32)>,
     plan: GuardPlan,
     /// Test builds only (`OAJAIL_TEST_PRETEND_MISSING=guard`, read here in
