@@ -7,12 +7,14 @@
 //!   be bypassed (rust-vmm/seccompiler#74); we kill the process instead;
 //! - a second action (`clone3` → ENOSYS, so libc falls back to `clone`,
 //!   whose flags the deny list can inspect; clone3 passes them in memory);
-//! - a search tree over every number the rest of the program has a rule for:
-//!   any other number is allowed right there. seccompiler's deny chains are
-//!   linear, and the kernel runs the program once per syscall number when it
-//!   installs it (its "always allowed" cache), so without the tree the
-//!   install walked the whole chain for each of the ~370 allowed numbers
-//!   (≈ 0.2 ms on pid 1's path; `asm.rs`).
+//! - a search tree over every number the plan names: a call denied whatever
+//!   its arguments gets EPERM right there, one with conditions on its
+//!   arguments goes on to the rest of the program, and any other number is
+//!   allowed. seccompiler's deny chains are linear, and the kernel runs the
+//!   program once per syscall number when it installs it (its "always
+//!   allowed" cache), so without the tree the install walked the whole chain
+//!   for each of the ~370 allowed numbers (≈ 0.2 ms on pid 1's path;
+//!   `asm.rs`); and the chains need only the conditional calls.
 //!
 //! Prefix (all jumps forward):
 //! ```text
@@ -20,11 +22,13 @@
 //! 1: jeq NATIVE_ARCH, 0, <kill>   foreign arch (i386 int 0x80 …) → kill
 //! 2: ld  [nr]
 //! 3: jge 0x40000000, <kill>, 0    x86_64 only: x32 bit → kill
-//! …: search tree over the ENOSYS and deny-listed numbers:
-//!    ENOSYS number → <enosys>, deny-listed → <rest>, any other → <allow>
+//! …: search tree over the numbers the plan names:
+//!    ENOSYS number → <enosys>, always denied → <eperm>,
+//!    denied under conditions → <rest>, any other → <allow>
 //! rest: ja <after the returns>
 //!    ret ALLOW
 //!    ret ERRNO|ENOSYS
+//!    ret ERRNO|EPERM
 //!    ret KILL_PROCESS
 //! seccompiler's program (arch check again, then the deny chains)
 //! ```
@@ -41,18 +45,30 @@ enum Label {
     Rest,
     Allow,
     Enosys,
+    Eperm,
     Kill,
 }
 
 /// The prefix described in the module docs: `x32` adds the x32 check,
-/// `enosys` the calls answered with ENOSYS, `deny` the numbers the appended
-/// program has rules for (every other number is allowed by the prefix).
-/// Falls through to whatever program is appended.
-pub fn seccomp_prefix(x32: bool, enosys: &[i64], deny: &[i64]) -> Result<BpfProgram, BpfError> {
-    let number = |nr: &i64| u32::try_from(*nr).map_err(|_| BpfError::SyscallNumber(*nr));
-    let enosys = enosys.iter().map(number).collect::<Result<Vec<_>, _>>()?;
-    let mut keys = deny.iter().map(number).collect::<Result<Vec<_>, _>>()?;
+/// `enosys` the calls answered with ENOSYS, `eperm` those denied whatever
+/// their arguments, `checked` those the appended program decides (every
+/// other number is allowed by the prefix). Falls through to whatever
+/// program is appended.
+pub fn seccomp_prefix(
+    x32: bool,
+    enosys: &[i64],
+    eperm: &[i64],
+    checked: &[i64],
+) -> Result<BpfProgram, BpfError> {
+    let numbers = |list: &[i64]| -> Result<Vec<u32>, BpfError> {
+        list.iter()
+            .map(|nr| u32::try_from(*nr).map_err(|_| BpfError::SyscallNumber(*nr)))
+            .collect()
+    };
+    let (enosys, eperm) = (numbers(enosys)?, numbers(eperm)?);
+    let mut keys = numbers(checked)?;
     keys.extend(&enosys);
+    keys.extend(&eperm);
     keys.sort_unstable();
     keys.dedup();
     let mut code: Vec<Ins<Label>> = vec![
@@ -64,23 +80,29 @@ pub fn seccomp_prefix(x32: bool, enosys: &[i64], deny: &[i64]) -> Result<BpfProg
         let kill = Target::To(Label::Kill);
         code.push(jump(JGE, X32_SYSCALL_BIT, kill, Target::Next));
     }
+    // ENOSYS first: a call both answered with ENOSYS and denied gets ENOSYS,
+    // as the prefix's checks always ran before the deny list.
     let hit = |k: u32| {
         Target::To(if enosys.contains(&k) {
             Label::Enosys
+        } else if eperm.contains(&k) {
+            Label::Eperm
         } else {
             Label::Rest
         })
     };
     tree(&mut code, &keys, &hit, Target::To(Label::Allow));
     let rest = code.len();
-    code.push(jump(JA, 0, Target::At(rest + 4), Target::At(rest + 4)));
+    code.push(jump(JA, 0, Target::At(rest + 5), Target::At(rest + 5)));
     code.push(stmt(RET, libc::SECCOMP_RET_ALLOW));
     code.push(stmt(RET, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32));
+    code.push(stmt(RET, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32));
     code.push(stmt(RET, libc::SECCOMP_RET_KILL_PROCESS));
     resolve(&code, |l| match l {
         Label::Rest => rest,
         Label::Allow => rest + 1,
         Label::Enosys => rest + 2,
-        Label::Kill => rest + 3,
+        Label::Eperm => rest + 3,
+        Label::Kill => rest + 4,
     })
 }

@@ -60,9 +60,15 @@ const ARCH: TargetArch = TargetArch::x86_64;
 #[cfg(target_arch = "aarch64")]
 const ARCH: TargetArch = TargetArch::aarch64;
 impl SeccompProgram {
-    /// Compile `plan` for the running architecture.
+    /// Compile `plan` for the running architecture: the prefix decides
+    /// every call but those denied only under conditions on their
+    /// arguments, which seccompiler's chains decide.
     pub fn compile(plan: &SeccompPlan) -> Result<Self, SeccompError> {
-        let (deny, body) = deny_list(plan)?;
+        let (always, conditional): (BTreeMap<_, _>, BTreeMap<_, _>) = deny_rules(plan)?
+            .into_iter()
+            .partition(|(_, rules)| rules.is_empty());
+        let always: Vec<i64> = always.into_keys().collect();
+        let checked: Vec<i64> = conditional.keys().copied().collect();
         let enosys = plan
             .enosys
             .iter()
@@ -71,10 +77,11 @@ impl SeccompProgram {
         let mut program = oajail_bpf::prefix::seccomp_prefix(
             plan.kill_x32 && cfg!(target_arch = "x86_64"),
             &enosys,
-            &deny,
+            &always,
+            &checked,
         )
         .map_err(SeccompError::Filter)?;
-        program.extend(body);
+        program.extend(chains(conditional)?);
         Ok(SeccompProgram(program))
     }
 
@@ -94,12 +101,16 @@ impl SeccompProgram {
     }
 }
 
-/// seccompiler's program for the plan's deny rules (EPERM), with the
-/// numbers it has rules for: the prefix allows every other number itself.
-fn deny_list(plan: &SeccompPlan) -> Result<(Vec<i64>, BpfProgram), SeccompError> {
+/// The plan's deny rules by syscall number; an empty list denies the call
+/// whatever its arguments.
+fn deny_rules(plan: &SeccompPlan) -> Result<BTreeMap<i64, Vec<SeccompRule>>, SeccompError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let mut always = Vec::new();
     for deny in &plan.deny {
         let nr = syscall_number(&deny.syscall)?;
+        if deny.when.is_empty() {
+            always.push(nr);
+        }
         let mut chain = Vec::new();
         for conds in &deny.when {
             let conds = conds
@@ -110,7 +121,15 @@ fn deny_list(plan: &SeccompPlan) -> Result<(Vec<i64>, BpfProgram), SeccompError>
         }
         rules.entry(nr).or_default().extend(chain);
     }
-    let numbers = rules.keys().copied().collect();
+    // One unconditional entry makes the call denied outright.
+    for nr in always {
+        rules.insert(nr, Vec::new());
+    }
+    Ok(rules)
+}
+
+/// seccompiler's EPERM chains for `rules`.
+fn chains(rules: BTreeMap<i64, Vec<SeccompRule>>) -> Result<BpfProgram, SeccompError> {
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -118,8 +137,7 @@ fn deny_list(plan: &SeccompPlan) -> Result<(Vec<i64>, BpfProgram), SeccompError>
         ARCH,
     )
     .map_err(SeccompError::Backend)?;
-    let body = filter.try_into().map_err(SeccompError::Backend)?;
-    Ok((numbers, body))
+    filter.try_into().map_err(SeccompError::Backend)
 }
 
 fn condition(arg: u8, op: ArgOp, value: u32) -> Result<SeccompCondition, SeccompError> {
@@ -235,31 +253,41 @@ mod tests {
         }
     }
 
-    /// The prefix's search tree decides no number differently from
-    /// seccompiler's deny chains alone (`clone3` aside, which it answers
-    /// with ENOSYS), whatever the arguments, for each shape of the list.
+    /// The prefix (its search tree and its outright denials) decides no
+    /// number differently from seccompiler's chains over the whole deny
+    /// list (`clone3` aside, which it answers with ENOSYS), whatever the
+    /// arguments, for each shape of the list.
     #[test]
-    fn the_prefix_tree_answers_as_the_deny_chains_do() {
+    fn the_prefix_answers_as_the_deny_chains_over_every_rule_do() {
         let mut open = Policy::builtin_default();
         open.network.allow_all_unix_sockets = true;
         open.process.allow_nested_user_namespaces = true;
         for policy in [Policy::builtin_default(), open] {
             let facts = HostFacts::with_dirs("/h", "/h");
             let plan = oajail_policy::compile::seccomp::compile(&policy, &facts).unwrap();
-            let (numbers, body) = deny_list(&plan).unwrap();
-            assert!(numbers.len() > 20, "{numbers:?}");
+            let rules = deny_rules(&plan).unwrap();
+            assert!(rules.values().filter(|r| r.is_empty()).count() > 20);
+            assert!(rules.values().filter(|r| !r.is_empty()).count() >= 2);
+            let reference = chains(rules).unwrap();
             let full = SeccompProgram::compile(&plan).unwrap();
+            assert!(
+                full.len() < reference.len(),
+                "{} {}",
+                full.len(),
+                reference.len()
+            );
             let args = [
                 [0; 6],
                 [u64::MAX; 6],
                 [libc::CLONE_NEWUSER as u64, 0x5412, 16, 0, 0, 0],
+                [libc::AF_UNIX as u64, 1, 0, 0, 0, 0],
             ];
             for nr in 0..600u32 {
                 for a in args {
                     let want = if i64::from(nr) == libc::SYS_clone3 {
                         ENOSYS
                     } else {
-                        run(&body, &data(AUDIT_ARCH, nr, a))
+                        run(&reference, &data(AUDIT_ARCH, nr, a))
                     };
                     assert_eq!(run(&full.0, &data(AUDIT_ARCH, nr, a)), want, "{nr} {a:?}");
                 }
