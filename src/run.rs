@@ -5,12 +5,13 @@ use crate::plans::{self, Plans};
 use crate::{Fail, proxy, settings};
 use anyhow::anyhow;
 use oajail_jail::negotiate::{self, Kernel, Negotiation, PlanFacts, Request};
-use oajail_jail::{Jail, JailError, JailSpec};
+use oajail_jail::{Jail, JailError, JailSpec, Waited};
 use oajail_policy::Policy;
 use std::ffi::{CString, OsString};
 use std::net::TcpListener;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStringExt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Run the command of `args` in a jail; returns the exit status to use.
 pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
@@ -155,7 +156,8 @@ fn print_banner(negotiated: &Negotiation) {
     eprintln!("oajail: =======================================================");
 }
 
-/// Start the proxy on the jail's listeners, release the jail, and wait.
+/// Release the jail and wait; the proxy serves the jail's listeners from
+/// the jail's first connection on.
 fn supervise(
     mut jail: Jail,
     listeners: Vec<TcpListener>,
@@ -165,19 +167,9 @@ fn supervise(
     timeout: Option<u64>,
     clock: &Clock,
 ) -> Result<i32, Fail> {
+    // What can fail on the caller's input (the decision log, the CA) fails
+    // here, before the command runs.
     let ready = match proxy::prepare(plans, secrets, args.log_json.clone()) {
-        Ok(p) => p,
-        Err(e) => {
-            jail.abort();
-            return Err(Fail::setup(e));
-        }
-    };
-    // "go" before the proxy's threads start: pid 1 locks down and executes
-    // the command meanwhile. Until the proxy accepts, the jail's
-    // connections wait in the listeners' backlog; if its runtime cannot
-    // start, the jail is killed before any of them got through.
-    jail.go()?;
-    let proxy = match ready.serve(listeners) {
         Ok(p) => p,
         Err(e) => {
             jail.abort();
@@ -186,8 +178,32 @@ fn supervise(
     };
     let report = jail.release()?;
     clock.note(&format!("command executed; enforced: {report:?}"));
-    let outcome = jail.wait(timeout.map(Duration::from_secs))?;
-    proxy.finish();
+    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs(t));
+    // The proxy's runtime and its threads start when a connection waits in
+    // a listener's backlog (it is accepted then): a command that never
+    // connects (`git status`, `ls`, a test runner offline) never pays for
+    // them. If the runtime cannot start, the jail is killed before any
+    // connection got through.
+    let waited = {
+        let wake: Vec<BorrowedFd<'_>> = listeners.iter().map(AsFd::as_fd).collect();
+        jail.wait_until(deadline, &wake)?
+    };
+    let outcome = match waited {
+        Waited::Exited(outcome) => outcome,
+        Waited::Readable => {
+            let proxy = match ready.serve(listeners) {
+                Ok(p) => p,
+                Err(e) => {
+                    jail.abort();
+                    return Err(Fail::setup(e));
+                }
+            };
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let outcome = jail.wait(left)?;
+            proxy.finish();
+            outcome
+        }
+    };
     if outcome.timed_out {
         eprintln!(
             "oajail: timeout: killed the jail after {}s",

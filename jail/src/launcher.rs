@@ -24,6 +24,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use oajail_policy::compile::limits::Resource;
 use std::net::TcpListener;
+use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 /// How the jail ended.
@@ -33,6 +34,21 @@ pub struct Outcome {
     pub code: i32,
     /// True when `--timeout` expired and the jail was killed.
     pub timed_out: bool,
+}
+
+/// What [`Jail::wait_until`] saw first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The jail is gone (or was killed at the deadline).
+    Exited(Outcome),
+    /// One of the descriptors to wake on is readable; the jail runs on.
+    Readable,
+}
+
+/// What woke the supervisor's wait.
+enum Event {
+    Signal(Option<Signal>),
+    Readable,
 }
 
 /// A running jail, seen from the supervisor.
@@ -51,8 +67,6 @@ pub struct Jail {
     landlock: Option<Prebuilt>,
     /// The run asks pid 1 for a pty of the jail's own (interactive runs).
     terminal: bool,
-    /// "go" was sent ([`Jail::go`]).
-    gone: bool,
     /// The relay between that pty and the caller's terminal.
     relay: Option<Relay>,
 }
@@ -92,7 +106,6 @@ impl Jail {
                     layers,
                     landlock: None,
                     terminal: false,
-                    gone: false,
                     relay: None,
                 })
             }
@@ -177,33 +190,22 @@ impl Jail {
         }
     }
 
-    /// Let the jail finish its setup and execute the command. The proxy can
-    /// start after this: the jail's connections wait in its listeners'
-    /// backlog until it accepts them.
-    pub fn go(&mut self) -> Result<(), JailError> {
-        if self.gone {
-            return Ok(());
-        }
-        self.gone = true;
+    /// Let the jail finish its setup and execute the command; returns what
+    /// it enforces once the command has been executed (channel EOF), or the
+    /// failed step.
+    pub fn release(&mut self) -> Result<EnforcementReport, JailError> {
         let go = match self.landlock.take() {
             Some(ruleset) => self.chan.send_byte_with_fd(sync::GO, ruleset.fd()),
             None => self.chan.send_byte(sync::GO),
         };
-        go.map_err(|e| {
+        if let Err(e) = go {
             // pid 1 may have failed a step and exited before reading "go":
             // its report is still queued on the channel, and names the step.
-            match self.chan.recv() {
+            return Err(match self.chan.recv() {
                 Ok(Some(msg)) => self.fail(Some(msg), Step::Exec),
                 _ => JailError::io(Step::Supervisor, e),
-            }
-        })
-    }
-
-    /// [`Jail::go`] if not yet sent, then wait until the command has been
-    /// executed (channel EOF); returns what the jail enforces, or the failed
-    /// step.
-    pub fn release(&mut self) -> Result<EnforcementReport, JailError> {
-        self.go()?;
+            });
+        }
         let mut master = None;
         let report = loop {
             match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
@@ -235,29 +237,45 @@ impl Jail {
     pub fn wait(mut self, timeout: Option<Duration>) -> Result<Outcome, JailError> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
+            if let Waited::Exited(outcome) = self.wait_until(deadline, &[])? {
+                return Ok(outcome);
+            }
+        }
+    }
+
+    /// [`Jail::wait`] until `deadline`, or until one of `wake` is readable
+    /// (a connection waits on a proxy listener): then the jail runs on and
+    /// this returns [`Waited::Readable`].
+    pub fn wait_until(
+        &mut self,
+        deadline: Option<Instant>,
+        wake: &[BorrowedFd<'_>],
+    ) -> Result<Waited, JailError> {
+        loop {
             if let Some(status) = self.try_reap()? {
                 self.drain_terminal();
-                return Ok(Outcome {
+                return Ok(Waited::Exited(Outcome {
                     code: crate::exit_code::of_status(status),
                     timed_out: false,
-                });
+                }));
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
                 let _ = kill(self.pid, Signal::SIGKILL);
                 self.reap_blocking();
                 self.drain_terminal();
-                return Ok(Outcome {
+                return Ok(Waited::Exited(Outcome {
                     code: crate::exit_code::TIMEOUT,
                     timed_out: true,
-                });
+                }));
             }
             // pid 1 blocks forwarded signals and passes them on to the command;
             // with a pty of its own the jail learns a new size from the pty.
-            match (self.next_signal(left)?, &self.relay) {
-                (None | Some(Signal::SIGCHLD), _) => {}
-                (Some(Signal::SIGWINCH), Some(relay)) => relay.resize(),
-                (Some(sig), _) => {
+            match (self.next_event(left, wake)?, &self.relay) {
+                (Event::Readable, _) => return Ok(Waited::Readable),
+                (Event::Signal(None | Some(Signal::SIGCHLD)), _) => {}
+                (Event::Signal(Some(Signal::SIGWINCH)), Some(relay)) => relay.resize(),
+                (Event::Signal(Some(sig)), _) => {
                     let _ = kill(self.pid, sig);
                 }
             }
@@ -272,22 +290,31 @@ impl Jail {
         }
     }
 
-    fn next_signal(&mut self, left: Option<Duration>) -> Result<Option<Signal>, JailError> {
+    fn next_event(
+        &mut self,
+        left: Option<Duration>,
+        wake: &[BorrowedFd<'_>],
+    ) -> Result<Event, JailError> {
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
         use std::os::fd::AsFd;
         let ms = left.map_or(PollTimeout::NONE, |d| {
             PollTimeout::try_from(d.as_millis().clamp(1, i32::MAX as u128) as i32)
                 .unwrap_or(PollTimeout::MAX)
         });
-        let mut fds = [PollFd::new(self.signals.as_fd(), PollFlags::POLLIN)];
+        let mut fds = vec![PollFd::new(self.signals.as_fd(), PollFlags::POLLIN)];
+        fds.extend(wake.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
         match poll(&mut fds, ms) {
-            Ok(0) | Err(nix::Error::EINTR) => return Ok(None),
+            Ok(0) | Err(nix::Error::EINTR) => return Ok(Event::Signal(None)),
             Ok(_) => {}
             Err(e) => return Err(JailError::io(Step::Wait, e.into())),
         }
+        let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+        if !ready(&fds[0]) {
+            return Ok(Event::Readable);
+        }
         match self.signals.read_signal() {
-            Ok(Some(info)) => Ok(Signal::try_from(info.ssi_signo as i32).ok()),
-            Ok(None) => Ok(None),
+            Ok(Some(info)) => Ok(Event::Signal(Signal::try_from(info.ssi_signo as i32).ok())),
+            Ok(None) => Ok(Event::Signal(None)),
             Err(e) => Err(JailError::io(Step::Wait, e.into())),
         }
     }

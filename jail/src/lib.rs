@@ -86,7 +86,7 @@ mod wire;
 
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;
-pub use launcher::{Jail, Outcome};
+pub use launcher::{Jail, Outcome, Waited};
 pub use report::{EnforcementReport, LandlockEnforced};
 pub use signals::FORWARDED_SIGNALS;
 pub use spec::{JailSpec, Layers, MaskedFileSpec};
