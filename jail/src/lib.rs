@@ -10,8 +10,11 @@
 //! the proxy listener(s) it bound inside the jail's netns back to the
 //! supervisor, reads the [`JailSpec`] the supervisor compiled meanwhile (from
 //! a memfd, [`Jail::send_spec`]), builds its filesystem view, waits for the
-//! go-ahead ([`Jail::release`], sent once the proxy runs), drops its
-//! privileges, forks the command (which installs seccomp last and executes)
+//! go-ahead ([`Jail::release`], sent once the proxy is prepared; its
+//! runtime starts at the jail's first connection, [`Jail::wait_until`]),
+//! drops its privileges, starts the command in its own memory until
+//! `execve` (`sys::process::spawn_shared`; it installs the guard's filter
+//! last and executes)
 //! and then serves as init (`init.rs`). The order and its reasons are in
 //! `docs/enforcement-order.md`.
 //!
