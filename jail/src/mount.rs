@@ -1,11 +1,12 @@
 //! The mount layer: builds the jail's root from a [`MountPlan`] inside the
 //! child's new mount namespace, and pivots into it.
 //!
-//! `apply` does everything, `pivot_root` included: on return the process's
-//! root is the new tree, the host's tree is detached, and the cwd is `/`.
-//! It must run in the child after the user namespace's id maps are written
-//! (it needs the namespace's CAP_SYS_ADMIN) and after the pid namespace
-//! exists (it mounts a fresh `/proc` for that namespace).
+//! [`prepare`] takes the steps that need no plan (1 and 2 below), and
+//! [`Prepared::apply`] the rest, `pivot_root` included: on return the
+//! process's root is the new tree, the host's tree is detached, and the cwd
+//! is `/`. Both run in the child after the user namespace's id maps are
+//! written (they need the namespace's CAP_SYS_ADMIN) and after the pid
+//! namespace exists (a fresh `/proc` is mounted for that namespace).
 //!
 //! How (Linux 5.12+, new mount API):
 //! 1. `/` is made private recursively, so nothing propagates to the host;
@@ -77,11 +78,6 @@ impl<T, E: Into<io::Error>> Context<T> for Result<T, E> {
 /// exists will do: the host tree was cloned before it is covered.
 const STAGING: &[&str] = &["/tmp", "/mnt", "/var/tmp", "/opt", "/srv", "/home", "/root"];
 
-/// Build the jail's root from `plan` and pivot into it (see the module docs).
-pub fn apply(plan: &MountPlan, masked: &[MaskedFileSpec]) -> Result<(), MountError> {
-    prepare()?.apply(plan, masked)
-}
-
 /// Steps 1 and 2 of the module docs, which need no plan: pid 1 takes them
 /// while the supervisor is still compiling, before the spec arrives.
 pub fn prepare() -> Result<Prepared, MountError> {
@@ -106,7 +102,7 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Steps 3 and 4: the plan's mounts onto the new root, then the pivot.
+    /// Steps 3 and 4: build the jail's root from `plan` and pivot into it.
     pub fn apply(self, plan: &MountPlan, masked: &[MaskedFileSpec]) -> Result<(), MountError> {
         let stage = self.stage;
         for step in &plan.steps {

@@ -346,8 +346,8 @@ pub fn start_with(
 /// The first half of [`start_with`]: everything that can fail on the
 /// caller's input (the decision log's file, the TLS-termination CA), done
 /// without a thread. `oajail` prepares before it lets the jail run its
-/// command and serves right after, so the runtime's threads start beside
-/// the command instead of before it.
+/// command, and serves only once a connection waits in a listener's
+/// backlog, so a command that never connects never starts the runtime.
 pub fn prepare(config: ProxyConfig, options: StartOptions) -> Result<Prepared, ProxyError> {
     server::Prepared::new(config, options).map(Prepared)
 }

@@ -28,7 +28,7 @@ pub const BUNDLE_PATH: &str = "/tmp/.oajail-trust/ca-bundle.pem";
 const SLACK: u64 = 64 * 1024;
 
 /// Write `pem` into a read-only tmpfs at [`BUNDLE_DIR`]. Runs in pid 1 after
-/// `mount::apply` (the process root is the jail's) while it still holds the
+/// `mount::Prepared::apply` (the process root is the jail's) while it still holds the
 /// namespace's capabilities. Refuses when the plan shares `/tmp` with the
 /// host: the mount point would then be created on the host.
 pub fn install(plan: &MountPlan, pem: &[u8]) -> Result<(), MountError> {

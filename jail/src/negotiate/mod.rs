@@ -435,9 +435,10 @@ fn landlock_status(abi: Option<u8>, mounts_run: bool, guard_runs: bool) -> Layer
              and without the guard nothing makes them in its place",
         ),
         Some(1) => {
-            let moves = match mounts_run {
-                true => "pid 1's mover makes the moves across directories",
-                false => "moves across directories fail",
+            let moves = if mounts_run {
+                "pid 1's mover makes the moves across directories"
+            } else {
+                "moves across directories fail"
             };
             LayerStatus::Partial {
                 abi: 1,

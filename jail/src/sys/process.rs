@@ -46,7 +46,9 @@ pub(crate) fn clone_fork(flags: libc::c_int) -> io::Result<Forked> {
     }
 }
 
-/// Plain `fork(2)`, used by pid 1 to start the command.
+/// Plain `fork(2)`, used by pid 1 to start the mover (`guard/mover.rs`),
+/// which must live on outside pid 1's memory; the command is started with
+/// [`spawn_shared`].
 ///
 /// pid 1 is single-threaded (it never starts threads), which is what makes
 /// running arbitrary code in the child sound.

@@ -8,7 +8,7 @@
 //!
 //! Plans and their owners:
 //! - [`mounts::MountPlan`] (filesystem layer): the mount namespace built by
-//!   `oajail_jail::mount::apply`;
+//!   `oajail_jail::mount::Prepared::apply`;
 //! - [`landlock::LandlockPlan`] (filesystem layer): the Landlock ruleset
 //!   applied by `oajail_jail::landlock::restrict` just before seccomp;
 //! - [`seccomp::SeccompPlan`] and [`limits::ResourcePlan`] (runtime layer);

@@ -1,5 +1,5 @@
 //! The mount plan: how the jail's root is built (applied by
-//! `oajail_jail::mount::apply` in the child, inside its new mount namespace).
+//! `oajail_jail::mount::Prepared::apply` in the child, inside its new mount namespace).
 //!
 //! Layout, in order:
 //! 1. [`MountStep::RootBind`]: a recursive read-only, nosuid, nodev clone of
