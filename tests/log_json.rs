@@ -87,23 +87,34 @@ fn log_json_refuses_stdout() {
 /// a log that cannot be opened refuses the run, and the command never ran.
 #[test]
 fn an_unopenable_log_refuses_before_the_command_runs() {
-    let s = settings("log-unopenable");
-    let marker = scratch_home("log-unopenable").join("ran");
-    let _ = std::fs::remove_file(&marker);
+    let home = scratch_home("log-unopenable");
+    let out = home.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // The marker's directory is writable in the jail, so only the refusal
+    // can keep the command from creating it.
+    let policy = POLICY.replace(
+        r#""allowWrite":[]"#,
+        &format!(r#""allowWrite":["{}"]"#, out.display()),
+    );
+    assert_ne!(policy, POLICY);
+    let s = home.join("writable.json");
+    std::fs::write(&s, policy).unwrap();
+    let marker = out.join("ran");
     let cmd = format!("touch {}", marker.display());
-    let o = oajail(
-        "log-unopenable",
-        &[
-            "-s",
-            &s,
-            "--log-json",
-            "/nonexistent/dir/log.json",
-            "-c",
-            &cmd,
-        ],
-    )
-    .output()
-    .unwrap();
+    let run = |log: &str| {
+        let _ = std::fs::remove_file(&marker);
+        let args = ["-s", s.to_str().unwrap(), "--log-json", log, "-c", &cmd];
+        oajail("log-unopenable", &args).output().unwrap()
+    };
+    // With a log that opens, the same command does create the marker.
+    let o = run(home.join("log.json").to_str().unwrap());
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        marker.exists(),
+        "the control run wrote nothing: {}",
+        err(&o)
+    );
+    let o = run("/nonexistent/dir/log.json");
     assert_ne!(o.status.code(), Some(0), "{}", err(&o));
     assert!(
         err(&o).contains("cannot open the decision log"),
