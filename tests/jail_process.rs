@@ -115,6 +115,67 @@ fn timeout_kills_the_whole_jail() {
     assert!(err(&o).contains("timeout"), "{}", err(&o));
 }
 
+/// `oajail` returns once pid 1 reports the command's code, without waiting
+/// for the kernel to tear the namespaces down; pid 1 reports only after it
+/// has killed and reaped every other process of the jail. So when `oajail`
+/// returns, a background writer has stopped writing and a background
+/// process with 200 MB to free (which takes milliseconds to exit) is gone
+/// from the host's process list: had pid 1 reported before reaping them,
+/// the second would still be exiting.
+#[test]
+fn background_processes_are_gone_when_oajail_returns() {
+    let home = scratch_home("bgwriter");
+    let settings = home.join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
+            "filesystem":{"denyRead":[],"allowWrite":["."],"denyWrite":[]}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join("w")).unwrap();
+    let log = home.join("w/log");
+    // By process name (`comm`): a process keeps it in /proc while it exits
+    // and as a zombie, until it is reaped (its argv goes with its memory).
+    let marker = format!("oajbg{}", std::process::id() % 1_000_000);
+    let script = format!(
+        "( while :; do echo x >> w/log; done ) & \
+         {PYTHON} -c 'import ctypes, time; ctypes.CDLL(None).prctl(15, b\"{marker}\", 0, 0, 0); \
+         b = b\"x\" * (200 << 20); time.sleep(60)' & \
+         sleep 0.5; exit 3"
+    );
+    for round in 0..3 {
+        let _ = std::fs::remove_file(&log);
+        // No pipes: a pipe's reader would wait for every jailed holder.
+        let status = oajail(
+            "bgwriter",
+            &["-s", settings.to_str().unwrap(), "-c", &script],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+        assert_eq!(status.code(), Some(3));
+        let alive = host_has_process_named(&marker);
+        let at_return = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        assert!(!alive, "round {round}: a jailed process outlived oajail");
+        assert!(at_return > 0, "round {round}: the writer never wrote");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            std::fs::metadata(&log).unwrap().len(),
+            at_return,
+            "round {round}: a jailed writer ran on after oajail returned"
+        );
+    }
+}
+
+/// Whether a process (running, exiting or a zombie) has this `comm`.
+fn host_has_process_named(name: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .any(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim_end() == name))
+}
+
 /// A process with this exact argv must not exist on the host.
 fn host_has_process_with_arg(marker: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|e| {

@@ -5,14 +5,15 @@
 //! no capability, and after the fork it only reads a signalfd, reaps zombies,
 //! forwards INT/TERM/HUP/QUIT/USR1/USR2/WINCH to the command's process group,
 //! serves the create-guard's notifications ([`crate::guard`]) and exits with
-//! the command's status. Its exit makes the kernel kill every
-//! other process of the pid namespace, so background and double-forked
-//! processes never outlive the command.
+//! the command's status. When the command exits, pid 1 kills and reaps every
+//! other process of the jail, so background and double-forked processes never
+//! outlive the command, then tells the supervisor the code
+//! ([`crate::sync::ExitReport`]) and exits.
 
 use crate::error::Failure;
 use crate::guard::Server;
 use crate::signals::handled_signals;
-use crate::sync::Channel;
+use crate::sync::{Channel, ExitReport};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -63,8 +64,14 @@ pub(crate) fn become_subreaper() -> Result<(), Failure> {
 
 /// The init loop. Never returns. `flat`: no pid namespace, so descendants
 /// must be killed explicitly before exiting.
-pub(crate) fn run(command: Pid, signals: SignalFd, flat: bool, mut guard: Option<Server>) -> ! {
-    let mut keep = vec![signals.as_raw_fd()];
+pub(crate) fn run(
+    command: Pid,
+    signals: SignalFd,
+    flat: bool,
+    mut guard: Option<Server>,
+    report: ExitReport,
+) -> ! {
+    let mut keep = vec![signals.as_raw_fd(), report.as_fd().as_raw_fd()];
     keep.extend(guard.as_ref().map(Server::descriptors).unwrap_or_default());
     close_all_but(&keep);
     loop {
@@ -81,7 +88,7 @@ pub(crate) fn run(command: Pid, signals: SignalFd, flat: bool, mut guard: Option
             GuardEvent::Idle => {}
         }
         if signal_ready {
-            on_signal(&signals, command, flat, guard.as_ref());
+            on_signal(&signals, command, flat, guard.as_ref(), &report);
         }
     }
 }
@@ -123,21 +130,21 @@ fn wait(signals: &SignalFd, guard: Option<&Server>) -> (bool, GuardEvent) {
     (ready(0, PollFlags::POLLIN), event)
 }
 
-/// Read one signal: reap on SIGCHLD (exiting with the command's status once
-/// it is gone), forward the others.
-fn on_signal(signals: &SignalFd, command: Pid, flat: bool, guard: Option<&Server>) {
+/// Read one signal: reap on SIGCHLD (ending the jail once the command is
+/// gone), forward the others.
+fn on_signal(
+    signals: &SignalFd,
+    command: Pid,
+    flat: bool,
+    guard: Option<&Server>,
+    report: &ExitReport,
+) {
     match signals.read_signal() {
         Ok(Some(info)) => {
             let signo = info.ssi_signo as i32;
             if signo == libc::SIGCHLD {
                 if let Some(code) = reap(command) {
-                    if flat {
-                        kill_descendants();
-                    }
-                    if let Some(g) = guard {
-                        g.report_total();
-                    }
-                    crate::sys::process::exit_now(code);
+                    finish(code, flat, guard, report);
                 }
             } else if let Ok(sig) = Signal::try_from(signo) {
                 forward(command, sig);
@@ -149,28 +156,76 @@ fn on_signal(signals: &SignalFd, command: Pid, flat: bool, guard: Option<&Server
     }
 }
 
+/// The command is gone: kill the rest of the jail, then exit with `code`.
+/// The supervisor gets the code first, but only once no other process of
+/// the jail is left: it may then return while the kernel is still tearing
+/// down the namespaces in pid 1's exit, and no jailed code runs by then.
+/// Anything unexpected skips the report, and the supervisor waits for pid
+/// 1's exit as before (where the kernel kills whatever is left).
+fn finish(code: i32, flat: bool, guard: Option<&Server>, report: &ExitReport) -> ! {
+    let alone = if flat {
+        kill_descendants()
+    } else {
+        kill_namespace()
+    };
+    if let Some(g) = guard {
+        g.report_total();
+    }
+    if alone {
+        report.send(code);
+    }
+    crate::sys::process::exit_now(code)
+}
+
+/// Kill and reap every other process of pid 1's namespace; true once none
+/// is left. `kill(-1)` from pid 1 reaches exactly the namespace's other
+/// processes, and `ESRCH` says there are none, zombies included. Killed
+/// processes' orphans become pid 1's children, so reaping converges; a
+/// process that cannot be killed or reaped ends the attempt (bounded: 200
+/// ms) rather than hold the jail.
+fn kill_namespace() -> bool {
+    use nix::errno::Errno;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    while std::time::Instant::now() < deadline {
+        match kill(Pid::from_raw(-1), Signal::SIGKILL) {
+            Err(Errno::ESRCH) => return true,
+            Ok(()) => {}
+            Err(_) => return false,
+        }
+        match waitpid(None, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL)) {
+            Ok(WaitStatus::StillAlive) => {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
 /// Kill every process reparented to us (we are their subreaper), repeating
-/// while killing a parent orphans more of them. Best effort: needs
-/// `/proc/self/task/*/children` (CONFIG_PROC_CHILDREN).
-fn kill_descendants() {
+/// while killing a parent orphans more of them; true once none is left.
+/// Best effort: needs `/proc/self/task/*/children` (CONFIG_PROC_CHILDREN).
+fn kill_descendants() -> bool {
     let me = nix::unistd::getpid();
     for _ in 0..64 {
         let path = format!("/proc/self/task/{me}/children");
         let Ok(text) = std::fs::read_to_string(path) else {
-            return;
+            return false;
         };
         let pids: Vec<i32> = text
             .split_whitespace()
             .filter_map(|p| p.parse().ok())
             .collect();
         if pids.is_empty() {
-            return;
+            return true;
         }
         for pid in pids {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::__WALL));
         }
     }
+    false
 }
 
 /// Close every descriptor above 2 except those in `keep` (the supervisor's

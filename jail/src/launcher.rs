@@ -16,7 +16,7 @@ use crate::pty::Relay;
 use crate::report::EnforcementReport;
 use crate::signals::handled_signals;
 use crate::spec::{JailSpec, Layers};
-use crate::sync::{self, Channel, ChildMsg, SpecFile};
+use crate::sync::{self, Channel, ChildMsg, ExitReport, SpecFile};
 use crate::sys::process::{Forked, clone_fork};
 use nix::sys::signal::{Signal, kill};
 use nix::sys::signalfd::SignalFd;
@@ -49,6 +49,8 @@ pub enum Waited {
 enum Event {
     Signal(Option<Signal>),
     Readable,
+    /// pid 1's exit report: the command's code (`None`: no report will come).
+    Reported(Option<i32>),
 }
 
 /// A running jail, seen from the supervisor.
@@ -59,6 +61,11 @@ pub struct Jail {
     signals: SignalFd,
     spec_file: SpecFile,
     reaped: Option<WaitStatus>,
+    /// The read end of pid 1's exit report, until it is read or closed.
+    exit_report: Option<ExitReport>,
+    /// The code pid 1 reported: the command is gone, and so is every other
+    /// process of the jail; pid 1 is exiting.
+    reported: Option<i32>,
     /// The cgroups bounding the whole jail, held until the jail is dropped
     /// (after pid 1 is reaped).
     bounds: Bounds,
@@ -80,6 +87,8 @@ impl Jail {
         set.thread_block()
             .map_err(|e| JailError::io(Step::Wait, e.into()))?;
         let (mine, theirs) = sync::pair().map_err(|e| JailError::io(Step::Channel, e))?;
+        let (report_in, report_out) =
+            sync::exit_report().map_err(|e| JailError::io(Step::Channel, e))?;
         let spec_file = SpecFile::new().map_err(|e| JailError::io(Step::Channel, e))?;
         let ids = (
             nix::unistd::getuid().as_raw(),
@@ -88,11 +97,11 @@ impl Jail {
         let affinity = Affinity::of_caller();
         match clone_fork(layers.clone_flags()).map_err(namespaces_error)? {
             Forked::Child => {
-                drop(mine);
-                crate::pid1::run(layers, theirs, &spec_file, ids, affinity)
+                drop((mine, report_in));
+                crate::pid1::run(layers, theirs, &spec_file, ids, affinity, report_out)
             }
             Forked::Parent(pid) => {
-                drop(theirs);
+                drop((theirs, report_out));
                 affinity.separate(Pid::from_raw(pid));
                 let signals =
                     SignalFd::new(&set).map_err(|e| JailError::io(Step::Wait, e.into()))?;
@@ -102,6 +111,8 @@ impl Jail {
                     signals,
                     spec_file,
                     reaped: None,
+                    exit_report: Some(report_in),
+                    reported: None,
                     bounds: Bounds::default(),
                     layers,
                     landlock: None,
@@ -273,6 +284,13 @@ impl Jail {
             // with a pty of its own the jail learns a new size from the pty.
             match (self.next_event(left, wake)?, &self.relay) {
                 (Event::Readable, _) => return Ok(Waited::Readable),
+                (Event::Reported(Some(code)), _) => {
+                    self.reported = Some(code);
+                    if let Some(outcome) = self.left_early() {
+                        return Ok(Waited::Exited(outcome));
+                    }
+                }
+                (Event::Reported(None), _) => {}
                 (Event::Signal(None | Some(Signal::SIGCHLD)), _) => {}
                 (Event::Signal(Some(Signal::SIGWINCH)), Some(relay)) => relay.resize(),
                 (Event::Signal(Some(sig)), _) => {
@@ -280,6 +298,19 @@ impl Jail {
                 }
             }
         }
+    }
+
+    /// The outcome pid 1 reported, when nothing more needs its exit: every
+    /// other process of the jail is gone already (`init.rs`), and only the
+    /// kernel's teardown of the namespaces is left. An interactive run still
+    /// waits (the pty's last output drains when pid 1 closes it), and so
+    /// does a run with cgroups (they are removed once empty).
+    fn left_early(&self) -> Option<Outcome> {
+        let code = self.reported?;
+        (self.relay.is_none() && self.bounds.is_empty()).then_some(Outcome {
+            code,
+            timed_out: false,
+        })
     }
 
     /// The jail is gone: let its last output reach the caller's terminal
@@ -302,6 +333,12 @@ impl Jail {
                 .unwrap_or(PollTimeout::MAX)
         });
         let mut fds = vec![PollFd::new(self.signals.as_fd(), PollFlags::POLLIN)];
+        fds.extend(
+            self.exit_report
+                .as_ref()
+                .map(|r| PollFd::new(r.as_fd(), PollFlags::POLLIN)),
+        );
+        let wakes = fds.len();
         fds.extend(wake.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
         match poll(&mut fds, ms) {
             Ok(0) | Err(nix::Error::EINTR) => return Ok(Event::Signal(None)),
@@ -309,8 +346,20 @@ impl Jail {
             Err(e) => return Err(JailError::io(Step::Wait, e.into())),
         }
         let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
-        if !ready(&fds[0]) {
-            return Ok(Event::Readable);
+        let (signal, report) = (ready(&fds[0]), wakes == 2 && ready(&fds[1]));
+        let woken = fds[wakes..].iter().any(ready);
+        drop(fds);
+        if report {
+            // Read once: a code, or end-of-file (no report will come).
+            let code = self.exit_report.take().and_then(|r| r.recv());
+            return Ok(Event::Reported(code));
+        }
+        if !signal {
+            return Ok(if woken {
+                Event::Readable
+            } else {
+                Event::Signal(None)
+            });
         }
         match self.signals.read_signal() {
             Ok(Some(info)) => Ok(Event::Signal(Signal::try_from(info.ssi_signo as i32).ok())),
@@ -387,10 +436,17 @@ impl Jail {
 }
 
 impl Drop for Jail {
+    /// Kill and reap pid 1, except after its exit report: pid 1 is then
+    /// the jail's last process and already exiting, and waiting for it
+    /// would only wait for the kernel's teardown of the namespaces. It
+    /// stays a zombie until this process exits (the `oajail` binary does
+    /// right after) and is then reaped by the caller's reaper.
     fn drop(&mut self) {
         if self.reaped.is_none() {
             let _ = kill(self.pid, Signal::SIGKILL);
-            self.reap_blocking();
+            if self.reported.is_none() {
+                self.reap_blocking();
+            }
         }
     }
 }

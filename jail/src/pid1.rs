@@ -19,7 +19,7 @@ use crate::guard::{Handoff, Mover, Server};
 use crate::landlock::{LandlockStatus, Prebuilt};
 use crate::report::{EnforcementReport, LandlockEnforced};
 use crate::spec::{JailSpec, Layers};
-use crate::sync::{self, Channel, ChildMsg, SpecFile};
+use crate::sync::{self, Channel, ChildMsg, ExitReport, SpecFile};
 use crate::sys::process::spawn_shared;
 use crate::{caps, init, net, ns};
 use nix::sys::signalfd::SignalFd;
@@ -40,6 +40,7 @@ pub(crate) fn run(
     spec_file: &SpecFile,
     ids: (u32, u32),
     affinity: Affinity,
+    report: ExitReport,
 ) -> ! {
     match catch_unwind(AssertUnwindSafe(|| {
         setup(layers, &chan, spec_file, ids, affinity)
@@ -48,7 +49,7 @@ pub(crate) fn run(
             // Closing our end: once the command has executed too, the
             // supervisor sees end-of-file, which means "exec succeeded".
             drop(chan);
-            init::run(command, signals, !layers.namespaces, guard)
+            init::run(command, signals, !layers.namespaces, guard, report)
         }
         Ok(Err((step, failure))) => sync::report(&chan, step, failure),
         Err(_) => sync::report(&chan, Step::Fork, Failure::msg("panic during jail setup")),

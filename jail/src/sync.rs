@@ -138,6 +138,48 @@ impl Channel {
     }
 }
 
+/// pid 1 → supervisor: the command's exit code, sent once pid 1 is the
+/// jail's last process (`init.rs`). A pipe made before the clone,
+/// close-on-exec, so the command never holds its write end. With the code in
+/// hand the supervisor need not wait for pid 1's own exit, where the kernel
+/// tears down the jail's namespaces (its mounts, network, IPC): that
+/// finishes after `oajail` returns, as it does after bwrap's.
+#[derive(Debug)]
+pub(crate) struct ExitReport {
+    fd: OwnedFd,
+}
+
+/// (supervisor's read end, pid 1's write end).
+pub(crate) fn exit_report() -> io::Result<(ExitReport, ExitReport)> {
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    Ok((ExitReport { fd: read }, ExitReport { fd: write }))
+}
+
+impl ExitReport {
+    /// pid 1: send `code`. Best effort: without it the supervisor learns
+    /// the code when it reaps pid 1, as before.
+    pub(crate) fn send(&self, code: i32) {
+        let _ = nix::unistd::write(&self.fd, &code.to_le_bytes());
+    }
+
+    /// Supervisor: the code, or `None` when pid 1 closed its end without
+    /// one (it died otherwise: the reap tells how). Four bytes are below
+    /// `PIPE_BUF`, so the write is atomic and one read gets all or nothing.
+    pub(crate) fn recv(&self) -> Option<i32> {
+        let mut b = [0u8; 4];
+        match nix::unistd::read(&self.fd, &mut b) {
+            Ok(4) => Some(i32::from_le_bytes(b)),
+            _ => None,
+        }
+    }
+}
+
+impl AsFd for ExitReport {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// Send `StepFailed` and exit with the setup-failed code.
 pub(crate) fn report(chan: &Channel, step: Step, f: Failure) -> ! {
     let _ = chan.send(

@@ -47,6 +47,11 @@ pub(crate) struct Bounds {
 }
 
 impl Bounds {
+    /// No cgroup bounds the jail (none asked for, or none available).
+    pub(crate) fn is_empty(&self) -> bool {
+        self._groups.is_empty()
+    }
+
     /// Put `pid` (pid 1 of the jail) under `pids.max = nproc` and
     /// `memory.max = memory` as this caller can (see the module docs).
     /// `Err` only for host root without a pids cgroup.
