@@ -275,10 +275,22 @@ impl<'a> Cached<'a> {
 
 impl FsView for Cached<'_> {
     fn kind(&self, path: &Path) -> Option<FileKind> {
-        if let Some(kind) = self.kinds.borrow().get(path.as_os_str()) {
+        let kinds = self.kinds.borrow();
+        if let Some(kind) = kinds.get(path.as_os_str()) {
             return *kind;
         }
-        let kind = self.inner.kind(path);
+        // Below a path known to be missing, a file or a special file nothing
+        // exists: no need to ask (most of the default credential paths, as
+        // `~/.config/gcloud`, lie in directories a given home lacks). A
+        // symlink or an unknown parent is asked about as before.
+        let parent = path.parent().and_then(|p| kinds.get(p.as_os_str()));
+        let under_nothing = matches!(parent, Some(None | Some(FileKind::File | FileKind::Other)));
+        drop(kinds);
+        let kind = if under_nothing {
+            None
+        } else {
+            self.inner.kind(path)
+        };
         self.kinds
             .borrow_mut()
             .insert(path.as_os_str().to_owned(), kind);
@@ -302,5 +314,85 @@ impl FsView for Cached<'_> {
 
     fn link_count(&self, path: &Path) -> Option<u64> {
         self.inner.link_count(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A view that records every path it is asked the kind of.
+    struct Counting {
+        inner: MemFs,
+        asked: RefCell<Vec<PathBuf>>,
+    }
+
+    impl FsView for Counting {
+        fn kind(&self, path: &Path) -> Option<FileKind> {
+            self.asked.borrow_mut().push(path.to_owned());
+            self.inner.kind(path)
+        }
+        fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, FileKind)>> {
+            FsView::read_dir(&self.inner, path)
+        }
+        fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+            self.inner.read_link(path)
+        }
+    }
+
+    #[test]
+    fn nothing_is_asked_below_a_missing_path_or_a_file() {
+        let fs = Counting {
+            inner: MemFs::new()
+                .dirs(&["/home/u/.config"])
+                .files(&["/home/u/.netrc"])
+                .link("/home/u/cfg", "/home/u/.config"),
+            asked: RefCell::default(),
+        };
+        let cached = Cached::new(&fs);
+        let kinds = [
+            "/home/u/.aws",
+            "/home/u/.aws/credentials",
+            "/home/u/.netrc",
+            "/home/u/.netrc/x",
+            "/home/u/cfg",
+            "/home/u/cfg/gh",
+            "/home/u/.config",
+            "/home/u/.config/gh",
+        ]
+        .map(|p| cached.kind(Path::new(p)));
+        assert_eq!(
+            kinds,
+            [
+                None,
+                None,
+                Some(FileKind::File),
+                None,
+                Some(FileKind::Symlink),
+                None,
+                Some(FileKind::Dir),
+                None
+            ]
+        );
+        // Below the missing `.aws` and the file `.netrc` the answer is
+        // known; below the symlink and the directory the view is asked.
+        let asked: Vec<_> = fs
+            .asked
+            .borrow()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(
+            asked,
+            [
+                "/home/u/.aws",
+                "/home/u/.netrc",
+                "/home/u/cfg",
+                "/home/u/cfg/gh",
+                "/home/u/.config",
+                "/home/u/.config/gh"
+            ]
+        );
     }
 }
