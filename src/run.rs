@@ -137,8 +137,12 @@ fn start(
                     None => Fail::setup(anyhow!("{e}: user namespaces are unusable; {n}")),
                 })?;
             print_banner(&flat);
-            let spec = build_spec(&flat, spec.argv.clone(), plans)?;
-            finish(Jail::spawn(flat.layers()), &spec).map_err(Fail::from)
+            // Masked files and the trust bundle go along: without a mount
+            // view pid 1 refuses them, naming them, rather than run without.
+            let mut flat_spec = build_spec(&flat, spec.argv.clone(), plans)?;
+            flat_spec.masked_files = spec.masked_files.clone();
+            flat_spec.trust_bundle = spec.trust_bundle.clone();
+            finish(Jail::spawn(flat.layers()), &flat_spec).map_err(Fail::from)
         }
         Err(e) => Err(e.into()),
     }

@@ -19,8 +19,9 @@
 //! adds the few jail-side rules (`/proc`, `/dev`, `/tmp`, masks) and restricts
 //! itself ([`Prebuilt`]). This takes about a millisecond of path walks off
 //! pid 1's start-up path. pid 1's copy of the spec then carries only those
-//! jail-side rules ([`keep_jail_side`]): the read complement's hundreds of
-//! rules would only be parsed there.
+//! jail-side rules ([`jail_side_only`]): the read complement's hundreds of
+//! rules would only be parsed there. Not where the guard's mover needs every
+//! read rule (Landlock ABI 1).
 //!
 //! Rule paths are opened with `openat2(O_PATH, RESOLVE_NO_SYMLINKS)`: plan
 //! paths are canonical, so a symlink found now is a change since compilation
@@ -171,11 +172,31 @@ pub fn prebuild(
     Ok(Prebuilt(fd))
 }
 
-/// Keep only `plan`'s jail-side path rules: pid 1's copy when the
-/// supervisor prebuilds the rest ([`prebuild`]). Dropping rules only takes
+/// `plan` with only its jail-side path rules: pid 1's copy when the
+/// supervisor prebuilds the rest ([`prebuild`]). Leaving rules out only takes
 /// grants away, so a copy that ended up used alone would deny more, not less.
-pub(crate) fn keep_jail_side(plan: &mut LandlockPlan, mounts: &MountPlan) {
-    plan.fs_rules.retain(|r| jail_side(&r.path, mounts));
+pub(crate) fn jail_side_only(plan: &LandlockPlan, mounts: &MountPlan) -> LandlockPlan {
+    let LandlockPlan {
+        target_abi,
+        min_abi,
+        fs_rules,
+        restrict_tcp,
+        tcp_connect,
+        tcp_bind,
+        scopes,
+    } = plan;
+    LandlockPlan {
+        target_abi: *target_abi,
+        min_abi: *min_abi,
+        fs_rules: (fs_rules.iter())
+            .filter(|r| jail_side(&r.path, mounts))
+            .cloned()
+            .collect(),
+        restrict_tcp: *restrict_tcp,
+        tcp_connect: tcp_connect.clone(),
+        tcp_bind: tcp_bind.clone(),
+        scopes: scopes.clone(),
+    }
 }
 
 /// Add path rules to a created ruleset's descriptor. The crate's
@@ -499,8 +520,7 @@ mod tests {
             rule(p("/dev/null"), &[READ]),
             rule(p("/work"), &[READ, WRITE]),
         ]);
-        let mut copy = full.clone();
-        keep_jail_side(&mut copy, &mounts());
+        let copy = jail_side_only(&full, &mounts());
         let kept: Vec<&str> = copy.fs_rules.iter().map(|r| r.path.as_str()).collect();
         assert_eq!(kept, ["/tmp", "/dev/null"]);
         assert_eq!(copy.fs_rules[0], full.fs_rules[2]);

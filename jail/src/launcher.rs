@@ -157,14 +157,25 @@ impl Jail {
             sync::SPEC
         };
         // With the ruleset prebuilt here, pid 1 adds only the rules on what
-        // it mounts itself, so its copy leaves the others out: most rules
-        // (the read complement's) would only be parsed on its critical path.
-        let copy = self.prebuilds().then(|| pid1_copy(spec));
-        self.spec_file
-            .write(copy.as_ref().unwrap_or(spec))
-            .and_then(|()| self.chan.send_byte(byte))
-            .map_err(|e| JailError::io(Step::Supervisor, e))?;
+        // it mounts itself, so its copy leaves the others out (the read
+        // complement's hundreds would only be parsed on its critical path),
+        // unless the guard's mover needs them all: the read rules tell it
+        // what is readable (Landlock ABI 1).
+        let copy = (self.prebuilds() && !self.layers.mover()).then(|| pid1_copy(spec));
+        let written = self.spec_file.write(copy.as_ref().unwrap_or(spec));
+        self.hand_over(written, byte)?;
         self.prebuild_landlock(spec)
+    }
+
+    /// Tell pid 1 the spec is `written`. pid 1 may have failed a step and
+    /// exited already (refused namespaces fail right after the clone): its
+    /// report is then still queued on the channel, and names the step.
+    fn hand_over(&mut self, written: std::io::Result<()>, byte: u8) -> Result<(), JailError> {
+        let sent = written.and_then(|()| self.chan.send_byte(byte));
+        sent.map_err(|e| match self.chan.recv() {
+            Ok(Some(msg)) => self.fail(Some(msg), Step::Supervisor),
+            _ => JailError::io(Step::Supervisor, e),
+        })
     }
 
     /// Whether the supervisor builds the Landlock ruleset's host-side part:
@@ -464,11 +475,39 @@ fn namespaces_error(e: std::io::Error) -> JailError {
 }
 
 /// The spec as pid 1 gets it when the supervisor prebuilds the ruleset:
-/// only the jail-side Landlock rules ([`crate::landlock::keep_jail_side`]).
+/// only the jail-side Landlock rules ([`crate::landlock::jail_side_only`]).
+/// Built field by field: cloning the whole spec first would copy the
+/// hundreds of rules it leaves out. The destructuring is exhaustive, so a
+/// new field cannot be forgotten.
 fn pid1_copy(spec: &JailSpec) -> JailSpec {
-    let mut copy = spec.clone();
-    if let (Some(plan), Some(mounts)) = (&mut copy.landlock, &spec.mounts) {
-        crate::landlock::keep_jail_side(plan, mounts);
+    let JailSpec {
+        argv,
+        env,
+        cwd,
+        seccomp,
+        guard,
+        rlimits,
+        mounts,
+        landlock,
+        ssh_helper,
+        trust_bundle,
+        masked_files,
+    } = spec;
+    let landlock = match (landlock, mounts) {
+        (Some(plan), Some(mounts)) => Some(crate::landlock::jail_side_only(plan, mounts)),
+        _ => landlock.clone(),
+    };
+    JailSpec {
+        argv: argv.clone(),
+        env: env.clone(),
+        cwd: cwd.clone(),
+        seccomp: seccomp.clone(),
+        guard: guard.clone(),
+        rlimits: rlimits.clone(),
+        mounts: mounts.clone(),
+        landlock,
+        ssh_helper: ssh_helper.clone(),
+        trust_bundle: trust_bundle.clone(),
+        masked_files: masked_files.clone(),
     }
-    copy
 }

@@ -5,10 +5,11 @@
 //! id maps before anything that needs the namespace's capabilities and before
 //! going non-dumpable; the listener hand-off before waiting for the spec
 //! (the supervisor compiles it meanwhile); the network and mounts while
-//! capabilities are still held; the supervisor's go-ahead before dropping privileges (so a proxy
-//! failure stops the jail before the command exists); capabilities, then
-//! no_new_privs (then, on Landlock ABI 1 only, the mover: `guard/mover.rs`),
-//! then Landlock in pid 1 *before* the fork, so pid 1 and the
+//! capabilities are still held; capabilities, then no_new_privs, as soon as
+//! the last privileged step is done (while the supervisor still builds the
+//! ruleset); the supervisor's go-ahead before anything of the command exists
+//! (so a proxy failure stops the jail first); on Landlock ABI 1 only, the
+//! mover (`guard/mover.rs`), then Landlock in pid 1 *before* the fork, so pid 1 and the
 //! command share one Landlock domain (Landlock's signal scope would otherwise
 //! stop pid 1 from forwarding signals to the command); seccomp last, just
 //! before `execve` in the command and just before the wait loop in pid 1.
@@ -93,6 +94,9 @@ fn setup(
     install_trust_bundle(layers, &spec)?;
     at(Step::Chdir, std::env::set_current_dir(&spec.cwd))?;
     let on_terminal = wants_terminal && open_terminal(chan)?;
+    // Nothing needs a capability any more: drop them while the supervisor
+    // still builds the ruleset and prepares the proxy.
+    drop_privileges(layers)?;
     let prebuilt = at(Step::Supervisor, chan.wait_byte_with_fd(sync::GO))?;
     // The supervisor kept pid 1 off its CPU while both worked (cpus.rs);
     // pid 1 and the command get the caller's CPUs back.
@@ -191,19 +195,25 @@ fn enter(layers: Layers, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult {
     at(Step::ProxyListener, net::hand_off_listeners(chan))
 }
 
-/// Capabilities, no_new_privs, then Landlock, in pid 1 before the fork: the
+/// Every capability, then no_new_privs (Landlock and seccomp need it
+/// without CAP_SYS_ADMIN): after the last privileged step (mounts, trust
+/// bundle, terminal), before "go".
+fn drop_privileges(layers: Layers) -> StepResult {
+    if layers.caps {
+        at(Step::Capabilities, caps::drop_all(!layers.namespaces))?;
+    }
+    at(Step::NoNewPrivs, caps::no_new_privs())
+}
+
+/// Landlock, in pid 1 before the fork (after [`drop_privileges`]): the
 /// command inherits this very domain, so pid 1 may still signal it under
 /// Landlock's signal scope. Returns what was enforced, and on Landlock ABI 1
-/// the mover (forked between the last two: `guard/mover.rs`).
+/// the mover (forked just before: `guard/mover.rs`).
 fn lock_down(
     layers: Layers,
     spec: &JailSpec,
     prebuilt: Option<Prebuilt>,
 ) -> StepResult<(EnforcementReport, Option<Mover>)> {
-    if layers.caps {
-        at(Step::Capabilities, caps::drop_all(!layers.namespaces))?;
-    }
-    at(Step::NoNewPrivs, caps::no_new_privs())?;
     let mover = start_mover(layers, spec)?;
     let landlock = apply_landlock(layers, spec, prebuilt)?;
     let report = EnforcementReport {
@@ -225,8 +235,7 @@ fn lock_down(
 /// Landlock ABI 1 beside the mount view, with the guard: the process that
 /// makes the moves across directories ABI 1 refuses (`guard/mover.rs`).
 fn start_mover(layers: Layers, spec: &JailSpec) -> StepResult<Option<Mover>> {
-    let wanted = layers.landlock && layers.landlock_abi == 1 && layers.guard;
-    let (Some(plan), true, true) = (&spec.landlock, wanted, layers.mount_view()) else {
+    let (Some(plan), true) = (&spec.landlock, layers.mover()) else {
         return Ok(None);
     };
     let readable = (plan.fs_rules.iter())

@@ -51,6 +51,12 @@ impl Layers {
         self.namespaces && self.mounts
     }
 
+    /// Whether pid 1 starts the guard's mover: Landlock ABI 1 beside the
+    /// mount view, with the guard (`guard/mover.rs`).
+    pub(crate) fn mover(&self) -> bool {
+        self.landlock && self.landlock_abi == 1 && self.guard && self.mount_view()
+    }
+
     /// The namespaces pid 1 unshares itself (see `ns::UNSHARE_FLAGS`).
     pub(crate) fn unshare_flags(&self) -> libc::c_int {
         match (self.namespaces, self.netns) {
