@@ -80,9 +80,19 @@ impl Channel {
     }
 
     /// Receive one message; `None` at end-of-file (every child copy closed).
+    ///
+    /// A peer that exits with a message of ours unread (pid 1 failing a
+    /// step just as "go" arrives) resets the connection, and the kernel
+    /// reports that once, before the messages still queued for us: pid 1's
+    /// report of the failed step. So a reset is read past, once.
     pub(crate) fn recv(&self) -> io::Result<Option<(ChildMsg, Vec<OwnedFd>)>> {
         let mut buf = vec![0u8; MAX_MSG];
-        let (len, fds) = recv_with_fds(self.fd.as_fd(), &mut buf)?;
+        let (len, fds) = match recv_with_fds(self.fd.as_fd(), &mut buf) {
+            Err(e) if e.raw_os_error() == Some(libc::ECONNRESET) => {
+                recv_with_fds(self.fd.as_fd(), &mut buf)?
+            }
+            other => other?,
+        };
         if len == 0 {
             return Ok(None);
         }
@@ -226,5 +236,30 @@ impl SpecFile {
         let mut body = vec![0u8; len];
         self.file.read_exact_at(&mut body, 0)?;
         serde_json::from_slice(&body).map_err(io::Error::other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// pid 1 reports a failed step and exits just as "go" reaches it: the
+    /// report still comes through, not the reset its exit causes.
+    #[test]
+    fn a_report_queued_behind_a_reset_is_read() {
+        let (supervisor, child) = pair().unwrap();
+        let failed = ChildMsg::StepFailed {
+            step: Step::Mounts,
+            errno: None,
+            msg: "trust bundle".into(),
+        };
+        child.send(&failed, &[]).unwrap();
+        supervisor.send_byte(GO).unwrap();
+        drop(child); // exits with "go" unread
+        match supervisor.recv().unwrap() {
+            Some((ChildMsg::StepFailed { step, .. }, _)) => assert_eq!(step, Step::Mounts),
+            other => panic!("got {other:?}"),
+        }
+        assert!(supervisor.recv().unwrap().is_none());
     }
 }
