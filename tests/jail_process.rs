@@ -124,14 +124,13 @@ fn timeout_kills_the_whole_jail() {
 /// the second would still be exiting.
 #[test]
 fn background_processes_are_gone_when_oajail_returns() {
-    let home = scratch_home("bgwriter");
-    let settings = home.join("settings.json");
-    std::fs::write(
-        &settings,
+    let settings = settings_file(
+        "bgwriter",
+        "settings.json",
         r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
             "filesystem":{"denyRead":[],"allowWrite":["."],"denyWrite":[]}}"#,
-    )
-    .unwrap();
+    );
+    let home = scratch_home("bgwriter");
     std::fs::create_dir_all(home.join("w")).unwrap();
     let log = home.join("w/log");
     // By process name (`comm`): a process keeps it in /proc while it exits
@@ -166,6 +165,13 @@ fn background_processes_are_gone_when_oajail_returns() {
             "round {round}: a jailed writer ran on after oajail returned"
         );
     }
+}
+
+/// A settings file `name` with `json` in the scratch home of `tag`.
+fn settings_file(tag: &str, name: &str, json: &str) -> std::path::PathBuf {
+    let path = scratch_home(tag).join(name);
+    std::fs::write(&path, json).unwrap();
+    path
 }
 
 /// Whether a process (running, exiting or a zombie) has this `comm`.
@@ -284,15 +290,13 @@ fn the_jail_dies_with_the_supervisor() {
 #[test]
 fn rlimits_come_from_the_policy_and_core_is_zero_by_default() {
     assert_eq!(ok(sh("core", "ulimit -c")).trim(), "0");
-    let home = scratch_home("rlim");
-    let path = home.join("limits.json");
-    std::fs::write(
-        &path,
+    let path = settings_file(
+        "rlim",
+        "limits.json",
         r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
             "filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},
             "oajail":{"limits":{"openFiles":64}}}"#,
-    )
-    .unwrap();
+    );
     let o = oajail(
         "rlim",
         &["-s", path.to_str().unwrap(), "-c", "ulimit -n; ulimit -Hn"],
@@ -337,15 +341,13 @@ fn host_unix_sockets_are_unreachable() {
 
 #[test]
 fn the_policy_wall_clock_limit_kills_the_jail() {
-    let home = scratch_home("wall");
-    let path = home.join("wall.json");
-    std::fs::write(
-        &path,
+    let path = settings_file(
+        "wall",
+        "wall.json",
         r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
             "filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},
             "oajail":{"limits":{"wallSeconds":1}}}"#,
-    )
-    .unwrap();
+    );
     let start = Instant::now();
     let o = oajail("wall", &["-s", path.to_str().unwrap(), "--", "sleep", "30"])
         .output()
@@ -359,15 +361,13 @@ fn the_policy_wall_clock_limit_kills_the_jail() {
 /// process only otherwise (issue 13, "memory outside RLIMIT_AS").
 #[test]
 fn doctor_and_explain_say_how_memory_and_pids_are_bounded() {
-    let home = scratch_home("bounds");
-    let path = home.join("bounds.json");
-    std::fs::write(
-        &path,
+    let path = settings_file(
+        "bounds",
+        "bounds.json",
         r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
             "filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},
             "oajail":{"limits":{"addressSpaceBytes":268435456,"processes":256}}}"#,
-    )
-    .unwrap();
+    );
     // /proc/self belongs to the effective uid.
     let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
     // An unprivileged caller inside a delegated cgroup v2 subtree (a systemd
