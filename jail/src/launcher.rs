@@ -163,17 +163,18 @@ impl Jail {
         // what is readable (Landlock ABI 1).
         let copy = (self.prebuilds() && !self.layers.mover()).then(|| pid1_copy(spec));
         let written = self.spec_file.write(copy.as_ref().unwrap_or(spec));
-        self.hand_over(written, byte)?;
+        let sent = written.and_then(|()| self.chan.send_byte(byte));
+        self.sent(sent, Step::Supervisor)?;
         self.prebuild_landlock(spec)
     }
 
-    /// Tell pid 1 the spec is `written`. pid 1 may have failed a step and
-    /// exited already (refused namespaces fail right after the clone): its
-    /// report is then still queued on the channel, and names the step.
-    fn hand_over(&mut self, written: std::io::Result<()>, byte: u8) -> Result<(), JailError> {
-        let sent = written.and_then(|()| self.chan.send_byte(byte));
+    /// What a failed send to pid 1 means (`at`: the step the send was
+    /// for). pid 1 may have failed a step and exited already (refused
+    /// namespaces fail right after the clone, a bad mount before "go"):
+    /// its report is then still queued on the channel, and names the step.
+    fn sent(&mut self, sent: std::io::Result<()>, at: Step) -> Result<(), JailError> {
         sent.map_err(|e| match self.chan.recv() {
-            Ok(Some(msg)) => self.fail(Some(msg), Step::Supervisor),
+            Ok(Some(msg)) => self.fail(Some(msg), at),
             _ => JailError::io(Step::Supervisor, e),
         })
     }
@@ -220,14 +221,7 @@ impl Jail {
             Some(ruleset) => self.chan.send_byte_with_fd(sync::GO, ruleset.fd()),
             None => self.chan.send_byte(sync::GO),
         };
-        if let Err(e) = go {
-            // pid 1 may have failed a step and exited before reading "go":
-            // its report is still queued on the channel, and names the step.
-            return Err(match self.chan.recv() {
-                Ok(Some(msg)) => self.fail(Some(msg), Step::Exec),
-                _ => JailError::io(Step::Supervisor, e),
-            });
-        }
+        self.sent(go, Step::Exec)?;
         let mut master = None;
         let report = loop {
             match self.chan.recv().map_err(|e| JailError::io(Step::Exec, e))? {
