@@ -5,6 +5,10 @@ cargo (and rustup) live in root's home, so the unprivileged run reuses the
 test binaries that root built: it asks cargo for their paths, then runs each
 one as the user with the working directory cargo would use (the package
 root). Exits non-zero if any binary fails or if no test binary was found.
+
+Usage: run-as-user.py USER [CARGO-SELECTION... [-- TEST-ARGS...]]
+  e.g. run-as-user.py oajail-test -p oajail --test jail_cli -- refused
+With no selection, every test binary of the workspace runs.
 """
 import json
 import os
@@ -12,9 +16,11 @@ import subprocess
 import sys
 
 user = sys.argv[1]
+rest = sys.argv[2:]
+selection, test_args = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
 home = f"/home/{user}"
 out = subprocess.run(
-    ["cargo", "test", "--workspace", "--locked", "--no-run", "--message-format=json"],
+    ["cargo", "test", "--locked", "--no-run", "--message-format=json", *(selection or ["--workspace"])],
     check=True, capture_output=True, text=True,
 ).stdout
 bins = []
@@ -41,7 +47,7 @@ env = {
 failed = []
 for exe, cwd in bins:
     print(f"--- {os.path.basename(exe)} (as {user}, in {cwd})", flush=True)
-    rc = subprocess.run(["runuser", "-u", user, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()], exe],
+    rc = subprocess.run(["runuser", "-u", user, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()], exe, *test_args],
                         cwd=cwd).returncode
     if rc != 0:
         failed.append(os.path.basename(exe))
