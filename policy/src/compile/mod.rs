@@ -24,6 +24,7 @@
 //! - any budget overrun or unexpressible rule is an error (fail closed), never
 //!   a silently smaller protection.
 
+pub mod explain;
 mod fsview;
 pub mod guard;
 pub mod home_sockets;
@@ -32,6 +33,7 @@ pub mod limits;
 pub mod mounts;
 mod rules;
 pub mod seccomp;
+pub mod suggest;
 
 pub use fsview::{FileKind, FsView, MemFs};
 

@@ -128,6 +128,25 @@ impl Rules {
         Ok(rules)
     }
 
+    /// The paths one entry of `field` resolves to here, as [`Rules::build`]
+    /// resolves it (empty when it cannot be resolved); for naming the entry
+    /// behind a refusal (`explain.rs`).
+    pub(crate) fn entry_paths(
+        fs: &dyn FsView,
+        field: &str,
+        entry: &PathEntry,
+        home: &Path,
+        cwd: &Path,
+    ) -> Vec<PathBuf> {
+        let mut scratch = Rules::default();
+        let found = if field.starts_with("allow") {
+            scratch.expand_allow(fs, field, entry, home, cwd)
+        } else {
+            scratch.expand(fs, field, entry, home, cwd)
+        };
+        found.unwrap_or_default()
+    }
+
     /// Resolve one entry: globs expanded through `fs`, plain entries canonicalised.
     fn expand(
         &mut self,
