@@ -26,7 +26,7 @@ mod raw;
 mod report;
 mod sys;
 
-use oajail_security::verdict::{EXIT_PROBE_ERROR, ProbeReport};
+use oajail_audit::verdict::{EXIT_PROBE_ERROR, ProbeReport};
 use report::Outcome;
 
 /// Marker argument for the re-executed attack child.
