@@ -157,7 +157,7 @@ fn tools() -> anyhow::Result<Tools> {
             Ok(p)
         } else {
             Err(anyhow!(
-                "audit: {name} not found at {} (install it beside oajail: `cargo install --locked --path tests/security --bin oajail-probe --bin oajail-lab`, or set {env})",
+                "audit: {name} not found at {} (install it beside oajail: `cargo install --locked --path audit`, or set {env})",
                 p.display()
             ))
         }

@@ -68,12 +68,12 @@ impl Tools {
             probe: find(
                 "OAJAIL_PROBE_BIN",
                 "oajail-probe",
-                "cargo build -p oajail-security-tests",
+                "cargo build -p oajail-audit",
             ),
             lab: find(
                 "OAJAIL_LAB_BIN",
                 "oajail-lab",
-                "cargo build -p oajail-security-tests",
+                "cargo build -p oajail-audit",
             ),
         }
     }
