@@ -162,11 +162,15 @@ fn tools() -> anyhow::Result<Tools> {
             ))
         }
     };
-    Ok(Tools {
+    let tools = Tools {
         oajail: me.clone(),
         probe: find("OAJAIL_PROBE_BIN", "oajail-probe")?,
         lab: find("OAJAIL_LAB_BIN", "oajail-lab")?,
-    })
+    };
+    tools.same_build().map_err(|e| {
+        anyhow!("audit: {e}; install the probe and lab of this oajail: `cargo install --locked --path audit`")
+    })?;
+    Ok(tools)
 }
 
 /// Labs wait on sinks and timeouts more than they compute: twice the CPUs.

@@ -63,7 +63,7 @@ impl Tools {
             );
             p
         };
-        Tools {
+        let tools = Tools {
             oajail: find("OAJAIL_BIN", "oajail", "cargo build -p oajail"),
             probe: find(
                 "OAJAIL_PROBE_BIN",
@@ -75,7 +75,36 @@ impl Tools {
                 "oajail-lab",
                 "cargo build -p oajail-audit",
             ),
+        };
+        if let Err(e) = tools.same_build() {
+            panic!("security suite: {e} (build it with `cargo build -p oajail-audit`)");
         }
+        tools
+    }
+
+    /// Err naming the binary when `oajail-probe` or `oajail-lab` was built
+    /// from other sources than this library ([`crate::BUILD_ID`]): a stale
+    /// probe would answer a newer catalogue with wrong verdicts.
+    pub fn same_build(&self) -> Result<(), String> {
+        for (name, path) in [("oajail-probe", &self.probe), ("oajail-lab", &self.lab)] {
+            let out = Command::new(path)
+                .arg(crate::BUILD_ID_FLAG)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("{name} at {}: {e}", path.display()))?;
+            let id = String::from_utf8_lossy(&out.stdout);
+            if !out.status.success() || id.trim() != crate::BUILD_ID {
+                return Err(format!(
+                    "{name} at {} is from another build (its sources {}, expected {})",
+                    path.display(),
+                    Some(id.trim())
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or("unknown"),
+                    crate::BUILD_ID
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -22,6 +22,15 @@
 //!   the lab's dummy interface inside its own network namespace.
 #![deny(missing_docs)]
 
+/// Digest of this crate's sources (`build.rs`). `oajail-probe --build-id`
+/// and `oajail-lab --build-id` print theirs; a caller runs them only when
+/// it matches, so a probe left from an older tree never answers a newer
+/// catalogue.
+pub const BUILD_ID: &str = env!("OAJAIL_AUDIT_BUILD");
+
+/// The flag both binaries answer with their [`BUILD_ID`].
+pub const BUILD_ID_FLAG: &str = "--build-id";
+
 pub mod audit;
 pub mod canary;
 pub mod catalog;

@@ -40,6 +40,10 @@ fn main() {
             0
         }
         Some("run") if args.len() == 2 => run(Path::new(&args[1])),
+        Some(flag) if flag == oajail_audit::BUILD_ID_FLAG => {
+            println!("{}", oajail_audit::BUILD_ID);
+            0
+        }
         _ => {
             eprintln!("usage: oajail-lab run CONFIG.json | oajail-lab sleeper MARKER");
             2

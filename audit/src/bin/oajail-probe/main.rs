@@ -80,6 +80,10 @@ fn main() {
             println!("{}", ids().join("\n"));
             0
         }
+        Some((id, _)) if id == oajail_audit::BUILD_ID_FLAG => {
+            println!("{}", oajail_audit::BUILD_ID);
+            0
+        }
         Some((id, _)) if id == "sleeper" => lifecycle::sleeper(),
         Some((id, p)) if id == "guarded-sleeper" && p.len() == 1 => guard::guarded_sleeper(&p[0]),
         Some((id, _)) if id == "orphan-parent" => late::orphan_parent(),
