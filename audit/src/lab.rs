@@ -622,7 +622,7 @@ fn chown_tree(root: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
 
 /// `tests/fixtures/` of the workspace.
 pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
 }
 
 /// Every regular file under `root` with its content (the fake home is small).
