@@ -23,8 +23,9 @@ SUPERVISOR_SIDE = {"launcher", "cgroup", "negotiate", "doctor", "hostfs"}
 # Used by both: the channel and what crosses it, the layers whose plans the
 # supervisor builds and pid 1 applies, and the syscall wrappers.
 SHARED = {
-    "cpus", "error", "exit_code", "fdpass", "guard", "landlock", "layers", "mountinfo",
-    "pty", "report", "seccomp", "signals", "spec", "sync", "sys", "terminal", "wire",
+    "cpus", "error", "events", "exit_code", "fdpass", "guard", "landlock", "layers", "mountinfo",
+    "prompt", "pty", "report", "screen", "seccomp", "signals", "spec", "sync", "sys", "terminal",
+    "wire",
 }
 
 COMMENT = re.compile(r"//.*$", re.M)

@@ -11,6 +11,7 @@
 //! ([`crate::sync::ExitReport`]) and exits.
 
 use crate::error::Failure;
+use crate::events::Sender;
 use crate::guard::Server;
 use crate::signals::handled_signals;
 use crate::sync::{Channel, ExitReport};
@@ -62,6 +63,13 @@ pub(crate) fn become_subreaper() -> Result<(), Failure> {
     Ok(nix::sys::prctl::set_child_subreaper(true)?)
 }
 
+/// What pid 1 tells the supervisor after the fork: the refusals as they
+/// happen, the exit code at the end.
+pub(crate) struct Ends {
+    pub(crate) report: ExitReport,
+    pub(crate) events: Sender,
+}
+
 /// The init loop. Never returns. `flat`: no pid namespace, so descendants
 /// must be killed explicitly before exiting.
 pub(crate) fn run(
@@ -69,9 +77,13 @@ pub(crate) fn run(
     signals: SignalFd,
     flat: bool,
     mut guard: Option<Server>,
-    report: ExitReport,
+    mut ends: Ends,
 ) -> ! {
-    let mut keep = vec![signals.as_raw_fd(), report.as_fd().as_raw_fd()];
+    let mut keep = vec![
+        signals.as_raw_fd(),
+        ends.report.as_fd().as_raw_fd(),
+        ends.events.as_fd().as_raw_fd(),
+    ];
     keep.extend(guard.as_ref().map(Server::descriptors).unwrap_or_default());
     close_all_but(&keep);
     loop {
@@ -88,7 +100,7 @@ pub(crate) fn run(
             GuardEvent::Idle => {}
         }
         if signal_ready {
-            on_signal(&signals, command, flat, guard.as_ref(), &report);
+            on_signal(&signals, command, flat, guard.as_ref(), &mut ends);
         }
     }
 }
@@ -137,14 +149,14 @@ fn on_signal(
     command: Pid,
     flat: bool,
     guard: Option<&Server>,
-    report: &ExitReport,
+    ends: &mut Ends,
 ) {
     match signals.read_signal() {
         Ok(Some(info)) => {
             let signo = info.ssi_signo as i32;
             if signo == libc::SIGCHLD {
                 if let Some(code) = reap(command) {
-                    finish(code, flat, guard, report);
+                    finish(code, flat, guard, ends);
                 }
             } else if let Ok(sig) = Signal::try_from(signo) {
                 forward(command, sig);
@@ -162,7 +174,7 @@ fn on_signal(
 /// down the namespaces in pid 1's exit, and no jailed code runs by then.
 /// Anything unexpected skips the report, and the supervisor waits for pid
 /// 1's exit as before (where the kernel kills whatever is left).
-fn finish(code: i32, flat: bool, guard: Option<&Server>, report: &ExitReport) -> ! {
+fn finish(code: i32, flat: bool, guard: Option<&Server>, ends: &mut Ends) -> ! {
     let alone = if flat {
         kill_descendants()
     } else {
@@ -171,8 +183,11 @@ fn finish(code: i32, flat: bool, guard: Option<&Server>, report: &ExitReport) ->
     if let Some(g) = guard {
         g.report_total();
     }
+    // Every refusal was sent before its call was answered; the supervisor
+    // counts them all before it prints the totals.
+    ends.events.end();
     if alone {
-        report.send(code);
+        ends.report.send(code);
     }
     crate::sys::process::exit_now(code)
 }

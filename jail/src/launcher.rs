@@ -76,6 +76,8 @@ pub struct Jail {
     terminal: bool,
     /// The relay between that pty and the caller's terminal.
     relay: Option<Relay>,
+    /// Refusals pid 1 reports (`events.rs`), until the caller takes them.
+    events: Option<crate::events::Stream>,
 }
 
 impl Jail {
@@ -90,6 +92,8 @@ impl Jail {
         let (report_in, report_out) =
             sync::exit_report().map_err(|e| JailError::io(Step::Channel, e))?;
         let spec_file = SpecFile::new().map_err(|e| JailError::io(Step::Channel, e))?;
+        let (events, events_out) =
+            crate::events::pair().map_err(|e| JailError::io(Step::Channel, e))?;
         let ids = (
             nix::unistd::getuid().as_raw(),
             nix::unistd::getgid().as_raw(),
@@ -97,11 +101,16 @@ impl Jail {
         let affinity = Affinity::of_caller();
         match clone_fork(layers.clone_flags()).map_err(namespaces_error)? {
             Forked::Child => {
-                drop((mine, report_in));
-                crate::pid1::run(layers, theirs, &spec_file, ids, affinity, report_out)
+                drop((mine, report_in, events));
+                let ends = crate::pid1::Ends {
+                    chan: theirs,
+                    report: report_out,
+                    events: events_out,
+                };
+                crate::pid1::run(layers, ends, &spec_file, ids, affinity)
             }
             Forked::Parent(pid) => {
-                drop((theirs, report_out));
+                drop((theirs, report_out, events_out));
                 affinity.separate(Pid::from_raw(pid));
                 let signals =
                     SignalFd::new(&set).map_err(|e| JailError::io(Step::Wait, e.into()))?;
@@ -118,9 +127,23 @@ impl Jail {
                     landlock: None,
                     terminal: false,
                     relay: None,
+                    events: Some(events),
                 })
             }
         }
+    }
+
+    /// Questions to the user at the caller's terminal, on an interactive
+    /// run once the command runs ([`Jail::release`]); `None` otherwise.
+    pub fn prompter(&self) -> Option<crate::prompt::Prompter> {
+        self.relay.as_ref().map(Relay::prompter)
+    }
+
+    /// The refusals pid 1 reports as they happen ([`crate::events`]); the
+    /// caller reads them on a thread of its own (once: later calls get
+    /// `None`).
+    pub fn take_events(&mut self) -> Option<crate::events::Stream> {
+        self.events.take()
     }
 
     /// pid 1 of the jail, as seen from the supervisor's pid namespace.

@@ -33,16 +33,30 @@ use std::path::PathBuf;
 /// The jail's host name (its uts namespace is private).
 const HOSTNAME: &str = "oajail";
 
+/// pid 1's ends of what the supervisor made before the clone.
+pub(crate) struct Ends {
+    /// The set-up channel.
+    pub(crate) chan: Channel,
+    /// The exit report.
+    pub(crate) report: ExitReport,
+    /// Refusals, as they happen.
+    pub(crate) events: crate::events::Sender,
+}
+
 /// Run pid 1. Never returns: exits with the command's status, or with
 /// [`crate::exit_code::SETUP_FAILED`] after reporting the failing step.
 pub(crate) fn run(
     layers: Layers,
-    chan: Channel,
+    ends: Ends,
     spec_file: &SpecFile,
     ids: (u32, u32),
     affinity: Affinity,
-    report: ExitReport,
 ) -> ! {
+    let Ends {
+        chan,
+        report,
+        events,
+    } = ends;
     match catch_unwind(AssertUnwindSafe(|| {
         setup(layers, &chan, spec_file, ids, affinity)
     })) {
@@ -50,7 +64,8 @@ pub(crate) fn run(
             // Closing our end: once the command has executed too, the
             // supervisor sees end-of-file, which means "exec succeeded".
             drop(chan);
-            init::run(command, signals, !layers.namespaces, guard, report)
+            let ends = init::Ends { report, events };
+            init::run(command, signals, !layers.namespaces, guard, ends)
         }
         Ok(Err((step, failure))) => sync::report(&chan, step, failure),
         Err(_) => sync::report(&chan, Step::Fork, Failure::msg("panic during jail setup")),

@@ -27,16 +27,22 @@
 //! path the supervisor lives through; a SIGKILL of the supervisor itself
 //! leaves it raw (`stty sane` repairs it; see `docs/enforcement.md`).
 //!
+//! oajail's own lines (its stderr) reach the terminal through the same
+//! writer as the jail's output while the relay runs, at line starts and
+//! with `\r\n` (`screen.rs`).
+//!
 //! Safe calls only (rustix); nothing here needs `unsafe`.
 
+use crate::prompt::{Divert, Prompter, relay_input};
+use crate::screen::{Capture, Screen};
 use crate::terminal::standard;
 use rustix::pty::{OpenptFlags, ioctl_tiocgptpeer, openpt, unlockpt};
 use rustix::termios::{OptionalActions, Termios, tcgetattr, tcgetwinsize, tcsetattr, tcsetwinsize};
 use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::io::{self, Read};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Whether this run is interactive: stdin and stdout are terminals and
@@ -68,7 +74,9 @@ pub(crate) fn open_in_jail() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Supervisor, once the command runs: put the host terminal in raw mode
-/// and relay between it and `master` (received from pid 1).
+/// and relay between it and `master` (received from pid 1). oajail's own
+/// lines (its stderr) go through the same writer from now on
+/// (`screen.rs`), when stderr is that terminal too.
 pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
     let stdin = rustix::stdio::stdin();
     let input = File::from(rustix::io::fcntl_dupfd_cloexec(stdin, 3)?);
@@ -80,25 +88,40 @@ pub(crate) fn start(master: OwnedFd) -> io::Result<Relay> {
     // From here on the relay owns the terminal: dropping it (an error
     // below included) leaves raw mode.
     crate::terminal::relayed();
+    let screen = Arc::new(Screen::new(output));
+    let divert = Divert::default();
     let relay = Relay {
         master: Arc::new(File::from(master)),
         drained,
         cooked,
         raw,
+        capture: Mutex::new(None),
+        prompter: Prompter::new(Arc::clone(&screen), Arc::clone(&divert)),
     };
     tcsetattr(stdin, OptionalActions::Now, &relay.raw)?;
     let to_jail = Arc::clone(&relay.master);
     std::thread::Builder::new()
         .name("oajail-tty-in".into())
-        .spawn(move || copy(input, &*to_jail))?;
+        .spawn(move || relay_input(input, &*to_jail, &divert))?;
     let from_jail = Arc::clone(&relay.master);
+    let shown = Arc::clone(&screen);
     std::thread::Builder::new()
         .name("oajail-tty-out".into())
         .spawn(move || {
-            copy(&*from_jail, output);
+            show(&*from_jail, &shown);
             let _ = done.send(());
         })?;
+    if same_terminal(rustix::stdio::stderr(), rustix::stdio::stdout()) {
+        let capture = Capture::start(screen)?;
+        *relay.capture.lock().unwrap_or_else(|e| e.into_inner()) = Some(capture);
+    }
     Ok(relay)
+}
+
+/// Whether two descriptors reach the same terminal.
+fn same_terminal(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    let rdev = |fd| rustix::fs::fstat(fd).ok().map(|s| s.st_rdev);
+    rustix::termios::isatty(a) && rdev(a).is_some() && rdev(a) == rdev(b)
 }
 
 /// The running relay between the host terminal and the pty master.
@@ -110,9 +133,18 @@ pub(crate) struct Relay {
     cooked: Termios,
     /// The raw mode set.
     raw: Termios,
+    /// oajail's stderr, moved into the screen while the relay runs.
+    capture: Mutex<Option<Capture>>,
+    /// Questions to the user (`--ask`).
+    prompter: Prompter,
 }
 
 impl Relay {
+    /// Questions to the user at the caller's terminal.
+    pub(crate) fn prompter(&self) -> Prompter {
+        self.prompter.clone()
+    }
+
     /// The host terminal changed size: give the pty the same size (the
     /// kernel sends SIGWINCH to the jail's foreground group).
     pub(crate) fn resize(&self) {
@@ -127,7 +159,16 @@ impl Relay {
     /// oajail's own last lines (the timeout note) print as usual.
     pub(crate) fn drain(&self, limit: Duration) {
         let _ = self.drained.recv_timeout(limit);
+        self.release_stderr();
         self.unraw();
+    }
+
+    /// Give oajail's stderr back, once what waits in the screen is written.
+    fn release_stderr(&self) {
+        let taken = self.capture.lock().map(|mut c| c.take());
+        if let Ok(Some(capture)) = taken {
+            capture.stop(Duration::from_millis(500));
+        }
     }
 
     /// Only while the terminal is still in the raw mode set here: another
@@ -147,6 +188,7 @@ impl Relay {
 
 impl Drop for Relay {
     fn drop(&mut self) {
+        self.release_stderr();
         self.unraw();
     }
 }
@@ -158,14 +200,15 @@ fn same_modes(a: &Termios, b: &Termios) -> bool {
         && a.local_modes == b.local_modes
 }
 
-/// Copy until end-of-file or an error (EIO: the other side hung up).
-fn copy(mut from: impl Read, mut to: impl Write) {
+/// The jail's output to the screen until end-of-file or an error (EIO:
+/// the jail's side hung up).
+fn show(mut from: impl Read, screen: &Screen) {
     let mut buf = [0u8; 8192];
     loop {
         match from.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => {
-                if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+                if screen.output(&buf[..n]).is_err() {
                     return;
                 }
             }
