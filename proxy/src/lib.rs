@@ -196,9 +196,46 @@ pub struct StartOptions {
     worker_threads: usize,
     authority: Option<Authority>,
     credentials: Credentials,
+    observer: Option<Observer>,
+    asker: Option<Asker>,
     #[cfg(feature = "test-lab")]
     lab_public: Vec<std::net::IpAddr>,
 }
+
+/// A destination the policy refuses and an allow entry would admit, put to
+/// [`StartOptions::asker`].
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// The host as the client named it (canonical).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// Why the policy refuses it, with the entry that would allow it.
+    pub message: String,
+}
+
+/// Answers a [`Question`]: true admits the destination for this one
+/// connection or request (called on a blocking thread; it may wait for a
+/// person).
+pub type Asker = Arc<dyn Fn(&Question) -> bool + Send + Sync>;
+
+/// A refused destination, as [`StartOptions::observer`] is told of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Refused<'a> {
+    /// The host the client named (redacted of masked credentials).
+    pub host: Option<&'a str>,
+    /// Its port.
+    pub port: Option<u16>,
+    /// `http`, `connect` or `socks5`.
+    pub proto: &'a str,
+    /// The log's machine-readable reason (`not_allowed`, `deny_list` …).
+    pub reason: &'a str,
+    /// The explanation the client got, with the setting that would allow it.
+    pub message: Option<&'a str>,
+}
+
+/// Told of every refusal as it is logged (on a proxy thread: return soon).
+pub type Observer = Arc<dyn Fn(&Refused<'_>) + Send + Sync>;
 
 impl Default for StartOptions {
     fn default() -> Self {
@@ -207,6 +244,8 @@ impl Default for StartOptions {
             worker_threads: 2,
             authority: None,
             credentials: Credentials::default(),
+            observer: None,
+            asker: None,
             #[cfg(feature = "test-lab")]
             lab_public: Vec::new(),
         }
@@ -237,6 +276,20 @@ impl StartOptions {
     /// the jail's environment).
     pub fn credentials(mut self, credentials: Credentials) -> Self {
         self.credentials = credentials;
+        self
+    }
+
+    /// Tell `observer` of every refusal (oajail's desk counts and learns
+    /// them with the jail's own).
+    pub fn observer(mut self, observer: Observer) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Ask `asker` before refusing a destination an allow entry would admit
+    /// (not one a deny entry, an address check or the protocol refuses).
+    pub fn asker(mut self, asker: Asker) -> Self {
+        self.asker = Some(asker);
         self
     }
 
@@ -355,7 +408,25 @@ pub fn prepare(config: ProxyConfig, options: StartOptions) -> Result<Prepared, P
 /// A proxy ready to serve ([`prepare`]).
 pub struct Prepared(server::Prepared);
 
+/// The decision log, for lines of other kinds ([`Prepared::events`]).
+#[derive(Clone)]
+pub struct EventLog(Arc<shared::Shared>);
+
+impl EventLog {
+    /// Write `value` (a JSON object; `time` is added) to the `--log-json`
+    /// target, rate-gated under `key` as the proxy's own refusals are.
+    /// Nothing happens without a target.
+    pub fn write(&self, key: &str, value: serde_json::Value) {
+        self.0.log.write_event(key, value);
+    }
+}
+
 impl Prepared {
+    /// The decision log, shared with the caller (one log, one schema).
+    pub fn events(&self) -> EventLog {
+        EventLog(self.0.shared())
+    }
+
     /// Start the runtime and serve every listener.
     pub fn serve(self, listeners: Vec<std::net::TcpListener>) -> Result<ProxyHandle, ProxyError> {
         self.0.serve(listeners).map(|inner| ProxyHandle { inner })

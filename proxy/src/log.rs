@@ -55,6 +55,9 @@ pub(crate) struct Record {
     pub time: String,
     /// `decision` or `close`.
     pub event: &'static str,
+    /// Always `network` (the kind in oajail's one event schema, which the
+    /// jail's filesystem refusals share: docs/enforcement.md).
+    pub kind: &'static str,
     /// Connection number (ties a tunnel's close line to its decision).
     pub conn: u64,
     /// The jailed client's address (inside the jail's network namespace).
@@ -170,6 +173,17 @@ pub(crate) struct Log {
     summary: Mutex<Summary>,
     file_gate: Mutex<Gate>,
     live_gate: Mutex<Gate>,
+    /// Told of every refusal (`StartOptions::observer`).
+    observer: Watcher,
+}
+
+/// The observer, behind a `Debug` that shows only whether there is one.
+struct Watcher(Option<crate::Observer>);
+
+impl fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Watcher({})", self.0.is_some())
+    }
 }
 
 /// A coalesced-refusals line: `count` refusals like `key` were not written.
@@ -184,7 +198,11 @@ struct Coalesced<'a> {
 
 impl Log {
     /// Open the log target (`None`: summary and live lines only).
-    pub(crate) fn open(path: Option<&Path>, max_bytes: u64) -> std::io::Result<Self> {
+    pub(crate) fn open(
+        path: Option<&Path>,
+        max_bytes: u64,
+        observer: Option<crate::Observer>,
+    ) -> std::io::Result<Self> {
         let sink = match path {
             Some(p) => Some(Sink::open(p, max_bytes)?),
             None => None,
@@ -196,18 +214,48 @@ impl Log {
             summary: Mutex::new(Summary::default()),
             file_gate: Mutex::new(Gate::new(FILE_PER_KEY, FILE_OVERALL, now)),
             live_gate: Mutex::new(Gate::new(LIVE_PER_KEY, LIVE_OVERALL, now)),
+            observer: Watcher(observer),
         })
+    }
+
+    /// A line of another kind (the jail's refusals) into the same log,
+    /// gated like the proxy's refusals under `key`; `time` is set here.
+    pub(crate) fn write_event(&self, key: &str, mut value: serde_json::Value) {
+        let Some(sink) = &self.sink else { return };
+        let verdict = (self.file_gate.lock().ok()).and_then(|mut g| g.check(key, Instant::now()));
+        match verdict {
+            None => return,
+            Some(0) => {}
+            Some(n) => send_coalesced(sink, key, n),
+        }
+        if let Some(map) = value.as_object_mut() {
+            map.insert("time".into(), now_rfc3339().into());
+        }
+        if let Ok(mut line) = serde_json::to_vec(&value) {
+            line.push(b'\n');
+            sink.send(line);
+        }
     }
 
     /// Write one line (gated when it is a refusal), print the live line of
     /// a denial, and count it for the summary.
     pub(crate) fn write(&self, mut rec: Record) {
         rec.time = now_rfc3339();
+        rec.kind = "network";
         let refusal = matches!(rec.decision, Some("deny" | "error"));
         let key = format!("{} {}", destination(&rec), rec.reason);
         if rec.decision == Some("deny") {
             self.count_denial(&rec);
             self.live(&rec, &key);
+            if let Some(observe) = &self.observer.0 {
+                observe(&crate::Refused {
+                    host: rec.host.as_deref(),
+                    port: rec.port,
+                    proto: rec.proto,
+                    reason: &rec.reason,
+                    message: rec.message.as_deref(),
+                });
+            }
         } else if rec.decision == Some("allow")
             && let Ok(mut s) = self.summary.lock()
         {

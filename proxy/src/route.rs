@@ -3,7 +3,7 @@
 use crate::addr::{classify, never_dialable};
 use crate::log::{Record, client_text};
 use crate::shared::Shared;
-use oajail_policy::egress::{Allowed, Decision, DenyKind};
+use oajail_policy::egress::{Allowed, Decision, Denied, DenyKind};
 use oajail_policy::host::Host;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
@@ -128,12 +128,15 @@ async fn open_inner(shared: &Shared, host: &Host, port: u16) -> Result<Route, Re
         });
     }
     let allowed = match shared.plan.decide(host, port) {
-        Decision::Deny(d) => {
-            return Err(Refusal::Denied {
-                reason: deny_code(d.kind),
-                message: d.message,
-            });
-        }
+        Decision::Deny(d) => match ask(shared, host, port, &d).await {
+            Some(allowed) => allowed,
+            None => {
+                return Err(Refusal::Denied {
+                    reason: deny_code(d.kind),
+                    message: d.message,
+                });
+            }
+        },
         Decision::Allow(a) => a,
     };
     let addrs = match host {
@@ -141,7 +144,10 @@ async fn open_inner(shared: &Shared, host: &Host, port: u16) -> Result<Route, Re
         other => other.ip().into_iter().collect(),
     };
     for ip in &addrs {
-        if check_one(shared, host, *ip, port)? {
+        // An address named by its admitting entry (an IP entry, or a
+        // literal the user allowed when asked) needs no public check.
+        let named = allowed.private_admitted && host.ip() == Some(*ip);
+        if check_one(shared, host, *ip, port, named)? {
             not_this_host(host, *ip, port)?;
         }
     }
@@ -163,6 +169,35 @@ async fn open_inner(shared: &Shared, host: &Host, port: u16) -> Result<Route, Re
     }
     Err(Refusal::Unreachable {
         message: format!("cannot connect to {}: {last_err}", host.authority(port)),
+    })
+}
+
+/// A refusal an allow entry would lift, put to the run's asker
+/// (`StartOptions::asker`: the user at the terminal, or a decider): a yes
+/// admits the destination as an entry `host:port` would (the address
+/// checks still apply to a name). Asked on a blocking thread: the answer
+/// may take a person's time.
+async fn ask(shared: &Shared, host: &Host, port: u16, d: &Denied) -> Option<Allowed> {
+    let asker = shared.asker.clone()?;
+    let liftable = matches!(
+        d.kind,
+        DenyKind::NoNetwork | DenyKind::NotAllowed | DenyKind::PortNotAllowed | DenyKind::IpLiteral
+    );
+    if !liftable {
+        return None;
+    }
+    let question = crate::Question {
+        host: host.to_string(),
+        port,
+        message: d.message.clone(),
+    };
+    let yes = tokio::task::spawn_blocking(move || asker(&question))
+        .await
+        .unwrap_or(false);
+    yes.then(|| Allowed {
+        entry: format!("{} (asked)", host.authority(port)),
+        explicit_port: true,
+        private_admitted: host.is_ip(),
     })
 }
 
@@ -208,7 +243,13 @@ fn not_this_host(host: &Host, ip: IpAddr, port: u16) -> Result<(), Refusal> {
 /// One address: never-dialable → class (with the host's own interfaces)
 /// → the plan's deny entries and opt-ins. `Ok(true)`: judged public by its
 /// class (then [`not_this_host`] asks the route).
-fn check_one(shared: &Shared, host: &Host, ip: IpAddr, port: u16) -> Result<bool, Refusal> {
+fn check_one(
+    shared: &Shared,
+    host: &Host,
+    ip: IpAddr,
+    port: u16,
+    named: bool,
+) -> Result<bool, Refusal> {
     let deny = |message: String| Refusal::Denied {
         reason: "private_address",
         message,
@@ -227,7 +268,7 @@ fn check_one(shared: &Shared, host: &Host, ip: IpAddr, port: u16) -> Result<bool
     let public = class.is_none() && !shared.is_lab_public(ip);
     shared
         .plan
-        .check_address(ip, port, class)
+        .check_address(ip, port, class.filter(|_| !named))
         .map(|()| public)
         .map_err(|d| {
             let reason = if d.kind == DenyKind::DenyList {

@@ -33,6 +33,10 @@ impl Prepared {
         })
     }
 
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.shared)
+    }
+
     pub(crate) fn serve(
         self,
         listeners: Vec<std::net::TcpListener>,

@@ -23,6 +23,8 @@ pub(crate) struct Shared {
     mitm: Option<Arc<crate::mitm::Mitm>>,
     /// The run's masked credentials (empty when none).
     pub creds: crate::masked::Credentials,
+    /// Asked before a refusal an allow entry would lift (`--ask`).
+    pub asker: Option<crate::Asker>,
     /// This value's own `Arc` (hyper's services must own what they use).
     me: std::sync::Weak<Shared>,
 }
@@ -41,7 +43,8 @@ impl Shared {
     }
 
     fn new(config: ProxyConfig, options: &StartOptions) -> Result<Self, ProxyError> {
-        let log = Log::open(config.log_json.as_deref(), config.limits.log_max_bytes).map_err(
+        let max = config.limits.log_max_bytes;
+        let log = Log::open(config.log_json.as_deref(), max, options.observer.clone()).map_err(
             |source| ProxyError::Log {
                 path: config.log_json.clone().unwrap_or_default(),
                 source,
@@ -65,6 +68,7 @@ impl Shared {
             next_id: AtomicU64::new(1),
             mitm,
             creds: options.credentials.clone(),
+            asker: options.asker.clone(),
             me: std::sync::Weak::new(),
         })
     }
