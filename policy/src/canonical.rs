@@ -156,6 +156,7 @@ fn draft_from_policy(policy: &Policy) -> Draft {
             o.allow_private_destinations.iter().cloned(),
         ),
         strict: o.strict,
+        ask: o.ask,
         tls_terminate: n
             .tls_terminate
             .as_ref()

@@ -48,12 +48,14 @@ pub mod hash;
 pub mod host;
 mod json;
 pub mod l7;
+pub mod learn;
 mod model;
 mod normalize;
 pub mod paths;
 pub mod reopen;
 mod schema;
 pub mod srt;
+pub mod wide;
 
 pub use defaults::DEFAULT_DENY_READ;
 pub use error::{JsonPath, PolicyError};

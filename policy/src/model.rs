@@ -124,6 +124,10 @@ pub struct OajailSettings {
     /// for (same as `--strict`), not merely every rule held by some layer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub strict: bool,
+    /// On an interactive run, ask at the terminal before refusing a host
+    /// or a write (same as `--ask`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ask: bool,
 }
 
 /// Resource limits; `None` leaves the inherited limit in place.

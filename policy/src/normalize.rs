@@ -46,6 +46,7 @@ pub(crate) struct Draft {
     pub(crate) http_allow: Vec<At<String>>,
     pub(crate) http_deny: Vec<At<String>>,
     pub(crate) strict: bool,
+    pub(crate) ask: bool,
     pub(crate) masks: Vec<crate::credentials::MaskDraft>,
     pub(crate) file_masks: Vec<crate::credentials::MaskDraft>,
 }
@@ -97,6 +98,7 @@ impl Draft {
             allow_private_destinations: addresses(&self.allow_private_destinations)?,
             http_rules,
             strict: self.strict,
+            ask: self.ask,
         };
         let credentials = crate::credentials::build(&self.masks, &network, &oajail.env_deny)?;
         let credential_files = crate::credentials::build_files(&self.file_masks, &network)?;

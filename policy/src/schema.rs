@@ -368,6 +368,7 @@ static OAJAIL: Obj = Obj {
         opt("allowDegraded", Ty::Bool),
         opt("allowPrivateDestinations", Ty::List(&Ty::Address)),
         opt("strict", Ty::Bool),
+        opt("ask", Ty::Bool),
         opt("httpRules", Ty::Object(&HTTP_RULES)),
     ],
 };

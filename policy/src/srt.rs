@@ -206,6 +206,9 @@ fn oajail_json(policy: &Policy) -> Map<String, Value> {
             json!(settings.allow_private_destinations),
         );
     }
+    if settings.ask {
+        out.insert("ask".into(), Value::Bool(true));
+    }
     if settings.strict {
         out.insert("strict".into(), Value::Bool(true));
     }
@@ -460,6 +463,7 @@ fn read_oajail(settings: Option<&Map<String, Value>>, path: &JsonPath, draft: &m
     draft.http_allow = strings(rules, "allow", &path.key("httpRules"));
     draft.http_deny = strings(rules, "deny", &path.key("httpRules"));
     draft.strict = flag(settings, "strict");
+    draft.ask = flag(settings, "ask");
     let Some(limits) = settings.and_then(|s| object(s, "limits")) else {
         return;
     };

@@ -50,6 +50,8 @@ pub enum Fix {
         /// The path exists on the host now (oajail ignores an entry that
         /// does not: it must be made first).
         exists: bool,
+        /// It is, or would be made as, a directory.
+        dir: bool,
     },
     /// Nothing can be added; `why`.
     None {
@@ -66,11 +68,13 @@ impl Fix {
                 field,
                 value,
                 exists: true,
+                ..
             } => format!("add \"{value}\" to {field}"),
             Fix::Add {
                 field,
                 value,
                 exists: false,
+                ..
             } => format!("create {value} and add \"{value}\" to {field}"),
             Fix::None { why } => format!("no entry can allow it: {why}"),
         }
@@ -131,6 +135,7 @@ impl Explainer {
                 field: "filesystem.allowWrite",
                 value: s.value,
                 exists: s.exists,
+                dir: s.dir,
             },
             Err(why) => Fix::None { why },
         };
@@ -162,6 +167,7 @@ impl Explainer {
                         field: "filesystem.allowRead",
                         value: s.value,
                         exists: true,
+                        dir: s.dir,
                     },
                     Err(why) => Fix::None { why },
                 }

@@ -53,10 +53,15 @@ fn default() -> Explainer {
 }
 
 fn add(field: &'static str, value: &str, exists: bool) -> Fix {
+    add_as(field, value, exists, true)
+}
+
+fn add_as(field: &'static str, value: &str, exists: bool, dir: bool) -> Fix {
     Fix::Add {
         field,
         value: value.into(),
         exists,
+        dir,
     }
 }
 
@@ -118,7 +123,10 @@ fn no_write_proposal_widens_to_a_protection() {
     assert!(why.contains("mandatory protection"), "{why}");
     // A file straight in the home: itself, never the home.
     let x = w("/home/u/notes.md", false);
-    assert_eq!(x.fix, add("filesystem.allowWrite", "~/notes.md", false));
+    assert_eq!(
+        x.fix,
+        add_as("filesystem.allowWrite", "~/notes.md", false, false)
+    );
     // The home itself, a top-level directory.
     assert!(none_why(&w("/home/u", true)).contains("whole home"));
     assert!(none_why(&w("/srv", true)).contains("system directory"));
@@ -180,7 +188,7 @@ fn a_read_carved_out_of_a_broad_deny_is_proposed_by_name() {
     assert_eq!(x.rule, "filesystem.denyRead \"~/private\"");
     assert_eq!(
         x.fix,
-        add("filesystem.allowRead", "~/private/docs/a.txt", true)
+        add_as("filesystem.allowRead", "~/private/docs/a.txt", true, false)
     );
     // The denied path itself: the user wrote that deny.
     let x = e.read(&fs(), Path::new("/home/u/private"));
