@@ -54,9 +54,23 @@ pub struct RunArgs {
     /// written for (Landlock ABI 6 included), not only every rule held.
     #[arg(long, conflicts_with = "allow_degraded")]
     pub strict: bool,
-    /// Append the proxy's decision log (JSON lines) to FILE.
+    /// Append the decision log (JSON lines: the proxy's decisions and every
+    /// refusal of the jail's) to FILE (`-`: stderr).
     #[arg(long = "log-json", value_name = "FILE")]
     pub log_json: Option<PathBuf>,
+    /// Also report reads of paths the policy hides, as they happen (each
+    /// open then passes through the jail's pid 1: docs/benchmarks.md).
+    #[arg(long = "watch-reads")]
+    pub watch_reads: bool,
+    /// On a terminal, ask before refusing a host or a write outside the
+    /// writable roots: allow once, for this run, add to the settings file,
+    /// or deny (also `"oajail": {"ask": true}`).
+    #[arg(long, conflicts_with = "decider")]
+    pub ask: bool,
+    /// Ask CMD instead (a program that reads one JSON request on stdin and
+    /// answers allow or deny on stdout; docs/enforcement.md, "Asking").
+    #[arg(long, value_name = "CMD")]
+    pub decider: Option<String>,
     /// Run CMD with bash -c (bash from PATH, as srt does).
     #[arg(short = 'c', value_name = "CMD", conflicts_with = "command")]
     pub shell_command: Option<String>,
@@ -89,6 +103,9 @@ impl RunArgs {
             (self.allow_degraded, "--allow-degraded"),
             (self.strict, "--strict"),
             (self.log_json.is_some(), "--log-json"),
+            (self.watch_reads, "--watch-reads"),
+            (self.ask, "--ask"),
+            (self.decider.is_some(), "--decider"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))
@@ -128,6 +145,25 @@ pub enum Sub {
     /// report what it blocks, what it allows (and which entry allows it)
     /// and any escape.
     Audit(AuditArgs),
+    /// Run the command in the jail, record every refusal, and write the
+    /// settings plus the smallest additions that would have allowed them.
+    Learn(LearnArgs),
+}
+
+/// `oajail learn …` (see docs/enforcement.md, "Learning a policy").
+#[derive(Debug, Args)]
+pub struct LearnArgs {
+    /// Write the learnt settings file here (default: learned-settings.json
+    /// in the working directory).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Write why each entry was added, and what was not proposed and why,
+    /// to FILE (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// The run's options and command.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// `oajail audit …` (see docs/audit.md).

@@ -271,9 +271,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<i32, Fail> {
 
 /// `oajail man`: the manual page (roff), from the clap definitions.
 pub fn man() -> Result<i32, Fail> {
-    use clap::CommandFactory;
-    clap_mangen::Man::new(crate::cli::Cli::command())
-        .render(&mut std::io::stdout())
+    crate::manpage::render(&mut std::io::stdout())
         .map_err(|e| Fail::setup(anyhow!("man page: {e}")))?;
     Ok(0)
 }

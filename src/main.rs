@@ -6,12 +6,17 @@
 //! and a reserved exit status (`oajail_jail::exit_code`); otherwise the
 //! command's own status passes through.
 
+mod ask;
 mod audit;
 mod audit_format;
 mod cli;
 mod commands;
+mod desk;
+mod learn;
+mod manpage;
 mod masked_files;
 mod plans;
+mod preflight;
 mod proxy;
 mod run;
 mod settings;
@@ -88,5 +93,6 @@ fn dispatch(cli: cli::Cli) -> Result<i32, Fail> {
         Some(cli::Sub::Man) => commands::man(),
         Some(cli::Sub::SshProxy { host, port }) => proxy::ssh_helper(&host, port),
         Some(cli::Sub::Audit(args)) => audit::audit(&cli.common, args),
+        Some(cli::Sub::Learn(args)) => learn::learn(&cli.common, args),
     }
 }

@@ -23,6 +23,15 @@ pub struct Secrets {
     pub credentials: oajail_proxy::Credentials,
 }
 
+/// Who is told of refusals, and who is asked first.
+#[derive(Default)]
+pub struct Hooks {
+    /// Told of every refusal (the desk).
+    pub observer: Option<oajail_proxy::Observer>,
+    /// Asked before a refusal an allow entry would lift (`--ask`).
+    pub asker: Option<oajail_proxy::Asker>,
+}
+
 /// Everything of the proxy that can fail on the caller's input (the
 /// `--log-json` file, the CA), before the jail runs its command; no thread
 /// yet ([`Ready::serve`] starts them).
@@ -30,6 +39,7 @@ pub fn prepare(
     plans: &Plans,
     secrets: Secrets,
     log_json: Option<PathBuf>,
+    hooks: Hooks,
 ) -> anyhow::Result<Ready> {
     let config = ProxyConfig {
         egress: plans.egress.clone(),
@@ -43,6 +53,12 @@ pub fn prepare(
     if let Some(ca) = secrets.authority {
         options = options.authority(ca);
     }
+    if let Some(observer) = hooks.observer {
+        options = options.observer(observer);
+    }
+    if let Some(asker) = hooks.asker {
+        options = options.asker(asker);
+    }
     let prepared = oajail_proxy::prepare(config, options).map_err(|e| anyhow!("{e}"))?;
     Ok(Ready(prepared))
 }
@@ -51,6 +67,11 @@ pub fn prepare(
 pub struct Ready(oajail_proxy::Prepared);
 
 impl Ready {
+    /// The decision log, for the jail's refusals (one log, one schema).
+    pub fn events(&self) -> oajail_proxy::EventLog {
+        self.0.events()
+    }
+
     /// Start the runtime's threads and serve the listeners the jail bound
     /// in its netns.
     pub fn serve(self, listeners: Vec<TcpListener>) -> anyhow::Result<Running> {

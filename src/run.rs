@@ -1,6 +1,8 @@
 //! The jailed run: policy → plans → jail → proxy → exit status.
 
+use crate::ask::Asking;
 use crate::cli::{Common, RunArgs};
+use crate::desk::{Desk, Listening};
 use crate::plans::{self, Plans};
 use crate::{Fail, proxy, settings};
 use anyhow::anyhow;
@@ -11,18 +13,39 @@ use std::ffi::{CString, OsString};
 use std::net::TcpListener;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStringExt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Run the command of `args` in a jail; returns the exit status to use.
 pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     args.check().map_err(|e| Fail::usage(anyhow!(e)))?;
-    let argv = command_argv(&args)?;
+    let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
+    execute(common, &args, loaded, origin).map(|ran| ran.code)
+}
+
+/// A finished run.
+pub struct Ran {
+    /// The exit status to use.
+    pub code: i32,
+    /// Its refusals.
+    pub desk: Arc<Desk>,
+}
+
+/// Run the command of `args` in a jail under the loaded policy.
+pub fn execute(
+    common: &Common,
+    args: &RunArgs,
+    loaded: oajail_policy::srt::Loaded,
+    origin: settings::Origin,
+) -> Result<Ran, Fail> {
+    let argv = command_argv(args)?;
     // Put the caller's terminal back however the run ends (drop order: last).
     let _terminal = oajail_jail::terminal::Saved::capture();
-    let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
     settings::print_warnings(&loaded.warnings);
     let policy = loaded.policy;
-    let request = request(&policy, &args);
+    let request = request(&policy, args);
+    crate::preflight::wide_writes(&policy, request.strict)?;
+    let asking = asking(&policy, args, &origin, &argv)?;
     let negotiated = negotiate(&policy, &request, Kernel::probe())?;
     let clock = Clock::new(common.debug);
     // Clone first: the kernel builds the namespaces and pid 1 brings up its
@@ -32,6 +55,8 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let mut plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     // Entries the filesystem plan dropped or narrowed (missing, symlinked…).
     settings::print_warnings(&plans.compiled.mounts.warnings);
+    let facts = plans::host_facts(&origin)?;
+    crate::preflight::hidden_cwd(&policy, &plans, &facts)?;
     // The CA is made before the spec: the jail's trust bundle carries its
     // certificate (its key stays in this process, with the proxy).
     let authority = oajail_proxy::Authority::for_plan(&plans.egress)
@@ -77,13 +102,33 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
         spec.seccomp.as_ref().map_or(0, |p| p.len()),
     ));
     let timeout = args.timeout().or(plans.compiled.limits.wall_seconds);
+    let desk = Desk::new(policy.clone(), facts);
     let facts = PlanFacts::of(&policy);
     let (jail, listeners) = start(early, &negotiated, (facts, &request), &spec, &plans)?;
     let secrets = proxy::Secrets {
         authority,
         credentials,
     };
-    supervise(jail, listeners, &plans, secrets, &args, timeout, &clock)
+    let run = Supervised {
+        plans: &plans,
+        args,
+        timeout,
+        clock: &clock,
+        desk: &desk,
+        asking: asking.as_ref(),
+    };
+    let code = supervise(jail, listeners, secrets, &run)?;
+    Ok(Ran { code, desk })
+}
+
+/// What the supervision of a started jail needs.
+struct Supervised<'a> {
+    plans: &'a Plans,
+    args: &'a RunArgs,
+    timeout: Option<u64>,
+    clock: &'a Clock,
+    desk: &'a Arc<Desk>,
+    asking: Option<&'a Arc<Asking>>,
 }
 
 /// `-d`: timestamped notes on stderr.
@@ -165,22 +210,46 @@ fn print_banner(negotiated: &Negotiation) {
 fn supervise(
     mut jail: Jail,
     listeners: Vec<TcpListener>,
-    plans: &Plans,
     secrets: proxy::Secrets,
-    args: &RunArgs,
-    timeout: Option<u64>,
-    clock: &Clock,
+    run: &Supervised<'_>,
 ) -> Result<i32, Fail> {
+    let Supervised {
+        plans,
+        args,
+        timeout,
+        clock,
+        desk,
+        asking,
+    } = *run;
     // What can fail on the caller's input (the decision log, the CA) fails
     // here, before the command runs.
-    let ready = match proxy::prepare(plans, secrets, args.log_json.clone()) {
+    let observer: oajail_proxy::Observer = {
+        let desk = Arc::clone(desk);
+        Arc::new(move |r: &oajail_proxy::Refused<'_>| desk.network(r))
+    };
+    let asker = asking.map(|a| {
+        let a = Arc::clone(a);
+        let asker: oajail_proxy::Asker = Arc::new(move |q: &oajail_proxy::Question| a.host(q));
+        asker
+    });
+    let hooks = proxy::Hooks {
+        observer: Some(observer),
+        asker,
+    };
+    let ready = match proxy::prepare(plans, secrets, args.log_json.clone(), hooks) {
         Ok(p) => p,
         Err(e) => {
             jail.abort();
             return Err(Fail::setup(e));
         }
     };
+    desk.log_to(ready.events());
+    let events = jail.take_events();
     let report = jail.release()?;
+    let listening = events.map(|stream| desk.listen(stream));
+    if let Some(a) = asking {
+        a.attach(jail.prompter());
+    }
     clock.note(&format!("command executed; enforced: {report:?}"));
     let deadline = timeout.map(|t| Instant::now() + Duration::from_secs(t));
     // The proxy's runtime and its threads start when a connection waits in
@@ -193,7 +262,10 @@ fn supervise(
         jail.wait_until(deadline, &wake)?
     };
     let outcome = match waited {
-        Waited::Exited(outcome) => outcome,
+        Waited::Exited(outcome) => {
+            finish_desk(desk, listening, None);
+            outcome
+        }
         Waited::Readable => {
             let proxy = match ready.serve(listeners) {
                 Ok(p) => p,
@@ -204,7 +276,7 @@ fn supervise(
             };
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             let outcome = jail.wait(left)?;
-            proxy.finish();
+            finish_desk(desk, listening, Some(proxy));
             outcome
         }
     };
@@ -215,6 +287,57 @@ fn supervise(
         );
     }
     Ok(outcome.code)
+}
+
+/// Who is asked before a refusal: `--decider CMD`, else the terminal with
+/// `--ask` (refused without one) or `oajail.ask` (said and skipped
+/// without one), else nobody.
+fn asking(
+    policy: &Policy,
+    args: &RunArgs,
+    origin: &settings::Origin,
+    argv: &[CString],
+) -> Result<Option<Arc<Asking>>, Fail> {
+    let file = match origin {
+        settings::Origin::File(p) => Some(p.clone()),
+        settings::Origin::Builtin => None,
+    };
+    let words = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(cmd) = &args.decider {
+        return Ok(Some(Asking::decider(cmd.clone(), file, words)));
+    }
+    let terminal = oajail_jail::pty::wanted();
+    if args.ask && !terminal {
+        return Err(Fail::usage(anyhow!(
+            "--ask needs a terminal (stdin and stdout, oajail in the foreground); \
+             use --decider CMD to ask a program instead"
+        )));
+    }
+    if policy.oajail.ask && !terminal && !args.ask {
+        settings::print_warnings(&[
+            "oajail.ask: no terminal here, so refusals are not asked (use --decider CMD)"
+                .to_owned(),
+        ]);
+        return Ok(None);
+    }
+    Ok((args.ask || policy.oajail.ask).then(|| Asking::terminal(file, words)))
+}
+
+/// The jail is gone: read pid 1's last refusals, print the proxy's
+/// summary, then the count of every refusal per kind.
+fn finish_desk(desk: &Desk, listening: Option<Listening>, proxy: Option<proxy::Running>) {
+    if let Some(listening) = listening {
+        listening.wait(Duration::from_secs(1));
+    }
+    if let Some(proxy) = proxy {
+        proxy.finish();
+    }
+    if let Some(line) = desk.summary() {
+        eprintln!("{line}");
+    }
 }
 
 /// What the user asked of the layers (flags and the `oajail` settings).
