@@ -38,9 +38,11 @@ pub fn hidden_cwd(
     let deepest = (plans.compiled.mounts.steps.iter())
         .filter(|s| cwd.starts_with(s.path()))
         .max_by_key(|s| Path::new(s.path()).components().count());
+    // A mask over it, or the private /tmp with nothing of the host's
+    // bound in below it.
     let masked = matches!(
         deepest,
-        Some(MountStep::MaskDir { .. } | MountStep::MaskFile { .. })
+        Some(MountStep::MaskDir { .. } | MountStep::MaskFile { .. } | MountStep::Tmpfs { .. })
     );
     if !masked {
         return Ok(());
