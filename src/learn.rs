@@ -22,6 +22,7 @@ use crate::settings::Origin;
 use crate::{Fail, settings};
 use anyhow::{Context, anyhow};
 use oajail_policy::compile::explain::Fix;
+use oajail_policy::compile::suggest::is_container;
 use oajail_policy::learn::{Addition, Declined, host_entry, merge};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -47,7 +48,8 @@ pub fn learn(common: &Common, mut args: LearnArgs) -> Result<i32, Fail> {
     let record = desk.record();
     let (additions, mut declined, create) = proposals(&record);
     let (settings, added) = merge(&base, &additions);
-    let created = make_dirs(&create, &added, &mut declined);
+    let mut created = make_dirs(&create, &added, &mut declined);
+    created.extend(make_containers(&record));
     let text = serde_json::to_string_pretty(&settings).unwrap_or_default() + "\n";
     // What is written must load: the proposal passes `policy check`.
     oajail_policy::Policy::from_settings_json(&text, &out.display().to_string()).map_err(|e| {
@@ -174,6 +176,36 @@ fn make_dirs(
     made
 }
 
+/// A command that could not make `~/.cache` (or `~/.config`,
+/// `~/.local/share`, `~/.local/state`) never reached its own directory
+/// below it, and no entry is proposed for the container itself (it holds
+/// secret stores and protected paths): make the empty container, so the
+/// next round sees the tool's own directory.
+fn make_containers(record: &[Seen]) -> Vec<String> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    let home = std::fs::canonicalize(&home).unwrap_or(home);
+    let mut made = Vec::new();
+    for seen in record
+        .iter()
+        .filter(|s| s.kind == "write" && s.op == "mkdir")
+    {
+        let path = Path::new(&seen.subject);
+        if is_container(&home, path) && !path.exists() && std::fs::create_dir_all(path).is_ok() {
+            made.push(shown(&home, path));
+        }
+    }
+    made
+}
+
+fn shown(home: &Path, path: &Path) -> String {
+    match path.strip_prefix(home) {
+        Ok(rest) => format!("~/{}", rest.display()),
+        Err(_) => path.display().to_string(),
+    }
+}
+
 fn expand_home(value: &str) -> PathBuf {
     match (value.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => Path::new(&home).join(rest),
@@ -201,7 +233,9 @@ fn tell(
         eprintln!("oajail: learn: added {} to {}", a.value, a.field);
     }
     for c in created {
-        eprintln!("oajail: learn: made the empty directory {c} (an entry must exist)");
+        eprintln!(
+            "oajail: learn: made the empty directory {c} (an entry must exist, and a tool's own directory goes below it)"
+        );
     }
     for d in declined {
         eprintln!("oajail: learn: not proposed: {}: {}", d.what, d.why);

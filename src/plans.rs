@@ -123,6 +123,30 @@ fn add_ca_vars(env: &mut EnvPlan) {
     env.replaced.sort();
 }
 
+/// The read watch (`--watch-reads`): the guard's filter sends every open
+/// to pid 1, not only those that can write; returns the paths the jail
+/// hides (its masks), whose opens pid 1 reports.
+pub fn watch_reads(plans: &mut Plans) -> Vec<PathBuf> {
+    use oajail_policy::compile::mounts::MountStep;
+    let filter = &mut plans.compiled.guard.filter;
+    let opens: Vec<_> = filter.notify_if_write.drain(..).collect();
+    for open in opens {
+        if open.legacy {
+            filter.legacy.push(open.syscall);
+        } else {
+            filter.notify.push(open.syscall);
+        }
+    }
+    (plans.compiled.mounts.steps.iter())
+        .filter_map(|s| match s {
+            MountStep::MaskDir { path, .. } | MountStep::MaskFile { path, .. } => {
+                Some(PathBuf::from(path))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn exe_path() -> Result<PathBuf, Fail> {
     std::env::current_exe()
         .map_err(|e| Fail::setup(anyhow!("host facts: cannot locate the oajail binary: {e}")))

@@ -57,6 +57,10 @@ pub fn execute(
     settings::print_warnings(&plans.compiled.mounts.warnings);
     let facts = plans::host_facts(&origin)?;
     crate::preflight::hidden_cwd(&policy, &plans, &facts)?;
+    let watched = match args.watch_reads {
+        true => plans::watch_reads(&mut plans),
+        false => Vec::new(),
+    };
     // The CA is made before the spec: the jail's trust bundle carries its
     // certificate (its key stays in this process, with the proxy).
     let authority = oajail_proxy::Authority::for_plan(&plans.egress)
@@ -87,6 +91,7 @@ pub fn execute(
         crate::masked_files::apply(&files, &credentials.file_sentinels(), &mut plans);
     let mut spec = build_spec(&negotiated, argv, &plans)?;
     spec.masked_files = masked_files;
+    spec.watch_reads = watched;
     spec.trust_bundle = authority
         .as_ref()
         .map(oajail_proxy::Authority::trust_bundle);
@@ -187,6 +192,7 @@ fn start(
             let mut flat_spec = build_spec(&flat, spec.argv.clone(), plans)?;
             flat_spec.masked_files = spec.masked_files.clone();
             flat_spec.trust_bundle = spec.trust_bundle.clone();
+            flat_spec.watch_reads = spec.watch_reads.clone();
             finish(Jail::spawn(flat.layers()), &flat_spec).map_err(Fail::from)
         }
         Err(e) => Err(e.into()),

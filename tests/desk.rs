@@ -65,6 +65,11 @@ struct Screen {
 /// Run `oajail ARGS…` on a fresh pty (home and cwd: the tag's scratch
 /// directory), sending each answer once its cue has appeared.
 fn on_pty(tag: &str, args: &[&str], answers: &[(&str, &str)]) -> Screen {
+    on_pty_in(tag, &scratch_home(tag), args, answers)
+}
+
+/// [`on_pty`] in the working directory `cwd`.
+fn on_pty_in(tag: &str, cwd: &std::path::Path, args: &[&str], answers: &[(&str, &str)]) -> Screen {
     let home = scratch_home(tag);
     let mut argv = vec![OAJAIL.to_owned()];
     argv.extend(args.iter().map(|a| (*a).to_owned()));
@@ -75,7 +80,7 @@ fn on_pty(tag: &str, args: &[&str], answers: &[(&str, &str)]) -> Screen {
         .env("HOME", &home)
         .env_remove("OAJAIL_SETTINGS")
         .env("TERM", "xterm")
-        .current_dir(&home)
+        .current_dir(cwd)
         .output()
         .unwrap();
     let status = err(&o);
@@ -133,6 +138,99 @@ fn a_refusal_on_a_pty_waits_for_the_commands_line_and_ends_in_crlf() {
         screen.raw
     );
     assert_lines_at_line_starts(&screen.raw);
+}
+
+#[test]
+fn eight_protected_writes_on_a_pty_print_eight_lines_and_the_total() {
+    let names = [
+        ".bashrc",
+        ".bash_profile",
+        ".profile",
+        ".zshrc",
+        ".zshenv",
+        ".inputrc",
+        ".gitconfig",
+        ".mcp.json",
+    ];
+    let project = scratch_home("pty-guard").join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let s = settings("pty-guard", &[], &["."]);
+    let script = names
+        .iter()
+        .map(|n| format!("echo x > {n} 2>/dev/null"))
+        .collect::<Vec<_>>()
+        .join("; ")
+        + "; echo written";
+    let screen = on_pty_in(
+        "pty-guard",
+        &project,
+        &["-s", s.to_str().unwrap(), "--", "sh", "-c", &script],
+        &[],
+    );
+    assert_eq!(screen.code, 0, "{:?}", screen.raw);
+    for n in names {
+        let line = format!(
+            "oajail: refused write {}/{n} (create): a mandatory protection",
+            project.display()
+        );
+        assert_eq!(
+            screen.raw.matches(&line).count(),
+            1,
+            "{n}: {:?}",
+            screen.raw
+        );
+        assert!(!project.join(n).exists(), "{n} was written");
+    }
+    assert!(
+        screen.raw.contains("oajail: in all, refused 8 writes\r\n"),
+        "{:?}",
+        screen.raw
+    );
+    assert_lines_at_line_starts(&screen.raw);
+}
+
+#[test]
+fn a_refused_write_read_and_host_each_give_one_line_naming_the_entry() {
+    let port = server();
+    let home = scratch_home("one-line-each");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "secret").unwrap();
+    let script = format!(
+        "mkdir ~/.newtool; cat ~/.ssh/id_ed25519; cat ~/.ssh/id_ed25519; {}; true",
+        curl(port, "x")
+    );
+    let o = oajail("one-line-each", &["--watch-reads", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let e = err(&o);
+    let h = home.display();
+    let lines: Vec<&str> = e
+        .lines()
+        .filter(|l| l.starts_with("oajail: refused "))
+        .collect();
+    assert_eq!(lines.len(), 3, "{e}");
+    assert!(lines.contains(&format!(
+        "oajail: refused write {h}/.newtool (mkdir): no filesystem.allowWrite entry covers it; \
+         create ~/.newtool and add \"~/.newtool\" to filesystem.allowWrite"
+    ).as_str()), "{e}");
+    let read = lines
+        .iter()
+        .find(|l| l.starts_with("oajail: refused read"))
+        .unwrap();
+    assert!(read.starts_with(&format!("oajail: refused read {h}/.ssh/id_ed25519 (open): filesystem.denyRead \"~/.ssh\"; no entry can allow it")), "{read}");
+    assert!(read.contains("secret store"), "{read}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("oajail: refused 127.0.0.1:{port} (http)"))),
+        "{e}"
+    );
+    assert!(
+        e.contains("oajail: in all, refused 1 connection, 2 reads, 1 write"),
+        "{e}"
+    );
+    assert!(!home.join(".newtool").exists());
 }
 
 #[test]

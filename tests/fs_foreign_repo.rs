@@ -90,7 +90,7 @@ fn check(o: &Output, hook: &Path) {
     has(o, "hook=fail");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("oajail: guard: denied") && err.contains(".git/hooks/pre-commit"),
+        err.contains("oajail: refused write ") && err.contains(".git/hooks/pre-commit ("),
         "{err}"
     );
     assert!(!hook.exists(), "the hook reached the host");

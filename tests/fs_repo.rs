@@ -82,7 +82,7 @@ fn the_repository_workflow_works_and_host_and_jail_agree() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("oajail: guard: denied") && err.contains(".git/hooks/post-commit"),
+        err.contains("oajail: refused write ") && err.contains(".git/hooks/post-commit ("),
         "{err}"
     );
 }

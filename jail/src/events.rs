@@ -130,11 +130,9 @@ const MAX_MSG: usize = 64 * 1024;
 
 /// pid 1's end.
 #[derive(Debug)]
-#[allow(dead_code)]
 pub(crate) struct Sender {
     fd: OwnedFd,
     lost: u64,
-    next_id: u64,
 }
 
 /// The supervisor's end.
@@ -151,19 +149,9 @@ pub(crate) fn pair() -> io::Result<(Stream, Sender)> {
         None,
         SockFlag::SOCK_CLOEXEC,
     )?;
-    Ok((
-        Stream { fd: a },
-        Sender {
-            fd: b,
-            lost: 0,
-            next_id: 1,
-        },
-    ))
+    Ok((Stream { fd: a }, Sender { fd: b, lost: 0 }))
 }
 
-// pid 1's guard reports through these (jail/src/guard, once its move to
-// its new home has landed); until then only the end is sent.
-#[allow(dead_code)]
 impl Sender {
     /// Send `refusal` without waiting; counted as lost when the channel is
     /// full or gone.
@@ -178,31 +166,9 @@ impl Sender {
         }
     }
 
-    /// Ask the supervisor about `refusal`; returns the question's id, or
-    /// `None` when it could not be sent (the call is then refused).
-    pub(crate) fn ask(&mut self, refusal: Refusal) -> Option<u64> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send_now(&JailEvent::Ask(Ask { id, refusal }))
-            .ok()
-            .map(|()| id)
-    }
-
     /// The last message: the command is gone.
     pub(crate) fn end(&mut self) {
         let _ = self.send_now(&JailEvent::End { lost: self.lost });
-    }
-
-    /// Receive one answer, with the descriptor sent along (call when the
-    /// descriptor polls readable).
-    pub(crate) fn answer(&self) -> io::Result<Option<(Answer, Option<OwnedFd>)>> {
-        let mut buf = vec![0u8; 1024];
-        let (len, fds) = recv_with_fds(self.fd.as_fd(), &mut buf)?;
-        if len == 0 {
-            return Ok(None);
-        }
-        let answer = serde_json::from_slice(&buf[..len]).map_err(io::Error::other)?;
-        Ok(Some((answer, fds.into_iter().next())))
     }
 
     fn send_now(&self, event: &JailEvent) -> io::Result<()> {

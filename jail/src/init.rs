@@ -91,7 +91,10 @@ pub(crate) fn run(
         match guard_event {
             GuardEvent::Ready => {
                 // A failing listener fails every waiting call; drop it.
-                if guard.as_mut().is_some_and(|g| g.serve_one().is_err()) {
+                if guard
+                    .as_mut()
+                    .is_some_and(|g| g.serve_one(&mut ends.events).is_err())
+                {
                     guard = None;
                 }
             }
@@ -100,7 +103,7 @@ pub(crate) fn run(
             GuardEvent::Idle => {}
         }
         if signal_ready {
-            on_signal(&signals, command, flat, guard.as_ref(), &mut ends);
+            on_signal(&signals, command, flat, &mut ends);
         }
     }
 }
@@ -144,19 +147,13 @@ fn wait(signals: &SignalFd, guard: Option<&Server>) -> (bool, GuardEvent) {
 
 /// Read one signal: reap on SIGCHLD (ending the jail once the command is
 /// gone), forward the others.
-fn on_signal(
-    signals: &SignalFd,
-    command: Pid,
-    flat: bool,
-    guard: Option<&Server>,
-    ends: &mut Ends,
-) {
+fn on_signal(signals: &SignalFd, command: Pid, flat: bool, ends: &mut Ends) {
     match signals.read_signal() {
         Ok(Some(info)) => {
             let signo = info.ssi_signo as i32;
             if signo == libc::SIGCHLD {
                 if let Some(code) = reap(command) {
-                    finish(code, flat, guard, ends);
+                    finish(code, flat, ends);
                 }
             } else if let Ok(sig) = Signal::try_from(signo) {
                 forward(command, sig);
@@ -174,15 +171,12 @@ fn on_signal(
 /// down the namespaces in pid 1's exit, and no jailed code runs by then.
 /// Anything unexpected skips the report, and the supervisor waits for pid
 /// 1's exit as before (where the kernel kills whatever is left).
-fn finish(code: i32, flat: bool, guard: Option<&Server>, ends: &mut Ends) -> ! {
+fn finish(code: i32, flat: bool, ends: &mut Ends) -> ! {
     let alone = if flat {
         kill_descendants()
     } else {
         kill_namespace()
     };
-    if let Some(g) = guard {
-        g.report_total();
-    }
     // Every refusal was sent before its call was answered; the supervisor
     // counts them all before it prints the totals.
     ends.events.end();

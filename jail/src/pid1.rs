@@ -139,8 +139,10 @@ fn setup(
             let plan = g.plan().clone();
             let mut prime: Vec<std::path::PathBuf> = plan.roots.iter().map(Into::into).collect();
             prime.push(spec.cwd.clone());
-            (at(Step::Guard, h.receive())?)
-                .map(|listener| Server::new(listener, plan, prime, mover))
+            (at(Step::Guard, h.receive())?).map(|listener| {
+                let hidden = spec.watch_reads.clone();
+                Server::new(listener, plan, (prime, hidden), mover)
+            })
         }
         _ => None,
     };

@@ -111,6 +111,11 @@ pub struct JailSpec {
     /// Masked credential files: the mount layer shows each path as a
     /// read-only file holding its sentinel (the real file stays masked).
     pub masked_files: Vec<MaskedFileSpec>,
+    /// The read watch (`--watch-reads`): the paths the jail hides, whose
+    /// opens pid 1 reports; empty: off. The guard's filter must send it
+    /// every open for this (see `oajail`'s run).
+    #[serde(default)]
+    pub watch_reads: Vec<PathBuf>,
 }
 
 /// One masked credential file as the jail shows it.
@@ -138,6 +143,7 @@ impl JailSpec {
             ssh_helper: None,
             trust_bundle: None,
             masked_files: Vec::new(),
+            watch_reads: Vec::new(),
         }
     }
 }

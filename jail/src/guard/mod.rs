@@ -31,6 +31,7 @@ mod decode;
 mod mover;
 mod ops;
 mod probe;
+mod report;
 mod resolve;
 mod serve;
 

@@ -14,15 +14,14 @@ use super::decode::{Call, decode};
 use super::mover::Mover;
 use super::ops;
 use super::probe::Probe;
-use crate::sys::notify::{answer, answer_fd};
-use oajail_policy::compile::guard::{Guard, GuardPlan, Request, Verdict};
+use super::report::{Reads, Seen};
+use crate::events::Sender;
+use crate::sys::notify::{Notification, answer, answer_fd};
+use oajail_policy::compile::guard::{Guard, GuardPlan, Request, Verdict, WRITE_FLAGS};
 use rustix::io::Errno;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// How many denials are printed one by one before only counting.
-const LOUD_DENIALS: u32 = 5;
 
 /// How long the decision's memo may trust what it saw: changes made
 /// outside the jail (a repository created by the user meanwhile) are seen
@@ -35,10 +34,11 @@ pub(crate) enum Answer {
     Fd(OwnedFd, bool),
 }
 
-/// The decision with its bookkeeping: the denial count, pid 1's umask.
+/// The decision with its bookkeeping: what the call decided on (for a
+/// refusal's report), pid 1's umask.
 pub(crate) struct Decider {
     guard: Guard,
-    denied: u32,
+    seen: Seen,
     memo_since: Instant,
     primed: Option<Vec<PathBuf>>,
     umask: Option<u32>,
@@ -47,8 +47,9 @@ pub(crate) struct Decider {
 }
 
 impl Decider {
-    /// Decide `req`, saying why on stderr when it is refused.
-    pub(crate) fn check(&mut self, verb: &str, req: &Request<'_>) -> Result<(), Errno> {
+    /// Decide `req`; a refusal is reported to the supervisor once the
+    /// call is answered (`report.rs`).
+    pub(crate) fn check(&mut self, _verb: &str, req: &Request<'_>) -> Result<(), Errno> {
         if self.memo_since.elapsed() > MEMO_LIFETIME {
             self.guard.forget();
             self.memo_since = Instant::now();
@@ -56,17 +57,11 @@ impl Decider {
         if let Some(dirs) = self.primed.take() {
             self.guard.prime(&Probe, &dirs);
         }
+        self.seen.decided(req.op, req.path);
         match self.guard.decide(&Probe, req) {
             Verdict::Allow => Ok(()),
             Verdict::Deny(d) => {
-                self.denied += 1;
-                if self.denied <= LOUD_DENIALS {
-                    eprintln!(
-                        "oajail: guard: denied {verb} {} ({})",
-                        req.path.display(),
-                        d.rule
-                    );
-                }
+                self.seen.denied(d.rule);
                 Err(Errno::ACCESS)
             }
         }
@@ -128,23 +123,31 @@ pub(crate) struct Server {
     pub(crate) listener: OwnedFd,
     decider: Decider,
     callers: Callers,
+    /// The writable roots (a write refused outside them is the policy's).
+    roots: Vec<PathBuf>,
+    /// The read watch, when the run asked for it.
+    reads: Option<Reads>,
 }
 
 impl Server {
     /// `prime`: directories whose repositories are learnt first (the
     /// command's working directory and the writable roots).
+    /// `hidden`: the masks whose opens the read watch reports (none: off).
     pub(crate) fn new(
         listener: OwnedFd,
         plan: GuardPlan,
-        prime: Vec<PathBuf>,
+        (prime, hidden): (Vec<PathBuf>, Vec<PathBuf>),
         mover: Option<Mover>,
     ) -> Self {
         crate::sys::notify::sync_wake_up(listener.as_fd());
+        let roots = plan.roots.iter().map(PathBuf::from).collect();
         Server {
             listener,
+            roots,
+            reads: Reads::new(hidden),
             decider: Decider {
                 guard: Guard::new(plan),
-                denied: 0,
+                seen: Seen::default(),
                 memo_since: Instant::now(),
                 primed: Some(prime),
                 umask: None,
@@ -154,15 +157,17 @@ impl Server {
         }
     }
 
-    /// Receive and answer one notification. An error means the listener
-    /// itself failed (every waiting call then fails; the caller drops it).
-    pub(crate) fn serve_one(&mut self) -> std::io::Result<()> {
+    /// Receive and answer one notification, reporting a refusal to
+    /// `events`. An error means the listener itself failed (every waiting
+    /// call then fails; the caller drops it).
+    pub(crate) fn serve_one(&mut self, events: &mut Sender) -> std::io::Result<()> {
         let n = match crate::sys::notify::receive(self.listener.as_fd()) {
             Ok(n) => n,
             // The caller was killed between poll and receive.
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EINTR)) => return Ok(()),
             Err(e) => return Err(e),
         };
+        self.decider.seen.clear();
         // Not a guarded call (the filter and this table disagree): refuse.
         let result = match decode(n.nr, n.args) {
             None => Err(Errno::NOSYS),
@@ -171,11 +176,24 @@ impl Server {
                 let _ = self.callers.set_umask(n, mask);
                 return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
             }
+            Some(Call::Open {
+                dir, path, flags, ..
+            }) if flags as u32 & WRITE_FLAGS == 0 => {
+                // Only the read watch sends these: it decides nothing, the
+                // kernel's layers do, so the open goes on as the caller's.
+                self.watch_read(n, dir, path, events);
+                return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
+            }
             Some(call) => match self.callers.get(n) {
                 Ok(caller) => ops::perform(&mut self.decider, &caller, call),
                 Err(e) => Err(e),
             },
         };
+        if let Err(e) = &result
+            && let Some(refusal) = self.decider.seen.refusal(*e, n.tid, &self.roots)
+        {
+            events.refused(refusal);
+        }
         let listener = self.listener.as_fd();
         match result {
             Ok(Answer::Value(v)) => answer(listener, n.id, Ok(v)),
@@ -192,11 +210,25 @@ impl Server {
         fds
     }
 
-    /// At exit: the total, when more denials happened than were printed.
-    pub(crate) fn report_total(&self) {
-        let denied = self.decider.denied;
-        if denied > LOUD_DENIALS {
-            eprintln!("oajail: guard: {denied} calls denied in total");
-        }
+    /// An open for reading (read watch): report it when a mask hides it.
+    fn watch_read(&mut self, n: Notification, dir: u64, path: u64, events: &mut Sender) {
+        let (Some(reads), Ok(caller)) = (&self.reads, self.callers.get(n)) else {
+            return;
+        };
+        let Ok(name) = caller.string(path) else {
+            return;
+        };
+        let base = || {
+            let link = if dir as i32 == super::resolve::AT_FDCWD {
+                "cwd".to_owned()
+            } else {
+                format!("fd/{}", dir as i32)
+            };
+            let target = rustix::fs::readlinkat(caller.proc_dir(), link, Vec::new()).ok()?;
+            let bytes: std::ffi::OsString =
+                std::os::unix::ffi::OsStringExt::from_vec(target.into_bytes());
+            Some(PathBuf::from(bytes))
+        };
+        reads.opened(events, n.tid, &name, base);
     }
 }

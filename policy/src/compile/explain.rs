@@ -148,10 +148,9 @@ impl Explainer {
         if rule == "denyWrite" || rule == "moves a denyWrite path" {
             return self.denied_write(path);
         }
-        let why = format!(
-            "a mandatory protection ({rule}): the guard holds it whatever the settings say"
-        );
-        explained("mandatory", format!("mandatory: {rule}"), Fix::None { why })
+        let why = "the guard holds it whatever the settings say".to_owned();
+        let rule = format!("a mandatory protection: {rule}");
+        explained("mandatory", rule, Fix::None { why })
     }
 
     /// An open of a path the policy hides.

@@ -161,7 +161,8 @@ fn guard_refusals_name_the_deny_write_entry_or_the_protection() {
     assert!(none_why(&x).contains("settings file"));
     let x = e.guard(Path::new("/home/u/ws/.bashrc"), "bash start-up file");
     assert_eq!(x.reason, "mandatory");
-    assert!(none_why(&x).contains("mandatory protection"));
+    assert_eq!(x.rule, "a mandatory protection: bash start-up file");
+    assert!(none_why(&x).contains("whatever the settings say"));
 }
 
 #[test]

@@ -21,7 +21,17 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Directories under the home whose children are tools' own directories.
-const CONTAINERS: &[&str] = &[".cache", ".config", ".local/share", ".local/state"];
+pub const CONTAINERS: &[&str] = &[".cache", ".config", ".local/share", ".local/state"];
+
+/// Whether `path` is one of the [`CONTAINERS`] under `home`, or a directory
+/// on the way to one (`~/.local`): never proposed itself, but a tool that
+/// cannot make it never gets as far as its own directory below it.
+pub fn is_container(home: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(home) else {
+        return false;
+    };
+    !rel.as_os_str().is_empty() && CONTAINERS.iter().any(|c| Path::new(c).starts_with(rel))
+}
 
 /// Top-level system directories whose children are proposed only by name.
 const SYSTEM: &[&str] = &[
@@ -239,14 +249,14 @@ pub(crate) fn read(
     path: &Path,
     denied: &Path,
 ) -> Result<Suggestion, String> {
+    if let Some(why) = p.read_refusal(home, path) {
+        return Err(why);
+    }
     if path == denied {
         return Err(format!(
             "{} is denied by name in the settings; oajail does not undo a deny written for it",
             shown(home, path)
         ));
-    }
-    if let Some(why) = p.read_refusal(home, path) {
-        return Err(why);
     }
     let dir = fs.kind(path) == Some(super::FileKind::Dir);
     Ok(suggestion(fs, home, path.to_path_buf(), dir))
