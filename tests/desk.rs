@@ -355,6 +355,69 @@ fn a_decider_answers_for_the_run_denies_and_adds_to_the_settings() {
     assert!(err(&o).contains("added \"127.0.0.1:"), "{}", err(&o));
 }
 
+/// A stand-in for notify-send on `PATH`: records its arguments and
+/// presses the button `FAKE_ACTION` names.
+fn fake_notify_send(dir: &std::path::Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("notify-send");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\nprintf '%s\\n' \"$FAKE_ACTION\"\n",
+            dir.join("notify-args").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[test]
+fn the_notify_send_example_answers_with_the_button_pressed() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/deciders/notify-send-decider"
+    );
+    let dir = scratch_home("notify-send");
+    let bin = fake_notify_send(&dir);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let port = server();
+    let s = settings("notify-send", &[], &[]);
+    for (pressed, code) in [("allow", "200"), ("deny", "403"), ("", "403")] {
+        let o = oajail(
+            "notify-send",
+            &[
+                "-s",
+                s.to_str().unwrap(),
+                "--decider",
+                &format!("{PYTHON} {example}"),
+                "-c",
+                &curl(port, "x"),
+            ],
+        )
+        .env("PATH", &path)
+        .env("FAKE_ACTION", pressed)
+        .output()
+        .unwrap();
+        assert_eq!(out(&o), code, "{pressed:?}: {}", err(&o));
+    }
+    let shown = std::fs::read_to_string(dir.join("notify-args")).unwrap();
+    assert!(
+        shown.contains(&format!("connect to 127.0.0.1:{port}")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("--action=add=Add to the settings file"),
+        "{shown}"
+    );
+}
+
 #[test]
 fn a_failing_decider_denies() {
     let port = server();
