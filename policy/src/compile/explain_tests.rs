@@ -130,6 +130,7 @@ fn no_write_proposal_widens_to_a_protection() {
     // The home itself, a top-level directory.
     assert!(none_why(&w("/home/u", true)).contains("whole home"));
     assert!(none_why(&w("/srv", true)).contains("system directory"));
+    assert!(none_why(&w("/dev/foo", false)).contains("jail's own"));
     // A start-up file anywhere.
     let why = none_why(&w("/home/u/.bashrc", false)).to_owned();
     assert!(why.contains(".bashrc"), "{why}");

@@ -190,9 +190,15 @@ impl Protections {
     }
 }
 
+/// The jail's own file systems: nothing of the host's is there to allow.
+const JAIL_OWN: &[&str] = &["/dev", "/proc", "/sys"];
+
 /// The home directory, `/`, an ancestor of the home, a top-level system
-/// directory.
+/// directory, the jail's own `/dev`, `/proc`, `/sys`.
 fn too_wide(home: &Path, c: &Path) -> Option<String> {
+    if let Some(own) = JAIL_OWN.iter().find(|o| c.starts_with(o)) {
+        return Some(format!("{own} is the jail's own, not the host's"));
+    }
     if home.starts_with(c) {
         return Some(format!(
             "{} would make the whole home directory (or more) writable",
