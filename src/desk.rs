@@ -26,6 +26,12 @@ use std::time::Duration;
 
 /// Distinct refusals printed as they happen; the rest are counted.
 const LIVE_MAX: usize = 100;
+
+/// The socket glibc opens at every user or host lookup to ask nscd (its
+/// name-service cache, which never runs in a jail: `/run` is hidden).
+/// Refusing it is not news: it goes to the log only, not to the screen or
+/// the count (docs/enforcement.md: libuv opens its sockets the same way).
+const NSCD_PROBE: &str = "AF_UNIX SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC";
 /// Distinct refusals kept for `learn`.
 const RECORD_MAX: usize = 10_000;
 
@@ -125,6 +131,9 @@ impl Desk {
 
     /// One refusal pid 1 reported: explain, print (once), log, count.
     pub fn refused(&self, r: &Refusal) {
+        if r.kind == RefusalKind::UnixSocket && r.path == NSCD_PROBE {
+            return self.probe(r);
+        }
         let mut s = self.lock();
         let explanation = match s.explain(&self.policy, &self.facts, r) {
             Some(e) if !e.by_policy => return,
@@ -156,6 +165,18 @@ impl Desk {
                      (the total is printed at exit; --log-json FILE lists each)"
                 );
             }
+        }
+    }
+
+    /// glibc's probe of its name-service cache: logged, not printed.
+    fn probe(&self, r: &Refusal) {
+        let s = self.lock();
+        if let Some(log) = &s.log {
+            let mut v = record(r, None, "glibc's nscd probe, refused (no unix sockets)");
+            if let Some(map) = v.as_object_mut() {
+                map.insert("reason".into(), "nscd_probe".into());
+            }
+            log.write("unix_socket nscd", v);
         }
     }
 
@@ -214,6 +235,7 @@ impl State {
         let fs = &oajail_jail::HostFs;
         Some(match (r.kind, &r.rule) {
             (RefusalKind::Guard, Some(rule)) => explainer.guard(path, rule),
+            (RefusalKind::UnixSocket, _) => explainer.unix_socket(),
             (RefusalKind::Read, _) => explainer.read(fs, path),
             _ => explainer.write(fs, path, r.op == "mkdir"),
         })

@@ -147,6 +147,60 @@ pub fn watch_reads(plans: &mut Plans) -> Vec<PathBuf> {
         .collect()
 }
 
+/// `socket(AF_UNIX)`, which the policy refuses without
+/// `allowAllUnixSockets`, is refused by pid 1 instead of the deny filter,
+/// so that the refusal is seen and reported: seccomp keeps the most severe
+/// answer of all filters, and the deny filter's `EPERM` would win over the
+/// guard's notification. Only while the guard runs (`run.rs` checks);
+/// pid 1 answers `EPERM` to every such call, and a jail whose pid 1 no
+/// longer answers fails them (`ENOSYS`). Nothing changes when the policy
+/// allows unix sockets.
+pub fn unix_sockets_to_guard(compiled: &mut oajail_policy::compile::CompiledPolicy) {
+    use oajail_policy::compile::guard::ArgEq;
+    use oajail_policy::compile::seccomp::{AF_UNIX, ArgCmp, ArgOp};
+    let rule = compiled
+        .seccomp
+        .deny
+        .iter_mut()
+        .find(|d| d.syscall == "socket");
+    let Some(families) = rule.and_then(|r| r.when.first_mut()) else {
+        return;
+    };
+    let lets_through = |c: &ArgCmp| c.arg == 0 && c.op == ArgOp::Ne && c.value == AF_UNIX;
+    if families.iter().any(lets_through) {
+        return;
+    }
+    families.push(ArgCmp {
+        arg: 0,
+        op: ArgOp::Ne,
+        value: AF_UNIX,
+    });
+    compiled.guard.filter.notify_if_eq.push(ArgEq {
+        syscall: "socket".into(),
+        arg: 0,
+        value: AF_UNIX,
+    });
+}
+
+/// Whether [`unix_sockets_to_guard`] moved the refusal.
+pub fn unix_sockets_at_guard(compiled: &oajail_policy::compile::CompiledPolicy) -> bool {
+    (compiled.guard.filter.notify_if_eq.iter()).any(|e| e.syscall == "socket")
+}
+
+/// Undo [`unix_sockets_to_guard`]: the deny filter refuses them again.
+pub fn unix_sockets_to_deny_filter(compiled: &mut oajail_policy::compile::CompiledPolicy) {
+    use oajail_policy::compile::seccomp::{AF_UNIX, ArgOp};
+    (compiled.guard.filter.notify_if_eq).retain(|e| e.syscall != "socket");
+    let rule = compiled
+        .seccomp
+        .deny
+        .iter_mut()
+        .find(|d| d.syscall == "socket");
+    if let Some(families) = rule.and_then(|r| r.when.first_mut()) {
+        families.retain(|c| !(c.arg == 0 && c.op == ArgOp::Ne && c.value == AF_UNIX));
+    }
+}
+
 fn exe_path() -> Result<PathBuf, Fail> {
     std::env::current_exe()
         .map_err(|e| Fail::setup(anyhow!("host facts: cannot locate the oajail binary: {e}")))
@@ -169,6 +223,37 @@ fn mem_total() -> Option<u64> {
 mod tests {
     #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
     use super::*;
+
+    fn compiled(json: &str) -> oajail_policy::compile::CompiledPolicy {
+        let policy = Policy::from_settings_json(json, "t").unwrap().policy;
+        let fs = oajail_policy::compile::MemFs::new().dirs(&["/h/w", "/tmp"]);
+        let facts = oajail_policy::compile::HostFacts::with_dirs("/h", "/h/w");
+        oajail_policy::compile::compile(&policy, &facts, &fs).unwrap()
+    }
+
+    #[test]
+    fn unix_socket_refusals_move_to_the_guard_and_back() {
+        let net = |unix: bool| {
+            format!(
+                r#"{{"network":{{"allowedDomains":[],"deniedDomains":[],"allowAllUnixSockets":{unix}}},
+                    "filesystem":{{"denyRead":[],"allowWrite":[],"denyWrite":[]}}}}"#
+            )
+        };
+        let before = compiled(&net(false));
+        let mut c = before.clone();
+        unix_sockets_to_guard(&mut c);
+        assert!(unix_sockets_at_guard(&c));
+        assert_ne!(c.seccomp, before.seccomp);
+        unix_sockets_to_guard(&mut c); // once only
+        assert_eq!(c.guard.filter.notify_if_eq.len(), 1);
+        unix_sockets_to_deny_filter(&mut c);
+        assert_eq!(c, before);
+        // Allowed by the policy: nothing to see, nothing moves.
+        let allowed = compiled(&net(true));
+        let mut c = allowed.clone();
+        unix_sockets_to_guard(&mut c);
+        assert_eq!(c, allowed);
+    }
 
     #[test]
     fn ca_vars_name_the_bundle_whatever_was_inherited() {

@@ -61,6 +61,10 @@ pub fn execute(
         true => plans::watch_reads(&mut plans),
         false => Vec::new(),
     };
+    let layers = negotiated.layers();
+    if layers.guard && layers.seccomp {
+        plans::unix_sockets_to_guard(&mut plans.compiled);
+    }
     // The CA is made before the spec: the jail's trust bundle carries its
     // certificate (its key stays in this process, with the proxy).
     let authority = oajail_proxy::Authority::for_plan(&plans.egress)
@@ -389,8 +393,20 @@ fn build_spec(
         cwd,
         ssh_helper: std::env::current_exe().ok(),
     };
+    // Unix-socket refusals are pid 1's only while the guard runs; a run
+    // without it (the fallback without namespaces) keeps them in the deny
+    // filter.
+    let layers = negotiated.layers();
+    let moved = plans::unix_sockets_at_guard(&plans.compiled);
+    let compiled = if moved && !(layers.guard && layers.seccomp) {
+        let mut kept = plans.compiled.clone();
+        plans::unix_sockets_to_deny_filter(&mut kept);
+        std::borrow::Cow::Owned(kept)
+    } else {
+        std::borrow::Cow::Borrowed(&plans.compiled)
+    };
     negotiated
-        .build_spec(command, &plans.compiled)
+        .build_spec(command, &compiled)
         .map_err(|e| Fail::setup(e.into()))
 }
 

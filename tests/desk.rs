@@ -190,13 +190,14 @@ fn eight_protected_writes_on_a_pty_print_eight_lines_and_the_total() {
 }
 
 #[test]
-fn a_refused_write_read_and_host_each_give_one_line_naming_the_entry() {
+fn a_refused_write_read_unix_socket_and_host_each_give_one_line_naming_the_entry() {
     let port = server();
     let home = scratch_home("one-line-each");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_ed25519"), "secret").unwrap();
     let script = format!(
-        "mkdir ~/.newtool; cat ~/.ssh/id_ed25519; cat ~/.ssh/id_ed25519; {}; true",
+        "exec 2>/dev/null; mkdir ~/.newtool; cat ~/.ssh/id_ed25519; cat ~/.ssh/id_ed25519; {}; \
+         {PYTHON} -c 'import socket; socket.socket(socket.AF_UNIX)' 2>/dev/null || echo unix-refused",
         curl(port, "x")
     );
     let o = oajail("one-line-each", &["--watch-reads", "-c", &script])
@@ -209,7 +210,18 @@ fn a_refused_write_read_and_host_each_give_one_line_naming_the_entry() {
         .lines()
         .filter(|l| l.starts_with("oajail: refused "))
         .collect();
-    assert_eq!(lines.len(), 3, "{e}");
+    assert_eq!(lines.len(), 4, "{e}");
+    assert!(out(&o).ends_with("unix-refused\n"), "{}", out(&o));
+    assert!(
+        lines.contains(
+            &"oajail: refused unix socket AF_UNIX SOCK_STREAM|SOCK_CLOEXEC (socket): unix sockets are off \
+        (network.allowAllUnixSockets is false); no entry is proposed: only \
+        network.allowAllUnixSockets: true allows it, and that allows every unix socket the jail \
+        can see (host service sockets stay hidden); set it yourself if the command needs local \
+        sockets"
+        ),
+        "{e}"
+    );
     assert!(lines.contains(&format!(
         "oajail: refused write {h}/.newtool (mkdir): no filesystem.allowWrite entry covers it; \
          create ~/.newtool and add \"~/.newtool\" to filesystem.allowWrite"
@@ -218,7 +230,7 @@ fn a_refused_write_read_and_host_each_give_one_line_naming_the_entry() {
         .iter()
         .find(|l| l.starts_with("oajail: refused read"))
         .unwrap();
-    assert!(read.starts_with(&format!("oajail: refused read {h}/.ssh/id_ed25519 (open): filesystem.denyRead \"~/.ssh\"; no entry can allow it")), "{read}");
+    assert!(read.starts_with(&format!("oajail: refused read {h}/.ssh/id_ed25519 (open): filesystem.denyRead \"~/.ssh\"; no entry is proposed")), "{read}");
     assert!(read.contains("secret store"), "{read}");
     assert!(
         lines
@@ -227,7 +239,7 @@ fn a_refused_write_read_and_host_each_give_one_line_naming_the_entry() {
         "{e}"
     );
     assert!(
-        e.contains("oajail: in all, refused 1 connection, 2 reads, 1 write"),
+        e.contains("oajail: in all, refused 1 connection, 2 reads, 1 unix socket, 1 write"),
         "{e}"
     );
     assert!(!home.join(".newtool").exists());

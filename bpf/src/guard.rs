@@ -141,6 +141,12 @@ fn guarded_chain(
         d.push(stmt(LD_W_ABS, OFFSET_ARGS + 8 * u32::from(c.mode_arg)));
         d.push(jump(JSET, RISKY_MODE, NOTIFY, ALLOW));
     }
+    for c in &plan.notify_if_eq {
+        // The low word, as the kernel reads an `int` argument.
+        test(d, &c.syscall, NEXT, 2)?;
+        d.push(stmt(LD_W_ABS, OFFSET_ARGS + 8 * u32::from(c.arg)));
+        d.push(jump(JEQ, c.value, NOTIFY, ALLOW));
+    }
     for c in plan.notify_if_path.iter().filter(|c| legacy || !c.legacy) {
         // A pointer is NULL when both of its words are zero.
         test(d, &c.syscall, NEXT, 4)?;
@@ -310,6 +316,40 @@ mod tests {
         assert_eq!(call(&p, libc::SYS_open, [0, 0, creat, 0, 0, 0]), ALLOW);
         let x32_mkdir = X32_SYSCALL_BIT as i64 | libc::SYS_mkdir;
         assert_eq!(call(&p, x32_mkdir, [0; 6]), KILL);
+    }
+
+    #[test]
+    fn a_call_notified_on_one_argument_value() {
+        let fs = oajail_policy::compile::MemFs::new().dirs(&["/h/w", "/tmp"]);
+        let facts = oajail_policy::compile::HostFacts::with_dirs("/h", "/h/w");
+        let policy = oajail_policy::Policy::builtin_default();
+        let mut plan = oajail_policy::compile::compile(&policy, &facts, &fs)
+            .unwrap()
+            .guard;
+        plan.filter
+            .notify_if_eq
+            .push(oajail_policy::compile::guard::ArgEq {
+                syscall: "socket".into(),
+                arg: 0,
+                value: libc::AF_UNIX as u32,
+            });
+        let p = compile(&plan.filter).unwrap();
+        let unix = libc::AF_UNIX as u64;
+        assert_eq!(call(&p, libc::SYS_socket, [unix, 1, 0, 0, 0, 0]), NOTIFY);
+        assert_eq!(
+            call(&p, libc::SYS_socket, [(7 << 32) | unix, 1, 0, 0, 0, 0]),
+            NOTIFY
+        );
+        assert_eq!(
+            call(&p, libc::SYS_socket, [libc::AF_INET as u64, 1, 0, 0, 0, 0]),
+            ALLOW
+        );
+        assert_eq!(call(&p, libc::SYS_socketpair, [unix, 1, 0, 0, 0, 0]), ALLOW);
+        // Without the entry, socket is not in the filter at all.
+        assert_eq!(
+            call(&program(), libc::SYS_socket, [unix, 1, 0, 0, 0, 0]),
+            ALLOW
+        );
     }
 
     #[test]

@@ -107,6 +107,7 @@ pub fn guarded(name: &str) -> Option<i64> {
         "renameat2" => libc::SYS_renameat2,
         "openat" => libc::SYS_openat,
         "openat2" => libc::SYS_openat2,
+        "socket" => libc::SYS_socket,
         #[cfg(target_arch = "x86_64")]
         "open" => libc::SYS_open,
         #[cfg(target_arch = "x86_64")]

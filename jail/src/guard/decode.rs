@@ -109,6 +109,12 @@ pub(crate) enum Call {
     Umask {
         mask: u64,
     },
+    /// `socket(AF_UNIX, …)`: refused by pid 1 and reported, when the run
+    /// moved that refusal here from the deny filter.
+    Socket {
+        domain: u64,
+        kind: u64,
+    },
 }
 
 /// Decode a call from its number and arguments (`None`: not guarded).
@@ -118,6 +124,10 @@ pub(crate) fn decode(nr: i64, a: [u64; 6]) -> Option<Call> {
         return Some(call);
     }
     Some(match nr {
+        libc::SYS_socket => Call::Socket {
+            domain: a[0],
+            kind: a[1],
+        },
         libc::SYS_openat => Call::Open {
             dir: a[0],
             path: a[1],

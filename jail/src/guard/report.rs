@@ -71,6 +71,40 @@ impl Seen {
     }
 }
 
+/// A `socket(AF_UNIX)` pid 1 refused; its `path` names the family and the
+/// type (`AF_UNIX SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC`: the supervisor
+/// tells glibc's name-service-cache probe from the rest by it).
+pub(crate) fn socket(domain: u64, kind: u64, tid: u32) -> Refusal {
+    let kind = kind as i32;
+    let base = match kind & 0xf {
+        libc::SOCK_STREAM => "SOCK_STREAM".to_owned(),
+        libc::SOCK_DGRAM => "SOCK_DGRAM".to_owned(),
+        libc::SOCK_SEQPACKET => "SOCK_SEQPACKET".to_owned(),
+        other => format!("type {other}"),
+    };
+    let flags: String = [
+        (libc::SOCK_NONBLOCK, "|SOCK_NONBLOCK"),
+        (libc::SOCK_CLOEXEC, "|SOCK_CLOEXEC"),
+    ]
+    .iter()
+    .filter(|(bit, _)| kind & bit != 0)
+    .map(|(_, name)| *name)
+    .collect();
+    let family = if domain as i32 == libc::AF_UNIX {
+        "AF_UNIX".to_owned()
+    } else {
+        format!("family {}", domain as i32)
+    };
+    Refusal {
+        kind: RefusalKind::UnixSocket,
+        op: "socket".into(),
+        path: format!("{family} {base}{flags}"),
+        errno: libc::EPERM,
+        rule: None,
+        pid: tid,
+    }
+}
+
 fn word(op: Op<'_>) -> &'static str {
     match op {
         Op::Create(FileKind::Dir) => "mkdir",

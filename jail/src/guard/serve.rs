@@ -176,6 +176,12 @@ impl Server {
                 let _ = self.callers.set_umask(n, mask);
                 return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
             }
+            Some(Call::Socket { domain, kind }) => {
+                // Sent here only for AF_UNIX, which the policy refuses
+                // (the supervisor took it off the deny filter to see it).
+                events.refused(super::report::socket(domain, kind, n.tid));
+                return answer(self.listener.as_fd(), n.id, Err(libc::EPERM));
+            }
             Some(Call::Open {
                 dir, path, flags, ..
             }) if flags as u32 & WRITE_FLAGS == 0 => {

@@ -76,7 +76,7 @@ impl Fix {
                 exists: false,
                 ..
             } => format!("create {value} and add \"{value}\" to {field}"),
-            Fix::None { why } => format!("no entry can allow it: {why}"),
+            Fix::None { why } => format!("no entry is proposed: {why}"),
         }
     }
 }
@@ -151,6 +151,16 @@ impl Explainer {
         let why = "the guard holds it whatever the settings say".to_owned();
         let rule = format!("a mandatory protection: {rule}");
         explained("mandatory", rule, Fix::None { why })
+    }
+
+    /// A unix socket refused because the policy allows none.
+    pub fn unix_socket(&self) -> Explanation {
+        let why = "only network.allowAllUnixSockets: true allows it, and that allows every unix \
+                   socket the jail can see (host service sockets stay hidden); set it yourself if \
+                   the command needs local sockets"
+            .to_owned();
+        let rule = "unix sockets are off (network.allowAllUnixSockets is false)".to_owned();
+        explained("unix_socket", rule, Fix::None { why })
     }
 
     /// An open of a path the policy hides.

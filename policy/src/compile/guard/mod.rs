@@ -140,6 +140,20 @@ pub struct PathArg {
     pub legacy: bool,
 }
 
+/// A call sent to pid 1 only when an argument equals a value:
+/// `socket(AF_UNIX, …)`, when the run reports unix-socket refusals (the
+/// supervisor moves that refusal from the deny filter to pid 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgEq {
+    /// Kernel name of the call.
+    pub syscall: String,
+    /// Index of the argument.
+    pub arg: u8,
+    /// The value that notifies.
+    pub value: u32,
+}
+
 /// The shape of the command's notification filter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -154,6 +168,10 @@ pub struct FilterShape {
     pub notify_if_path: Vec<PathArg>,
     /// Calls sent to pid 1 when they set a risky mode bit.
     pub notify_if_mode: Vec<ModeArg>,
+    /// Calls sent to pid 1 when an argument has one value (none unless
+    /// the supervisor adds them; absent from the plan when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notify_if_eq: Vec<ArgEq>,
     /// Calls pid 1 only watches and then lets through (`umask`: pid 1
     /// creates files with the caller's mask, and reading it from
     /// `/proc/<pid>/status` at every creation would cost more than the
@@ -239,6 +257,7 @@ pub(crate) fn build(
                 syscall: "fchmod".into(),
                 mode_arg: 1,
             }],
+            notify_if_eq: Vec::new(),
             watch: vec!["umask".into()],
             enosys: ["openat2", "fchmodat2", "setxattrat", "removexattrat"]
                 .iter()

@@ -94,6 +94,7 @@ fn plan(allow_git_config: bool) -> GuardPlan {
             notify_if_write: Vec::new(),
             notify_if_path: Vec::new(),
             notify_if_mode: Vec::new(),
+            notify_if_eq: Vec::new(),
             watch: Vec::new(),
             enosys: Vec::new(),
         },
