@@ -372,30 +372,46 @@ pub fn build_url(base: &Url, op: &Operation, args: &Value) -> Result<Url, String
     Ok(url)
 }
 
+/// Fills one segment of the path template in a single pass over the
+/// template: each `{name}` is replaced once by the caller's value, and the
+/// value is never scanned again, so a value that itself contains `{…}` is
+/// data (it ends up percent-encoded by the segment push) and can neither
+/// loop nor pull in another parameter's value.
 fn fill_segment(seg: &str, path_args: Option<&Value>) -> Result<String, String> {
-    let mut out = seg.to_owned();
-    while let Some(start) = out.find('{') {
-        let end = out[start..]
-            .find('}')
-            .map(|e| start + e)
-            .ok_or("bad path template")?;
-        let name = out[start + 1..end].to_owned();
-        let value = path_args
-            .and_then(|p| p.get(&name))
-            .filter(|v| !v.is_null())
-            .ok_or_else(|| {
-                format!("path parameter {name} is required (pass {{ path: {{ {name} }} }})")
-            })?;
-        let text = scalar(value)
-            .ok_or_else(|| format!("path parameter {name} must be a string or a number"))?;
-        if text.is_empty() || text == "." || text == ".." {
-            return Err(format!(
-                "path parameter {name} must not be empty, \".\" or \"..\""
-            ));
-        }
-        out.replace_range(start..=end, &text);
+    let mut out = String::with_capacity(seg.len());
+    let mut rest = seg;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let end = after.find('}').ok_or("bad path template")?;
+        out.push_str(&path_value(&after[..end], path_args)?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    if out.is_empty() || out == "." || out == ".." {
+        return Err(format!(
+            "path segment {seg} must not be empty, \".\" or \"..\""
+        ));
     }
     Ok(out)
+}
+
+/// The caller's value of path parameter `name`, as text.
+fn path_value(name: &str, path_args: Option<&Value>) -> Result<String, String> {
+    let value = path_args
+        .and_then(|p| p.get(name))
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| {
+            format!("path parameter {name} is required (pass {{ path: {{ {name} }} }})")
+        })?;
+    let text = scalar(value)
+        .ok_or_else(|| format!("path parameter {name} must be a string or a number"))?;
+    if text.is_empty() || text == "." || text == ".." {
+        return Err(format!(
+            "path parameter {name} must not be empty, \".\" or \"..\""
+        ));
+    }
+    Ok(text)
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -497,6 +513,33 @@ mod tests {
         assert!(url("agendas.get", json!({"path": {"agendaUid": ".."}})).is_err());
         assert!(url("agendas.get", json!({"path": {"agendaUid": {"x": 1}}})).is_err());
         assert!(url("agendas.get", json!({})).is_err());
+    }
+
+    #[test]
+    fn a_value_that_looks_like_a_template_is_data() {
+        // Once looped for ever (the value was expanded again and again).
+        let u = url("agendas.get", json!({"path": {"agendaUid": "{agendaUid}"}}));
+        assert_eq!(
+            u.as_deref(),
+            Ok("https://api.example/v3/agendas/%7BagendaUid%7D")
+        );
+        // One parameter cannot pull in another's value.
+        let u = url(
+            "agendas.events.get",
+            json!({"path": {"agendaUid": "{eventUid}", "eventUid": "{agendaUid}"}}),
+        );
+        assert_eq!(
+            u.as_deref(),
+            Ok("https://api.example/v3/agendas/%7BeventUid%7D/events/%7BagendaUid%7D")
+        );
+        let u = url(
+            "agendas.events.get",
+            json!({"path": {"agendaUid": "{{}{", "eventUid": "}{x}%7B"}}),
+        );
+        assert_eq!(
+            u.as_deref(),
+            Ok("https://api.example/v3/agendas/%7B%7B%7D%7B/events/%7D%7Bx%7D%257B")
+        );
     }
 
     #[test]
