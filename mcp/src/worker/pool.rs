@@ -24,8 +24,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Worker {
     /// The process (killed on drop).
     pub child: Child,
-    /// Server → worker pipe.
-    pub stdin: ChildStdin,
+    /// Server → worker pipe (taken by the run's frame writer).
+    pub stdin: Option<ChildStdin>,
     /// Worker → server pipe (taken by the run's frame reader).
     pub stdout: Option<ChildStdout>,
 }
@@ -93,7 +93,7 @@ impl Pool {
         match tokio::time::timeout(READY_TIMEOUT, ready).await {
             Ok(Ok(ToServer::Ready)) => Ok(Worker {
                 child,
-                stdin,
+                stdin: Some(stdin),
                 stdout: Some(stdout),
             }),
             Ok(Ok(other)) => Err(format!("worker said {other:?} instead of ready")),
