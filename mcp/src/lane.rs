@@ -11,8 +11,8 @@
 //!
 //! The thread starts with the first job (an idle server pays no stack or
 //! allocator arena for a lane it never uses), enters the runtime given at
-//! construction (tokio's process and timer types need it), and ends when
-//! the lane is dropped. A worker spawned from a lane dies with that thread
+//! construction when there is one (tokio's process type needs it), and
+//! ends when the lane is dropped. A worker spawned from a lane dies with that thread
 //! (`PR_SET_PDEATHSIG` follows the thread that forked), so the spawn lane
 //! must live as long as the pool of workers it starts, which it does: the
 //! pool owns it.
@@ -32,14 +32,14 @@ type Job = Box<dyn FnOnce() + Send>;
 pub struct Lane {
     name: &'static str,
     depth: usize,
-    runtime: tokio::runtime::Handle,
+    runtime: Option<tokio::runtime::Handle>,
     tx: OnceLock<Mutex<SyncSender<Job>>>,
 }
 
 impl Lane {
     /// A lane named `name` whose queue holds `depth` jobs besides the one
-    /// running; its thread enters `runtime`.
-    pub fn new(name: &'static str, depth: usize, runtime: tokio::runtime::Handle) -> Self {
+    /// running; its thread enters `runtime` when given.
+    pub fn new(name: &'static str, depth: usize, runtime: Option<tokio::runtime::Handle>) -> Self {
         Self {
             name,
             depth,
@@ -76,7 +76,7 @@ impl Lane {
         let started = std::thread::Builder::new()
             .name(format!("oa-{}", self.name))
             .spawn(move || {
-                let _entered = runtime.enter();
+                let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
                 while let Ok(job) = rx.recv() {
                     job();
                 }
@@ -102,7 +102,7 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let lane = Lane::new("test", 1, rt.handle().clone());
+        let lane = Lane::new("test", 1, Some(rt.handle().clone()));
         let (hold, gate) = std::sync::mpsc::channel::<()>();
         let (started, running) = std::sync::mpsc::channel::<()>();
         let first = lane

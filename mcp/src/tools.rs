@@ -5,6 +5,7 @@
 
 use crate::budget::{Capped, REPLY_CAP, sent_len};
 use crate::executor::{ExecError, ExecOutput, Executor};
+use crate::lane::Lane;
 use crate::search::SearchIndex;
 use crate::spec::Catalogue;
 use crate::worker::LogLine;
@@ -21,6 +22,10 @@ const MAX_CODE_BYTES: usize = 256 * 1024;
 /// Results up to this size (as the script wrote them) are rendered on the
 /// event loop; larger ones on a blocking thread.
 const INLINE_RENDER: usize = 64 * 1024;
+/// Searches waiting for the search lane besides the one running; more are
+/// answered `busy` at once. A search takes well under a millisecond
+/// (docs/benchmarks.md), so a full queue is a burst, not a workload.
+pub const SEARCH_QUEUE: usize = 16;
 /// Largest `query` accepted by search_docs (a query is "a few words"; the
 /// index cost grows with its length, see docs/mcp.md).
 pub const MAX_QUERY_BYTES: usize = 1024;
@@ -63,6 +68,7 @@ pub struct ToolOutput {
 pub struct Tools {
     catalogue: Arc<Catalogue>,
     index: Arc<SearchIndex>,
+    searches: Lane,
     executor: Option<Executor>,
     timeout: Duration,
     memory_mb: u64,
@@ -82,6 +88,7 @@ impl Tools {
         Self {
             catalogue,
             index,
+            searches: Lane::new("search", SEARCH_QUEUE, None),
             executor,
             timeout,
             memory_mb,
@@ -232,16 +239,26 @@ impl Tools {
                 }
             },
         };
-        // Off the event loop: executes' deadlines and other requests keep
-        // being served while a search runs.
+        // On the search lane: off the event loop (deadlines and other
+        // requests keep being served) and off the thread workers are spawned
+        // from, so a burst of searches never holds up an execute; a burst
+        // beyond the lane's queue is answered `busy` at once.
         let (index, catalogue, q) = (self.index.clone(), self.catalogue.clone(), query.clone());
-        let searched = tokio::task::spawn_blocking(move || {
+        let queued = self.searches.run(move || {
             let hits = index.search(&q, limit);
             let text = crate::render::render(&catalogue, &hits, &q);
             (text, hits.len())
-        })
-        .await;
-        let Ok((text, hits)) = searched else {
+        });
+        let Ok(answer) = queued else {
+            return (
+                failure(ExecError::new(
+                    "busy",
+                    format!("search_docs is busy ({SEARCH_QUEUE} searches waiting); retry shortly"),
+                )),
+                json!({"outcome": "busy"}),
+            );
+        };
+        let Ok((text, hits)) = answer.await else {
             return (
                 invalid("search failed"),
                 json!({"outcome": "internal_error"}),

@@ -217,3 +217,65 @@ fn a_deeply_nested_result_bare() {
 fn a_deeply_nested_result_jailed() {
     deeply_nested_result(Mode::Jailed);
 }
+
+/// 2,000 searches in a burst once delayed an execute of `1+1` to 13.5 s
+/// against a 5 s deadline: spawns shared two blocking threads with the
+/// searches, and the deadline only started with a worker. Searches now run
+/// on a lane of their own and a burst beyond its queue answers `busy` at
+/// once; the execute answers within its deadline plus a second.
+fn search_flood(mode: Mode) {
+    let Some(mut rig) = Rig::start(mode, &[("OA_SANDBOX_TIMEOUT_MS", "5000")], &[]) else {
+        return;
+    };
+    // Take the pool's workers first, so the execute below needs a spawn.
+    let (warm, _) = executes_at_once(&mut rig, "1", 4);
+    assert!(warm.iter().all(|r| result(r) == &json!(1)));
+    let searches: Vec<i64> = (0..2000)
+        .map(|i| {
+            rig.server.request(
+                "tools/call",
+                json!({"_meta": support::meta(), "name": "search_docs",
+                       "arguments": {"query": format!("upcoming events in city {i}")}}),
+            )
+        })
+        .collect();
+    let sent = Instant::now();
+    let exec = rig.server.request(
+        "tools/call",
+        json!({"_meta": support::meta(), "name": "execute", "arguments": {"code": "1+1"}}),
+    );
+    let answer = rig.server.response(exec, Duration::from_secs(30));
+    let took = sent.elapsed();
+    assert_eq!(
+        result(&answer["result"]),
+        &json!(2),
+        "{}",
+        error_text(&answer)
+    );
+    assert!(
+        took < Duration::from_secs(6),
+        "execute answered after {took:?}"
+    );
+    let (mut ok, mut busy) = (0, 0);
+    for id in searches {
+        let r = rig.server.response(id, Duration::from_secs(60));
+        match code_of(&r["result"]) {
+            "" => ok += 1,
+            "busy" => busy += 1,
+            other => panic!("search answered {other}: {}", error_text(&r["result"])),
+        }
+    }
+    eprintln!("{mode:?}: execute after {took:?}; searches ok {ok}, busy {busy}");
+    assert!(ok > 0 && busy > 0, "ok {ok}, busy {busy}");
+    rig.end();
+}
+
+#[test]
+fn a_search_flood_bare() {
+    search_flood(Mode::Bare);
+}
+
+#[test]
+fn a_search_flood_jailed() {
+    search_flood(Mode::Jailed);
+}
