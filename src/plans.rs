@@ -156,7 +156,7 @@ pub fn watch_reads(plans: &mut Plans) -> Vec<PathBuf> {
 /// longer answers fails them (`ENOSYS`). Nothing changes when the policy
 /// allows unix sockets.
 pub fn unix_sockets_to_guard(compiled: &mut oajail_policy::compile::CompiledPolicy) {
-    use oajail_policy::compile::guard::ArgEq;
+    use oajail_policy::guard::ArgEq;
     use oajail_policy::compile::seccomp::{AF_UNIX, ArgCmp, ArgOp};
     let rule = compiled
         .seccomp

@@ -11,7 +11,7 @@
 
 use crate::events::{Refusal, RefusalKind, Sender};
 use oajail_policy::compile::FileKind;
-use oajail_policy::compile::guard::Op;
+use oajail_policy::guard::Op;
 use rustix::io::Errno;
 use std::path::{Component, Path, PathBuf};
 

@@ -10,113 +10,17 @@
 //! (`mover.rs`).
 
 use super::callers::Callers;
+use super::decider::Decider;
 use super::decode::{Call, decode};
 use super::mover::Mover;
-use super::ops;
-use super::probe::Probe;
-use super::report::{Reads, Seen};
+use super::ops::{self, Answer};
+use super::report::Reads;
 use crate::events::Sender;
 use crate::sys::notify::{Notification, answer, answer_fd};
-use oajail_policy::compile::guard::{Guard, GuardPlan, Request, Verdict, WRITE_FLAGS};
+use oajail_policy::guard::{GuardPlan, WRITE_FLAGS};
 use rustix::io::Errno;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-/// How long the decision's memo may trust what it saw: changes made
-/// outside the jail (a repository created by the user meanwhile) are seen
-/// after this.
-const MEMO_LIFETIME: Duration = Duration::from_secs(1);
-
-/// What the caller gets back.
-pub(crate) enum Answer {
-    Value(i64),
-    Fd(OwnedFd, bool),
-}
-
-/// The decision with its bookkeeping: what the call decided on (for a
-/// refusal's report), pid 1's umask.
-pub(crate) struct Decider {
-    guard: Guard,
-    seen: Seen,
-    memo_since: Instant,
-    primed: Option<Vec<PathBuf>>,
-    umask: Option<u32>,
-    /// Landlock ABI 1 only: the process that makes moves across directories.
-    mover: Option<Mover>,
-}
-
-impl Decider {
-    /// Decide `req`; a refusal is reported to the supervisor once the
-    /// call is answered (`report.rs`).
-    pub(crate) fn check(&mut self, _verb: &str, req: &Request<'_>) -> Result<(), Errno> {
-        if self.memo_since.elapsed() > MEMO_LIFETIME {
-            self.guard.forget();
-            self.memo_since = Instant::now();
-        }
-        if let Some(dirs) = self.primed.take() {
-            self.guard.prime(&Probe, &dirs);
-        }
-        self.seen.decided(req.op, req.path);
-        match self.guard.decide(&Probe, req) {
-            Verdict::Allow => Ok(()),
-            Verdict::Deny(d) => {
-                self.seen.denied(d.rule);
-                Err(Errno::ACCESS)
-            }
-        }
-    }
-
-    /// Decide `op` on the name `at` resolved to, under its real path and,
-    /// when it differs, under the caller's spelling (through a link).
-    pub(crate) fn check_at(
-        &mut self,
-        verb: &str,
-        at: &super::resolve::At,
-        op: oajail_policy::compile::guard::Op<'_>,
-    ) -> Result<(), Errno> {
-        let path = at.path();
-        self.check(
-            verb,
-            &Request {
-                path: &path,
-                op,
-                existing: at.stat,
-            },
-        )?;
-        match &at.lexical {
-            Some(lexical) => self.check(
-                verb,
-                &Request {
-                    path: lexical,
-                    op,
-                    existing: at.stat,
-                },
-            ),
-            None => Ok(()),
-        }
-    }
-
-    /// The mover, on Landlock ABI 1 beside the mount view.
-    pub(crate) fn mover(&self) -> Option<&Mover> {
-        self.mover.as_ref()
-    }
-
-    /// The call behind `req` was performed.
-    pub(crate) fn done(&mut self, req: &Request<'_>) {
-        self.guard.performed(req);
-    }
-
-    /// Set pid 1's umask to the caller's (pid 1 is single-threaded, so its
-    /// own umask per call is race-free); only a change costs a call.
-    pub(crate) fn umask(&mut self, umask: u32) {
-        let umask = umask & 0o777;
-        if self.umask != Some(umask) {
-            rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask));
-            self.umask = Some(umask);
-        }
-    }
-}
 
 /// pid 1's guard state: the listener, the decision and the callers.
 pub(crate) struct Server {
@@ -131,8 +35,8 @@ pub(crate) struct Server {
 
 impl Server {
     /// `prime`: directories whose repositories are learnt first (the
-    /// command's working directory and the writable roots).
-    /// `hidden`: the masks whose opens the read watch reports (none: off).
+    /// command's working directory and the writable roots); `hidden`: the
+    /// masks whose opens the read watch reports (none: off).
     pub(crate) fn new(
         listener: OwnedFd,
         plan: GuardPlan,
@@ -140,19 +44,11 @@ impl Server {
         mover: Option<Mover>,
     ) -> Self {
         crate::sys::notify::sync_wake_up(listener.as_fd());
-        let roots = plan.roots.iter().map(PathBuf::from).collect();
         Server {
             listener,
-            roots,
+            roots: plan.roots.iter().map(PathBuf::from).collect(),
             reads: Reads::new(hidden),
-            decider: Decider {
-                guard: Guard::new(plan),
-                seen: Seen::default(),
-                memo_since: Instant::now(),
-                primed: Some(prime),
-                umask: None,
-                mover,
-            },
+            decider: Decider::new(plan, prime, mover),
             callers: Callers::new(),
         }
     }
@@ -167,7 +63,7 @@ impl Server {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EINTR)) => return Ok(()),
             Err(e) => return Err(e),
         };
-        self.decider.seen.clear();
+        self.decider.seen().clear();
         // Not a guarded call (the filter and this table disagree): refuse.
         let result = match decode(n.nr, n.args) {
             None => Err(Errno::NOSYS),
@@ -196,7 +92,7 @@ impl Server {
             },
         };
         if let Err(e) = &result
-            && let Some(refusal) = self.decider.seen.refusal(*e, n.tid, &self.roots)
+            && let Some(refusal) = self.decider.seen().refusal(*e, n.tid, &self.roots)
         {
             events.refused(refusal);
         }
@@ -212,7 +108,7 @@ impl Server {
     /// the mover's socket.
     pub(crate) fn descriptors(&self) -> Vec<RawFd> {
         let mut fds = vec![self.listener.as_raw_fd()];
-        fds.extend(self.decider.mover.as_ref().map(Mover::raw_fd));
+        fds.extend(self.decider.mover().map(Mover::raw_fd));
         fds
     }
 
