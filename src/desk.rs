@@ -29,8 +29,9 @@ const LIVE_MAX: usize = 100;
 
 /// The socket glibc opens at every user or host lookup to ask nscd (its
 /// name-service cache, which never runs in a jail: `/run` is hidden).
-/// Refusing it is not news: it goes to the log only, not to the screen or
-/// the count (docs/enforcement.md: libuv opens its sockets the same way).
+/// Refusing it is not news, and every run would say it: it is neither
+/// printed, counted nor logged (docs/enforcement.md: libuv opens its
+/// sockets the same way, and is missed with it).
 const NSCD_PROBE: &str = "AF_UNIX SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC";
 /// Distinct refusals kept for `learn`.
 const RECORD_MAX: usize = 10_000;
@@ -132,7 +133,7 @@ impl Desk {
     /// One refusal pid 1 reported: explain, print (once), log, count.
     pub fn refused(&self, r: &Refusal) {
         if r.kind == RefusalKind::UnixSocket && r.path == NSCD_PROBE {
-            return self.probe(r);
+            return;
         }
         let mut s = self.lock();
         let explanation = match s.explain(&self.policy, &self.facts, r) {
@@ -165,18 +166,6 @@ impl Desk {
                      (the total is printed at exit; --log-json FILE lists each)"
                 );
             }
-        }
-    }
-
-    /// glibc's probe of its name-service cache: logged, not printed.
-    fn probe(&self, r: &Refusal) {
-        let s = self.lock();
-        if let Some(log) = &s.log {
-            let mut v = record(r, None, "glibc's nscd probe, refused (no unix sockets)");
-            if let Some(map) = v.as_object_mut() {
-                map.insert("reason".into(), "nscd_probe".into());
-            }
-            log.write("unix_socket nscd", v);
         }
     }
 
