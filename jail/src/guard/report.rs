@@ -16,30 +16,46 @@ use rustix::io::Errno;
 use std::path::{Component, Path, PathBuf};
 
 /// The names one call was decided on, and the guard's refusal if any.
+/// The path buffers are kept from call to call: recording a name costs a
+/// copy into a buffer that is already there, not an allocation.
 #[derive(Debug, Default)]
 pub(crate) struct Seen {
-    /// (operation, path), in the order they were decided.
+    /// (operation, path), in the order they were decided; only the first
+    /// `len` belong to the current call.
     names: Vec<(&'static str, PathBuf)>,
+    len: usize,
     /// The guard refused the name at this index, by this rule.
     refused: Option<(usize, &'static str)>,
 }
 
 impl Seen {
     pub(crate) fn clear(&mut self) {
-        self.names.clear();
+        self.len = 0;
         self.refused = None;
     }
 
     /// A name the guard decided on.
     pub(crate) fn decided(&mut self, op: Op<'_>, path: &Path) {
-        self.names.push((word(op), path.to_path_buf()));
+        match self.names.get_mut(self.len) {
+            Some((word_of, kept)) => {
+                *word_of = word(op);
+                kept.as_mut_os_string().clear();
+                kept.as_mut_os_string().push(path.as_os_str());
+            }
+            None => self.names.push((word(op), path.to_path_buf())),
+        }
+        self.len += 1;
     }
 
     /// The guard refused the last name decided.
     pub(crate) fn denied(&mut self, rule: &'static str) {
-        if let Some(last) = self.names.len().checked_sub(1) {
+        if let Some(last) = self.len.checked_sub(1) {
             self.refused = Some((last, rule));
         }
+    }
+
+    fn current(&self) -> &[(&'static str, PathBuf)] {
+        &self.names[..self.len]
     }
 
     /// The call failed with `errno`: the refusal to report, if it is one
@@ -54,17 +70,14 @@ impl Seen {
             rule: rule.map(str::to_owned),
             pid: tid,
         };
+        let names = self.current();
         if let Some((i, rule)) = self.refused {
-            return Some(refusal(RefusalKind::Guard, &self.names[i], Some(rule)));
+            return Some(refusal(RefusalKind::Guard, &names[i], Some(rule)));
         }
         let outside = |p: &Path| !roots.iter().any(|r| p.starts_with(r));
         let name = match errno {
-            Errno::ROFS => self
-                .names
-                .iter()
-                .find(|(_, p)| outside(p))
-                .or(self.names.last()),
-            Errno::ACCESS | Errno::PERM => self.names.iter().find(|(_, p)| outside(p)),
+            Errno::ROFS => names.iter().find(|(_, p)| outside(p)).or(names.last()),
+            Errno::ACCESS | Errno::PERM => names.iter().find(|(_, p)| outside(p)),
             _ => None,
         }?;
         Some(refusal(RefusalKind::Write, name, None))
@@ -205,6 +218,19 @@ mod tests {
         let s = seen(&[(Op::Create(FileKind::File), "/w/.env/x")]);
         assert!(s.refusal(Errno::ROFS, 7, &roots).is_some());
         assert!(s.refusal(Errno::NOENT, 7, &roots).is_none());
+    }
+
+    #[test]
+    fn a_cleared_record_forgets_the_last_call_but_keeps_its_buffers() {
+        let roots = [PathBuf::from("/w")];
+        let mut s = seen(&[(Op::Write, "/outside/a"), (Op::Write, "/outside/b")]);
+        s.clear();
+        s.decided(Op::Remove, Path::new("/elsewhere/c"));
+        let r = s.refusal(Errno::ROFS, 1, &roots).unwrap();
+        assert_eq!((r.op.as_str(), r.path.as_str()), ("remove", "/elsewhere/c"));
+        assert_eq!(s.names.len(), 2, "buffers kept");
+        s.clear();
+        assert!(s.refusal(Errno::ROFS, 1, &roots).is_none());
     }
 
     #[test]
