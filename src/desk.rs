@@ -173,6 +173,14 @@ impl Desk {
         self.lock().lost += n;
     }
 
+    /// Wait (bounded) until the decision log has what was written to it.
+    pub fn flush_log(&self) {
+        let log = self.lock().log.clone();
+        if let Some(log) = log {
+            log.flush();
+        }
+    }
+
     /// Everything refused, distinct, in order (for `learn`).
     pub fn record(&self) -> Vec<Seen> {
         self.lock().record.clone()

@@ -342,6 +342,7 @@ fn finish_desk(desk: &Desk, listening: Option<Listening>, proxy: Option<proxy::R
     if let Some(listening) = listening {
         listening.wait(Duration::from_secs(1));
     }
+    desk.flush_log();
     if let Some(proxy) = proxy {
         proxy.finish();
     }

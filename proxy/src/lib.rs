@@ -419,6 +419,13 @@ impl EventLog {
     pub fn write(&self, key: &str, value: serde_json::Value) {
         self.0.log.write_event(key, value);
     }
+
+    /// Wait (bounded) until the lines written so far reach the target: a
+    /// run that never started the proxy's runtime still gets them out
+    /// before it exits.
+    pub fn flush(&self) {
+        self.0.log.flush();
+    }
 }
 
 impl Prepared {

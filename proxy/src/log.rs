@@ -218,6 +218,13 @@ impl Log {
         })
     }
 
+    /// Wait (bounded) until the lines sent so far are written.
+    pub(crate) fn flush(&self) {
+        if let Some(sink) = &self.sink {
+            sink.flush();
+        }
+    }
+
     /// A line of another kind (the jail's refusals) into the same log,
     /// gated like the proxy's refusals under `key`; `time` is set here.
     pub(crate) fn write_event(&self, key: &str, mut value: serde_json::Value) {
