@@ -156,8 +156,8 @@ pub fn watch_reads(plans: &mut Plans) -> Vec<PathBuf> {
 /// longer answers fails them (`ENOSYS`). Nothing changes when the policy
 /// allows unix sockets.
 pub fn unix_sockets_to_guard(compiled: &mut oajail_policy::compile::CompiledPolicy) {
-    use oajail_policy::guard::ArgEq;
     use oajail_policy::compile::seccomp::{AF_UNIX, ArgCmp, ArgOp};
+    use oajail_policy::guard::ArgEq;
     let rule = compiled
         .seccomp
         .deny

@@ -326,13 +326,11 @@ mod tests {
         let mut plan = oajail_policy::compile::compile(&policy, &facts, &fs)
             .unwrap()
             .guard;
-        plan.filter
-            .notify_if_eq
-            .push(oajail_policy::guard::ArgEq {
-                syscall: "socket".into(),
-                arg: 0,
-                value: libc::AF_UNIX as u32,
-            });
+        plan.filter.notify_if_eq.push(oajail_policy::guard::ArgEq {
+            syscall: "socket".into(),
+            arg: 0,
+            value: libc::AF_UNIX as u32,
+        });
         let p = compile(&plan.filter).unwrap();
         let unix = libc::AF_UNIX as u64;
         assert_eq!(call(&p, libc::SYS_socket, [unix, 1, 0, 0, 0, 0]), NOTIFY);

@@ -13,9 +13,9 @@
 //! `~/.config/tool` into `~/.config`); a name the guard protects at any
 //! depth (`.vscode`, `.bashrc` …); a path the settings deny by name.
 
-use crate::guard::names::{ANYWHERE, CONFIG_PREFIX, HOME};
 use super::rules::Rules;
 use super::{FsView, HostFacts};
+use crate::guard::names::{ANYWHERE, CONFIG_PREFIX, HOME};
 use crate::{DEFAULT_DENY_READ, PathEntry, Policy};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
