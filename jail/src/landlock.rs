@@ -419,6 +419,30 @@ fn to_access(rights: impl Iterator<Item = FsAccess>) -> BitFlags<AccessFs> {
     out
 }
 
+/// Whether `landlock_restrict_self` works here (a container's seccomp
+/// profile may refuse the Landlock calls): restricts the calling process,
+/// a throw-away child of the environment probe (`envprobe.rs`).
+pub(crate) fn probe_restrict() -> std::io::Result<()> {
+    let restricted = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::ReadFile)
+        .and_then(|r| r.create())
+        .and_then(|r| r.restrict_self());
+    restricted.map(|_| ()).map_err(|e| {
+        // The errno of the refused call, when the chain carries one.
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(err) = source {
+            if let Some(io) = err.downcast_ref::<std::io::Error>()
+                && let Some(n) = io.raw_os_error()
+            {
+                return std::io::Error::from_raw_os_error(n);
+            }
+            source = err.source();
+        }
+        std::io::Error::other(lower_first(&e.to_string()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

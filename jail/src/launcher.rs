@@ -486,6 +486,7 @@ fn pid1_copy(spec: &JailSpec) -> JailSpec {
         ssh_helper,
         trust_bundle,
         masked_files,
+        connect,
     } = spec;
     let landlock = match (landlock, mounts) {
         (Some(plan), Some(mounts)) => Some(crate::landlock::jail_side_only(plan, mounts)),
@@ -503,5 +504,6 @@ fn pid1_copy(spec: &JailSpec) -> JailSpec {
         ssh_helper: ssh_helper.clone(),
         trust_bundle: trust_bundle.clone(),
         masked_files: masked_files.clone(),
+        connect: connect.clone(),
     }
 }

@@ -58,8 +58,10 @@
 mod caps;
 mod cgroup;
 mod command;
+mod connect;
 mod cpus;
 pub mod doctor;
+pub mod envprobe;
 pub mod error;
 pub mod exit_code;
 mod fdpass;
@@ -85,8 +87,10 @@ mod sync;
 #[allow(unsafe_code)]
 mod sys;
 pub mod terminal;
+pub mod tmpdir;
 mod wire;
 
+pub use connect::ConnectSpec;
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;
 pub use launcher::{Jail, Outcome, Waited};

@@ -83,7 +83,13 @@ fn setup(
     let spec = at(Step::Supervisor, spec_file.read())?;
     match spec.mounts.as_ref().zip(staged) {
         // Includes pivot_root into the new root (see mount.rs).
-        Some((plan, staged)) => at(Step::Mounts, staged.apply(plan, &spec.masked_files))?,
+        Some((plan, staged)) => {
+            let view = crate::mount::View {
+                fresh_proc: layers.fresh_proc,
+                pivot: layers.pivot,
+            };
+            at(Step::Mounts, staged.apply(plan, &spec.masked_files, view))?
+        }
         // Without the jail's own mount view the real file would show.
         None if !spec.masked_files.is_empty() => {
             let msg = "masked files: a masked credential file needs the jail's own mount view";
@@ -124,8 +130,9 @@ fn setup(
             let plan = g.plan().clone();
             let mut prime: Vec<std::path::PathBuf> = plan.roots.iter().map(Into::into).collect();
             prime.push(spec.cwd.clone());
+            let connect = spec.connect.clone().filter(|_| layers.connect);
             (at(Step::Guard, h.receive())?)
-                .map(|listener| Server::new(listener, plan, prime, mover))
+                .map(|listener| Server::new(listener, plan, prime, mover, connect))
         }
         _ => None,
     };
@@ -186,13 +193,17 @@ fn enter(layers: Layers, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult {
     if !layers.namespaces {
         at(Step::InitHardening, init::become_subreaper())?;
     }
-    if layers.namespaces {
+    if layers.namespaces && layers.uts {
         at(Step::Hostname, ns::set_hostname(HOSTNAME))?;
     }
     if layers.namespaces && layers.netns {
         at(Step::Loopback, net::loopback_up())?;
     }
-    at(Step::ProxyListener, net::hand_off_listeners(chan))
+    // Without namespaces the supervisor binds the proxy's listeners itself
+    // (in the container's network, on ports of the kernel's choosing);
+    // the empty message still says pid 1 got this far.
+    let bind = layers.namespaces;
+    at(Step::ProxyListener, net::hand_off_listeners(chan, bind))
 }
 
 /// Every capability, then no_new_privs (Landlock and seccomp need it
