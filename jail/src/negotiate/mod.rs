@@ -302,8 +302,8 @@ fn container_refusal(place: &Place, refused: &[(StepName, i32)], losses: &[RuleC
     };
     format!(
         "{what}: {} refuses {}; the jail it allows does not hold in full: {}; refusing to \
-         run (set \"enableWeakerNestedSandbox\": true in the settings to accept these losses, \
-         or for the full jail: {})",
+         run (set \"enableWeakerNestedSandbox\": true in the settings, or --allow-degraded, \
+         to accept these losses; for the full jail: {})",
         place.describe(),
         steps.join(", "),
         lost.join(", "),
