@@ -50,13 +50,15 @@ fn pretty(v: &serde_json::Value) -> String {
 pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
     let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
     settings::print_warnings(&loaded.warnings);
-    let plans = plans::compile_all(&loaded.policy, &origin, &[])?;
+    let mut plans = plans::compile_all(&loaded.policy, &origin, &[])?;
+    let kernel = crate::run::kernel_for_run();
+    let tier = container_tier_plans(kernel, &loaded.policy, &mut plans.compiled);
     let bpf =
         SeccompProgram::compile(&plans.compiled.seccomp).map_err(|e| Fail::setup(e.into()))?;
     let env_names: Vec<&str> = plans.env.set.iter().map(|(k, _)| k.as_str()).collect();
-    let kernel = crate::run::kernel_for_run();
     let value = json!({
         "origin": origin.to_string(),
+        "tier": tier,
         "policySha256": plans.compiled.policy_sha256,
         "mounts": plans.compiled.mounts,
         "landlock": plans.compiled.landlock,
@@ -81,6 +83,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         return Ok(0);
     }
     println!("policy: {origin}\nsha256: {}", plans.compiled.policy_sha256);
+    println!("tier: {tier}");
     for name in [
         "mounts",
         "landlock",
@@ -104,6 +107,31 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         bpf.len()
     );
     Ok(0)
+}
+
+/// The tier a run would have here; in the container tier, the plans as
+/// that tier adapts them (its run directory and proxy ports shown as
+/// placeholders: each run makes its own).
+fn container_tier_plans(
+    kernel: Kernel,
+    policy: &oajail_policy::Policy,
+    plans: &mut oajail_policy::compile::CompiledPolicy,
+) -> String {
+    use oajail_jail::negotiate::{ContainerTier, Tier};
+    let Ok(n) = negotiated(kernel, PlanFacts::of(policy)) else {
+        return "refused here (see `oajail doctor`)".into();
+    };
+    if n.tier == Tier::Container {
+        let run = std::path::PathBuf::from("/tmp/oajail-<uid>-<unique>");
+        let tier = ContainerTier {
+            tmpdir: run.join("tmp"),
+            readonly: run.join("etc"),
+            proxy: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))],
+            jail_port: oajail_jail::net::PROXY_PORT,
+        };
+        n.adapt(plans, &tier);
+    }
+    n.tier.describe().to_owned()
 }
 
 /// What the guard protects below its roots, in words (the tables of

@@ -112,7 +112,7 @@ pub(crate) fn kernel_for_run() -> Kernel {
     let kernel = Kernel::probe();
     if kernel.place.may_refuse() {
         Kernel {
-            steps: oajail_jail::envprobe::steps(),
+            steps: oajail_jail::envprobe::run_steps(),
             ..kernel
         }
     } else {
@@ -205,7 +205,7 @@ fn start(
         Err(e) if e.namespaces_refused() && !negotiated.kernel.steps.probed() => e,
         Err(e) => return Err(e.into()),
     };
-    let steps = oajail_jail::envprobe::steps();
+    let steps = oajail_jail::envprobe::run_steps();
     if steps.first_refused().is_none() {
         // Every step works when tried on its own: not the environment.
         return Err(e.into());

@@ -17,8 +17,8 @@ use rustix::mount::{FsMountFlags, FsOpenFlags, MountAttrFlags, MoveMountFlags, O
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 
-/// Try every step in throw-away children. The caller must be
-/// single-threaded (the children are forked copies of it).
+/// Try every step in throw-away children (what `doctor` does). The caller
+/// must be single-threaded (the children are forked copies of it).
 pub fn steps() -> Steps {
     let ns = namespace_steps();
     let (landlock, seccomp_listener) = layer_steps();
@@ -27,6 +27,14 @@ pub fn steps() -> Steps {
         seccomp_listener,
         ..ns
     }
+}
+
+/// The namespace and mount steps only, in one child (what a run does
+/// before it negotiates: Landlock and the seccomp listener are assumed, as
+/// the cheap probes found them offered, and a refusal there stops the run
+/// at that step).
+pub fn run_steps() -> Steps {
+    namespace_steps()
 }
 
 /// How an [`Outcome`] crosses the pipe.

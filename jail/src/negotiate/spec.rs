@@ -9,7 +9,7 @@ use crate::guard::GuardSpec;
 use crate::seccomp::{SeccompError, SeccompProgram};
 use crate::spec::JailSpec;
 use oajail_policy::compile::CompiledPolicy;
-use oajail_policy::compile::container::{ContainerInputs, adapt};
+use oajail_policy::compile::container::{ContainerInputs, HANDED_OFF, adapt};
 use std::borrow::Cow;
 use std::ffi::CString;
 use std::net::SocketAddr;
@@ -82,11 +82,20 @@ impl Negotiation {
 
     fn container_plans(&self, plans: &CompiledPolicy, c: &ContainerTier) -> CompiledPolicy {
         let mut adapted = plans.clone();
+        self.adapt(&mut adapted, c);
+        adapted
+    }
+
+    /// Adapt `plans` to the container tier in place (also what `oajail
+    /// explain` shows there). Without the hand-off (a test build switched
+    /// it off) its calls are not sent to pid 1: they run as made, under
+    /// Landlock's port rule alone, which is what such a build shows.
+    pub fn adapt(&self, adapted: &mut CompiledPolicy, c: &ContainerTier) {
         let ports: Vec<u16> = c.proxy.iter().map(SocketAddr::port).collect();
         let tmpdir = c.tmpdir.to_string_lossy();
         let readonly = c.readonly.to_string_lossy();
         adapt(
-            &mut adapted,
+            adapted,
             &ContainerInputs {
                 tmpdir: &tmpdir,
                 readonly: Some(&readonly),
@@ -94,6 +103,9 @@ impl Negotiation {
                 allow_unix: !self.facts.unix_sockets_denied,
             },
         );
-        adapted
+        if !self.layers().connect {
+            let notify = &mut adapted.guard.filter.notify;
+            notify.retain(|call| !HANDED_OFF.contains(&call.as_str()));
+        }
     }
 }
