@@ -2,7 +2,6 @@
 //! table of docs/enforcement.md as data.
 
 use super::{Kernel, LayerName, LayerStatus, PlanFacts, Tier};
-use oajail_policy::compile::landlock::MIN_ABI;
 use serde::Serialize;
 
 /// A class of rules of the policy, enforced as a whole by some layers.
@@ -409,21 +408,4 @@ pub(super) fn needed_feature(class: RuleClass, kernel: &Kernel, shape: Shape) ->
         }
     }
     needs.join(" or ")
-}
-
-/// What Landlock at ABI `v` lacks compared with the plan's ABI.
-pub(super) fn landlock_lacks(v: u8) -> String {
-    let parts = [
-        (2, "refer"),
-        (3, "truncate"),
-        (4, "tcp port rules"),
-        (5, "device ioctls"),
-        (6, "signal and abstract-socket scopes"),
-    ];
-    let missing: Vec<String> = parts
-        .iter()
-        .filter(|(abi, _)| *abi > v && *abi <= MIN_ABI)
-        .map(|(abi, what)| format!("{what} (abi {abi})"))
-        .collect();
-    format!("no {}", missing.join(", "))
 }

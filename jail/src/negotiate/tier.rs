@@ -20,7 +20,7 @@
 //!   to TCP, the guard holds writes, and the connect hand-off makes every
 //!   TCP connect end at the proxy.
 
-use super::{Kernel, LayerName, LayerStatus, StepName, off, rules};
+use super::{Kernel, LayerName, LayerStatus, StepName, off};
 use oajail_policy::compile::landlock::MIN_ABI;
 use serde::Serialize;
 
@@ -207,13 +207,30 @@ fn landlock_status(kernel: &Kernel, mounts_run: bool, guard_runs: bool) -> Layer
             };
             LayerStatus::Partial {
                 abi: 1,
-                lacks: format!("{}; {moves}", rules::landlock_lacks(1)),
+                lacks: format!("{}; {moves}", landlock_lacks(1)),
             }
         }
         Some(v) if v >= MIN_ABI => LayerStatus::Full,
         Some(v) => LayerStatus::Partial {
             abi: v,
-            lacks: rules::landlock_lacks(v),
+            lacks: landlock_lacks(v),
         },
     }
+}
+
+/// What Landlock at ABI `v` lacks compared with the plan's ABI.
+fn landlock_lacks(v: u8) -> String {
+    let parts = [
+        (2, "refer"),
+        (3, "truncate"),
+        (4, "tcp port rules"),
+        (5, "device ioctls"),
+        (6, "signal and abstract-socket scopes"),
+    ];
+    let missing: Vec<String> = parts
+        .iter()
+        .filter(|(abi, _)| *abi > v && *abi <= MIN_ABI)
+        .map(|(abi, what)| format!("{what} (abi {abi})"))
+        .collect();
+    format!("no {}", missing.join(", "))
 }
