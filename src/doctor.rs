@@ -59,6 +59,15 @@ pub fn doctor(common: &crate::cli::Common) -> Result<i32, Fail> {
     }
     let request = crate::run::settings_request(&loaded.policy);
     let decided = Negotiation::decide(f, facts, &request);
+    // The plans for this working directory, as a run compiles them: a
+    // policy this place refuses (a cwd in the private /tmp) refuses the run.
+    if let (Ok(_), Err(fail)) = (
+        &decided,
+        crate::plans::compile_all(&loaded.policy, &origin, &[]),
+    ) {
+        println!("verdict: refused: {:#}", fail.err);
+        return Ok(1);
+    }
     println!("verdict: {}", verdict(&decided));
     Ok(if decided.is_ok() { 0 } else { 1 })
 }
