@@ -487,6 +487,7 @@ fn pid1_copy(spec: &JailSpec) -> JailSpec {
         trust_bundle,
         masked_files,
         connect,
+        scope_command,
     } = spec;
     let landlock = match (landlock, mounts) {
         (Some(plan), Some(mounts)) => Some(crate::landlock::jail_side_only(plan, mounts)),
@@ -505,5 +506,6 @@ fn pid1_copy(spec: &JailSpec) -> JailSpec {
         trust_bundle: trust_bundle.clone(),
         masked_files: masked_files.clone(),
         connect: connect.clone(),
+        scope_command: *scope_command,
     }
 }

@@ -50,7 +50,14 @@ pub(crate) fn run(
             // Closing our end: once the command has executed too, the
             // supervisor sees end-of-file, which means "exec succeeded".
             drop(chan);
-            init::run(command, signals, !layers.namespaces, guard, report)
+            let flat = !layers.namespaces;
+            if flat {
+                // No pid namespace dies with pid 1 here: instead of dying
+                // at once with the supervisor, pid 1 sees it go (its exit
+                // report's pipe breaks) and ends every process of the jail.
+                let _ = nix::sys::prctl::set_pdeathsig(None);
+            }
+            init::run(command, signals, flat, guard, report)
         }
         Ok(Err((step, failure))) => sync::report(&chan, step, failure),
         Err(_) => sync::report(&chan, Step::Fork, Failure::msg("panic during jail setup")),

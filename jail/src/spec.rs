@@ -131,6 +131,10 @@ pub struct JailSpec {
     pub masked_files: Vec<MaskedFileSpec>,
     /// The container tier's connect hand-off (`None` in the full jail).
     pub connect: Option<ConnectSpec>,
+    /// The command adds a Landlock layer of its own with the signal scope
+    /// (the container tier on Landlock ABI 6): pid 1, which is no init
+    /// there, is then out of its reach, while pid 1 still signals it.
+    pub scope_command: bool,
 }
 
 /// One masked credential file as the jail shows it.
@@ -159,6 +163,7 @@ impl JailSpec {
             trust_bundle: None,
             masked_files: Vec::new(),
             connect: None,
+            scope_command: false,
         }
     }
 }

@@ -338,6 +338,7 @@ impl Negotiation {
             facts,
             tier,
             proc_fallback: fallbacks.container_proc,
+            landlock_abi: abi,
         };
         let rules = rules::holdings(&layers, abi, shape);
         let unheld = rules
@@ -487,6 +488,7 @@ impl Negotiation {
             facts: self.facts,
             tier: self.tier,
             proc_fallback: self.fallbacks.container_proc,
+            landlock_abi: self.landlock_abi,
         }
     }
 

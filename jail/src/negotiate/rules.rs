@@ -153,6 +153,8 @@ pub(super) struct Shape {
     pub(super) tier: Tier,
     /// The namespace tier with the container's `/proc`.
     pub(super) proc_fallback: bool,
+    /// The Landlock ABI the ruleset is built for (0: off).
+    pub(super) landlock_abi: u8,
 }
 
 /// `(layer, landlock abi, complete, note)`: a designed holder.
@@ -317,9 +319,15 @@ pub(super) fn loss(rule: &RuleHolding, shape: Shape) -> String {
                                 truncated"
         }
         RuleClass::CrossDirectoryRename => "a hidden file can be linked into view",
+        // With the signal scope the command cannot kill pid 1, which ends
+        // every process of the jail when the command or the supervisor goes.
+        RuleClass::Processes if container && shape.landlock_abi >= 6 => {
+            "processes outside the jail and their command lines are visible"
+        }
         RuleClass::Processes if container => {
             "processes outside the jail and their command lines are visible, and the \
-             command's processes can outlive a kill -9 of oajail"
+             command's processes can outlive oajail (without Landlock's signal scope the \
+             command can kill pid 1)"
         }
         RuleClass::Processes => "the container's process list and command lines are visible",
         RuleClass::Syscalls => "the syscall deny list does not apply",

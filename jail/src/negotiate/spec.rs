@@ -69,6 +69,7 @@ impl Negotiation {
             spec.landlock = Some(plans.landlock.clone());
         }
         spec.ssh_helper = command.ssh_helper;
+        spec.scope_command = layers.landlock && layers.landlock_abi >= 6 && !layers.namespaces;
         if let (true, Some(c)) = (layers.connect, container) {
             spec.connect = Some(ConnectSpec {
                 proxy: c.proxy.clone(),
