@@ -159,6 +159,32 @@ impl Prebuilt {
     }
 }
 
+/// Build the whole ruleset of `plan` at ABI `level` without enforcing it:
+/// pid 1 of a jail without a mount view (the container tier) builds it
+/// while the supervisor prepares the proxy, and enforces it after the
+/// go-ahead ([`Built::restrict`]).
+pub(crate) fn build(plan: &LandlockPlan, level: u8) -> Result<Built, LandlockError> {
+    let fd = create(plan, level)?;
+    add_fs_rules(fd.as_fd(), plan.fs_rules.iter(), level)?;
+    Ok(Built(fd))
+}
+
+/// A whole ruleset built ahead ([`build`]).
+#[derive(Debug)]
+pub(crate) struct Built(OwnedFd);
+
+impl Built {
+    /// Enforce it on the calling process (no_new_privs is set already).
+    pub(crate) fn restrict(
+        self,
+        plan: &LandlockPlan,
+        level: u8,
+    ) -> Result<LandlockStatus, LandlockError> {
+        crate::sys::landlock::restrict_self(self.0.as_fd()).map_err(LandlockError::Os)?;
+        Ok(status_at(plan, level))
+    }
+}
+
 /// Build the ruleset of `plan` at ABI `level` with every rule that does not
 /// depend on the jail's mounts `mounts` (supervisor side; see the module docs).
 pub fn prebuild(

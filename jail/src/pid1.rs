@@ -17,7 +17,7 @@
 use crate::cpus::Affinity;
 use crate::error::{Failure, Step};
 use crate::guard::{Handoff, Mover, Server};
-use crate::landlock::{LandlockStatus, Prebuilt};
+use crate::landlock::{Built, LandlockStatus, Prebuilt};
 use crate::report::{EnforcementReport, LandlockEnforced};
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, ExitReport, SpecFile};
@@ -110,11 +110,18 @@ fn setup(
     // Nothing needs a capability any more: drop them while the supervisor
     // still builds the ruleset and prepares the proxy.
     drop_privileges(layers)?;
+    // Without a mount view nothing of the ruleset depends on the jail: pid
+    // 1 builds it all while the supervisor prepares the proxy.
+    let built = build_landlock(layers, &spec)?;
     let prebuilt = at(Step::Supervisor, chan.wait_byte_with_fd(sync::GO))?;
     // The supervisor kept pid 1 off its CPU while both worked (cpus.rs);
     // pid 1 and the command get the caller's CPUs back.
     affinity.restore();
-    let (report, mover) = lock_down(layers, &spec, prebuilt.map(Prebuilt::from_fd))?;
+    let ruleset = match (prebuilt, built) {
+        (Some(fd), _) => Some(Ruleset::Prebuilt(Prebuilt::from_fd(fd))),
+        (None, built) => built.map(Ruleset::Built),
+    };
+    let (report, mover) = lock_down(layers, &spec, ruleset)?;
     at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
     let signals = at(Step::Fork, init::signal_fd())?;
     // The guard's hand-off socketpair, made before the fork.
@@ -230,7 +237,7 @@ fn drop_privileges(layers: Layers) -> StepResult {
 fn lock_down(
     layers: Layers,
     spec: &JailSpec,
-    prebuilt: Option<Prebuilt>,
+    prebuilt: Option<Ruleset>,
 ) -> StepResult<(EnforcementReport, Option<Mover>)> {
     let mover = start_mover(layers, spec)?;
     let landlock = apply_landlock(layers, spec, prebuilt)?;
@@ -263,19 +270,39 @@ fn start_mover(layers: Layers, spec: &JailSpec) -> StepResult<Option<Mover>> {
     at(Step::Guard, Mover::start(readable)).map(Some)
 }
 
+/// A ruleset made before the go-ahead: by the supervisor (its host-side
+/// part) or, without a mount view, all of it by pid 1.
+enum Ruleset {
+    Prebuilt(Prebuilt),
+    Built(Built),
+}
+
+/// Without a mount view: the whole ruleset, built before the go-ahead.
+fn build_landlock(layers: Layers, spec: &JailSpec) -> StepResult<Option<Built>> {
+    match spec.landlock.as_ref() {
+        Some(plan) if layers.landlock && !layers.mount_view() => {
+            let built = crate::landlock::build(plan, layers.landlock_abi);
+            Ok(Some(at(Step::Landlock, built)?))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Landlock: finish the ruleset the supervisor built ahead (jail-side rules
-/// only) or, without one (no mount view), build it all here.
+/// only), enforce the one pid 1 built, or build it all here.
 fn apply_landlock(
     layers: Layers,
     spec: &JailSpec,
-    prebuilt: Option<Prebuilt>,
+    ruleset: Option<Ruleset>,
 ) -> StepResult<LandlockEnforced> {
     let Some(plan) = spec.landlock.as_ref().filter(|_| layers.landlock) else {
         return Ok(LandlockEnforced::None);
     };
-    let status = match (prebuilt, &spec.mounts) {
-        (Some(ruleset), Some(mounts)) => ruleset.restrict(plan, mounts, layers.landlock_abi),
-        _ => crate::landlock::restrict(plan, layers.landlock_abi),
+    let abi = layers.landlock_abi;
+    let status = match (ruleset, &spec.mounts) {
+        (Some(Ruleset::Prebuilt(r)), Some(mounts)) => r.restrict(plan, mounts, abi),
+        (Some(Ruleset::Built(r)), _) => r.restrict(plan, abi),
+        _ => crate::landlock::restrict(plan, abi),
     };
     Ok(match at(Step::Landlock, status)? {
         LandlockStatus::Full => LandlockEnforced::Full,
