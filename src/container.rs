@@ -53,6 +53,12 @@ pub fn prepare(negotiated: &Negotiation) -> Result<Option<Run>, Fail> {
 }
 
 impl Run {
+    /// Remove the directories runs killed before left (once the command
+    /// runs: not on the start-up path).
+    pub fn sweep(&self) {
+        self.dir.sweep();
+    }
+
     /// The listeners, for the proxy (once).
     pub fn take_listeners(&mut self) -> Vec<TcpListener> {
         std::mem::take(&mut self.listeners)

@@ -26,12 +26,12 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     let request = request(&policy, &args);
     let negotiated = negotiate(&policy, &request, kernel_for_run())?;
     let clock = Clock::new(common.debug);
-    // The container tier's directory and proxy listeners: its spec names them.
-    let mut container = container::prepare(&negotiated)?;
     // Clone first: the kernel builds the namespaces and pid 1 brings up its
     // network on the other core while this process compiles the plans. The
     // process is still single-threaded here, as the clone requires.
     let early = Jail::spawn(negotiated.layers());
+    // The container tier's directory and proxy listeners: its spec names them.
+    let mut container = container::prepare(&negotiated)?;
     let mut plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     // Entries the filesystem plan dropped or narrowed (missing, symlinked…).
     settings::print_warnings(&plans.compiled.mounts.warnings);
@@ -98,8 +98,14 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
         authority,
         credentials,
     };
+    let ready = Ready {
+        args: &args,
+        timeout,
+        clock: &clock,
+        container: container.as_ref(),
+    };
     // The run's directory lives until the jail is gone (dropped last).
-    let code = supervise(jail, listeners, &plans, secrets, &args, timeout, &clock);
+    let code = supervise(jail, listeners, &plans, secrets, &ready);
     drop(container);
     code
 }
@@ -249,15 +255,23 @@ fn print_banner(negotiated: &Negotiation) {
 
 /// Release the jail and wait; the proxy serves the jail's listeners from
 /// the jail's first connection on.
+/// What the supervision of a started jail reads besides the jail.
+struct Ready<'a> {
+    args: &'a RunArgs,
+    timeout: Option<u64>,
+    clock: &'a Clock,
+    /// The container tier's run (its directory).
+    container: Option<&'a container::Run>,
+}
+
 fn supervise(
     mut jail: Jail,
     listeners: Vec<TcpListener>,
     plans: &Plans,
     secrets: proxy::Secrets,
-    args: &RunArgs,
-    timeout: Option<u64>,
-    clock: &Clock,
+    run: &Ready<'_>,
 ) -> Result<i32, Fail> {
+    let (args, timeout, clock) = (run.args, run.timeout, run.clock);
     // What can fail on the caller's input (the decision log, the CA) fails
     // here, before the command runs.
     let ready = match proxy::prepare(plans, secrets, args.log_json.clone()) {
@@ -269,6 +283,10 @@ fn supervise(
     };
     let report = jail.release()?;
     clock.note(&format!("command executed; enforced: {report:?}"));
+    // What killed runs left, now that the command runs.
+    if let Some(c) = run.container {
+        c.sweep();
+    }
     let deadline = timeout.map(|t| Instant::now() + Duration::from_secs(t));
     // The proxy's runtime and its threads start when a connection waits in
     // a listener's backlog (it is accepted then): a command that never

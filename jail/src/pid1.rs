@@ -86,7 +86,7 @@ fn setup(
     } else {
         None
     };
-    let wants_terminal = at(Step::Supervisor, chan.wait_spec())?;
+    let (wants_terminal, shared) = at(Step::Supervisor, chan.wait_spec())?;
     let spec = at(Step::Supervisor, spec_file.read())?;
     match spec.mounts.as_ref().zip(staged) {
         // Includes pivot_root into the new root (see mount.rs).
@@ -111,8 +111,8 @@ fn setup(
     // still builds the ruleset and prepares the proxy.
     drop_privileges(layers)?;
     // Without a mount view nothing of the ruleset depends on the jail: pid
-    // 1 builds it all while the supervisor prepares the proxy.
-    let built = build_landlock(layers, &spec)?;
+    // 1 builds its half while the supervisor builds the other.
+    let built = build_landlock(layers, &spec, shared)?;
     let prebuilt = at(Step::Supervisor, chan.wait_byte_with_fd(sync::GO))?;
     // The supervisor kept pid 1 off its CPU while both worked (cpus.rs);
     // pid 1 and the command get the caller's CPUs back.
@@ -277,15 +277,21 @@ enum Ruleset {
     Built(Built),
 }
 
-/// Without a mount view: the whole ruleset, built before the go-ahead.
-fn build_landlock(layers: Layers, spec: &JailSpec) -> StepResult<Option<Built>> {
-    match spec.landlock.as_ref() {
-        Some(plan) if layers.landlock && !layers.mount_view() => {
-            let built = crate::landlock::build(plan, layers.landlock_abi);
-            Ok(Some(at(Step::Landlock, built)?))
-        }
-        _ => Ok(None),
-    }
+/// Without a mount view: the ruleset, built before the go-ahead (pid 1's
+/// half of the one the supervisor shared, or all of it).
+fn build_landlock(
+    layers: Layers,
+    spec: &JailSpec,
+    shared: Option<std::os::fd::OwnedFd>,
+) -> StepResult<Option<Built>> {
+    let abi = layers.landlock_abi;
+    let built = match (spec.landlock.as_ref(), shared) {
+        (Some(_), _) if !layers.landlock || layers.mount_view() => return Ok(None),
+        (Some(plan), Some(fd)) => Built::finish_shared(fd, plan, abi),
+        (Some(plan), None) => crate::landlock::build(plan, abi),
+        (None, _) => return Ok(None),
+    };
+    Ok(Some(at(Step::Landlock, built)?))
 }
 
 /// Landlock: finish the ruleset the supervisor built ahead (jail-side rules

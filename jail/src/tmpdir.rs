@@ -7,9 +7,10 @@
 //!
 //! It is the one thing a run leaves on the file system while it lasts, and
 //! it does not outlive the run: the supervisor removes it at exit, and
-//! holds an exclusive `flock` on it meanwhile, so that the next start in
+//! holds an exclusive `flock` on it meanwhile, so that the next run in
 //! the container removes what a `kill -9` left behind (a directory whose
-//! lock nobody holds). Only the caller's own directories are looked at.
+//! lock nobody holds), once its command runs. Only the caller's own
+//! directories are looked at.
 
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;
@@ -30,18 +31,11 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// Sweep what killed runs left, then make this run's directory.
+    /// Make this run's directory ([`RunDir::sweep`] removes what killed
+    /// runs left, off the start-up path).
     pub fn create() -> io::Result<RunDir> {
-        let base = BASES
-            .iter()
-            .map(Path::new)
-            .find(|b| b.is_dir())
-            .ok_or_else(|| {
-                io::Error::other("no /tmp or /var/tmp to make the run's directory in")
-            })?;
-        let uid = nix::unistd::getuid().as_raw();
-        let prefix = format!("oajail-{uid}-");
-        sweep(base, &prefix, uid);
+        let base = base()?;
+        let prefix = prefix();
         // Made under a name the sweep does not look at, locked, then
         // renamed: another run's sweep never sees it unlocked.
         let (staged, suffix) = unique(base, &format!(".{prefix}"))?;
@@ -65,6 +59,15 @@ impl RunDir {
                 let _ = remove_all(&staged);
                 Err(e)
             }
+        }
+    }
+
+    /// Remove the caller's run directories that no live run holds (what a
+    /// `kill -9` left). Called once the command runs: it is not on the
+    /// start-up path, and this run's own directory is locked.
+    pub fn sweep(&self) {
+        if let Some(base) = self.path.parent() {
+            sweep(base, &prefix(), nix::unistd::getuid().as_raw());
         }
     }
 
@@ -94,6 +97,20 @@ impl Drop for RunDir {
             );
         }
     }
+}
+
+/// The first of [`BASES`] that is a directory.
+fn base() -> io::Result<&'static Path> {
+    BASES
+        .iter()
+        .map(Path::new)
+        .find(|b| b.is_dir())
+        .ok_or_else(|| io::Error::other("no /tmp or /var/tmp to make the run's directory in"))
+}
+
+/// `oajail-<uid>-`: the caller's run directories.
+fn prefix() -> String {
+    format!("oajail-{}-", nix::unistd::getuid().as_raw())
 }
 
 /// Make `<base>/<prefix><unique>` (mode 0700), new; returns it and the
