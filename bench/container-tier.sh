@@ -54,3 +54,13 @@ ratios = [(t - s) / f for f, t, s in zip(med["full jail"], med["container tier"]
 print(f"container tier (less the stub) / full jail, per round: median {statistics.median(ratios):.2f} "
       f"(range {min(ratios):.2f}-{max(ratios):.2f})")
 PY
+# CPU time of every process of a run (pid 1 and the command included,
+# which hyperfine's user+sys leaves out when oajail does not reap pid 1).
+if command -v perf >/dev/null; then
+  for cmd in "$bin -s $work/weak.json -- /bin/true" \
+             "$work/nouserns $bin -s $work/weak.json -- /bin/true" \
+             "$work/nouserns /bin/true"; do
+    perf stat -r "$((ROUNDS * RUNS))" -e task-clock -- $cmd 2>&1 >/dev/null \
+      | awk -v c="$cmd" '/task-clock/ {print "cpu " $1 " ms: " c} /elapsed/ {print "  elapsed " $1 " s " $2 " " $3}'
+  done
+fi
