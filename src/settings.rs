@@ -31,9 +31,16 @@ impl std::fmt::Display for Origin {
 
 /// Find and load the effective policy, with the warnings that depend on
 /// where it runs (an `allowRead` that re-opens a whole denied region here).
+/// A settings file keeps the built-in secret stores denied (those it does
+/// not re-allow: `Policy::deny_builtin_secret_stores`); the re-open check
+/// looks at the file's own entries only.
 pub fn load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
     let (mut loaded, origin) = find_and_load(flag)?;
     loaded.warnings.extend(reopen_warnings(&loaded.policy));
+    loaded.builtin_deny_read = match origin {
+        Origin::File(_) => loaded.policy.deny_builtin_secret_stores(),
+        Origin::Builtin => loaded.policy.filesystem.deny_read.clone(),
+    };
     Ok((loaded, origin))
 }
 
@@ -76,6 +83,7 @@ fn find_and_load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
     let loaded = Loaded {
         policy: Policy::builtin_default(),
         warnings: Vec::new(),
+        builtin_deny_read: Vec::new(),
     };
     Ok((loaded, Origin::Builtin))
 }

@@ -14,7 +14,140 @@
 
 mod support;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use support::*;
+
+/// A scratch directory under /var/tmp (the jail's /tmp is private), made
+/// readable by everyone, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = PathBuf::from(format!(
+            "/var/tmp/oajail-it-defaults-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("home/ws")).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Scratch(dir)
+    }
+
+    fn home(&self) -> PathBuf {
+        self.0.join("home")
+    }
+
+    /// Write `text` at `rel` under the home, making its parents.
+    fn plant(&self, rel: &str, text: &str) {
+        let path = self.home().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A settings file with this `filesystem` object.
+    fn settings(&self, name: &str, filesystem: &str) -> PathBuf {
+        let path = self.0.join(name);
+        let text = format!(
+            r#"{{"network":{{"allowedDomains":[],"deniedDomains":[]}},"filesystem":{filesystem}}}"#
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// `oajail -s SETTINGS ARGS…` with HOME the scratch home, run from
+    /// its `ws` directory.
+    fn oajail(&self, settings: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(OAJAIL);
+        cmd.arg("-s")
+            .arg(settings)
+            .args(args)
+            .env("HOME", self.home())
+            .env_remove("OAJAIL_SETTINGS")
+            .env_remove("XDG_CONFIG_HOME")
+            .current_dir(self.home().join("ws"));
+        cmd
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Credential stores the built-in list holds (paths under the home).
+const STORES: &[&str] = &[
+    ".aws/credentials",
+    ".config/gh/hosts.yml",
+    ".git-credentials",
+    ".docker/config.json",
+    ".kube/config",
+    ".bash_history",
+    ".local/share/keyrings/login.keyring",
+];
+
+/// `cat` every store in one jailed shell: one `READ <rel>` or `NO <rel>`
+/// line each.
+fn read_stores(s: &Scratch, settings: &Path) -> String {
+    let script: String = STORES
+        .iter()
+        .map(|r| {
+            format!(
+                "if cat \"$HOME/{r}\" >/dev/null 2>&1; then echo READ {r}; else echo NO {r}; fi; "
+            )
+        })
+        .collect();
+    ok(s.oajail(settings, &["-c", &script]).output().unwrap())
+}
+
+#[test]
+fn secret_stores_stay_denied_under_a_settings_file_that_omits_them() {
+    let s = Scratch::new("stores");
+    for rel in STORES {
+        s.plant(rel, "secret\n");
+    }
+    s.plant(".config/gh/config.yml", "editor: vim\n");
+    let bare = s.settings(
+        "bare.json",
+        r#"{"denyRead":[],"allowWrite":["."],"denyWrite":[]}"#,
+    );
+    let out = read_stores(&s, &bare);
+    for rel in STORES {
+        assert!(out.contains(&format!("NO {rel}")), "{rel} readable:\n{out}");
+    }
+    // `allowRead` opts one store back in (named exactly), and one file
+    // inside another (the rest of that store stays denied).
+    let opted = s.settings(
+        "opted.json",
+        r#"{"denyRead":[],"allowRead":["~/.aws","~/.config/gh/config.yml"],"allowWrite":["."],"denyWrite":[]}"#,
+    );
+    let out = read_stores(&s, &opted);
+    assert!(out.contains("READ .aws/credentials"), "{out}");
+    for rel in STORES.iter().filter(|r| !r.starts_with(".aws/")) {
+        assert!(out.contains(&format!("NO {rel}")), "{rel} readable:\n{out}");
+    }
+    let gh = ok(s
+        .oajail(
+            &opted,
+            &[
+                "--",
+                "cat",
+                &s.home().join(".config/gh/config.yml").display().to_string(),
+            ],
+        )
+        .output()
+        .unwrap());
+    assert_eq!(gh, "editor: vim\n");
+    // `explain` says which entries the file gave and which are built in.
+    let text = ok(s.oajail(&opted, &["explain"]).output().unwrap());
+    assert!(
+        text.contains("~/.git-credentials  (built-in: git credential-store passwords and tokens)"),
+        "{text}"
+    );
+    assert!(!text.contains("~/.aws  (built-in"), "{text}");
+}
 
 #[test]
 fn credentials_are_scrubbed_by_value_whatever_the_name() {

@@ -55,7 +55,7 @@ pub mod reopen;
 mod schema;
 pub mod srt;
 
-pub use defaults::DEFAULT_DENY_READ;
+pub use defaults::{DEFAULT_DENY_READ, builtin_reason};
 pub use error::{JsonPath, PolicyError};
 pub use model::{
     FilesystemPolicy, Limits, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy,

@@ -29,6 +29,10 @@ pub struct Loaded {
     /// One line per accepted-but-unimplemented key, unknown key, or dropped
     /// value, each `<json path>: <what happened>` (no origin prefix).
     pub warnings: Vec<String>,
+    /// The `denyRead` entries the built-in secret list added to a settings
+    /// file's own ([`Policy::deny_builtin_secret_stores`]); empty until
+    /// that step ran.
+    pub builtin_deny_read: Vec<PathEntry>,
 }
 
 impl Policy {
@@ -47,7 +51,11 @@ impl Policy {
             let mut warnings = check::check_document(&value)?;
             let draft = draft_from_srt(root)?;
             let policy = draft.build(&mut warnings)?;
-            Ok(Loaded { policy, warnings })
+            Ok(Loaded {
+                policy,
+                warnings,
+                builtin_deny_read: Vec::new(),
+            })
         })();
         loaded.map_err(|p: Problem| p.with_origin(origin))
     }

@@ -213,7 +213,18 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
     let policy = weak_policy();
     let p = policy.display().to_string();
     let (out, report) = json_report(&["-s", &p, "--only", "A,B,X", "--fail-on", "allowed"]);
-    let key = finding(&report, "A2-secret-store:~/.ssh/id_ed25519");
+    // The built-in secret stores stay denied under a settings file that
+    // omits them (docs/srt-compatibility.md); another project's .env is
+    // the policy's to deny.
+    for store in [
+        "~/.ssh/id_ed25519",
+        "~/.aws/credentials",
+        "~/.git-credentials",
+    ] {
+        let f = finding(&report, &format!("A2-secret-store:{store}"));
+        assert_eq!(f["verdict"], "blocked", "{f:#}");
+    }
+    let key = finding(&report, "A2-secret-store:~/projects/other/.env");
     assert_eq!(key["verdict"], "allowed", "{key:#}");
     assert_eq!(
         grant_of(key),
