@@ -221,3 +221,164 @@ fn credentials_are_scrubbed_by_value_whatever_the_name() {
         "{text}"
     );
 }
+
+/// The attacks on `oajail.httpRules`: (name, the upstreams that read it
+/// as what the rules deny, curl arguments with `U` for the upstream's base
+/// URL). Each names `/v3/me/…` (denied) or a method the rules do not allow
+/// to a server that reads it so.
+const PATH_ATTACKS: &[(&str, &[&str], &str)] = &[
+    ("encoded", BOTH, "'U/v3/%6de/keys'"),
+    ("double-encoded", DECODER, "'U/v3/%256de/keys'"),
+    ("upper-case", DECODER, "'U/v3/ME/keys'"),
+    ("parameter", PARAMS, "'U/v3/me;x/keys'"),
+    ("dot-parameter", PARAMS, "'U/v3/x/..;/me/keys'"),
+    ("encoded-dots", BOTH, "'U/v3/x/%2e%2e/me/keys'"),
+    (
+        "override-header",
+        BOTH,
+        "-H 'X-HTTP-Method-Override: DELETE' 'U/v3/events'",
+    ),
+    ("override-param", BOTH, "'U/v3/events?_method=DELETE'"),
+];
+const BOTH: &[&str] = &["decoder", "params"];
+const DECODER: &[&str] = &["decoder"];
+const PARAMS: &[&str] = &["params"];
+
+/// Allowed requests that must still reach both upstreams.
+const PATH_ALLOWED: &[(&str, &[&str], &str)] = &[
+    ("get", BOTH, "'U/v3/events'"),
+    ("post", BOTH, "-X POST -d x=1 'U/v3/events'"),
+];
+
+/// Every case against its upstreams: one `CASE <server>-<name> <status>`
+/// line each (curl's `%{http_code}`), through the jail's proxy or straight.
+fn path_script(ports: (u16, u16), proxy: bool) -> String {
+    let via = if proxy {
+        "--noproxy '' -x \"$HTTP_PROXY\""
+    } else {
+        "--noproxy '*'"
+    };
+    let mut script = String::new();
+    for (server, port) in [("decoder", ports.0), ("params", ports.1)] {
+        let cases = PATH_ATTACKS.iter().chain(PATH_ALLOWED);
+        for (name, _, args) in cases.filter(|(_, on, _)| on.contains(&server)) {
+            let args = args.replace("U/", &format!("http://127.0.0.1:{port}/"));
+            script.push_str(&format!(
+                "printf 'CASE {server}-{name} '; curl -s --path-as-is --max-time 10 {via} -o /dev/null -w '%{{http_code}}\\n' {args}\n"
+            ));
+        }
+    }
+    script
+}
+
+/// Requests an upstream acted on as something the rules deny.
+fn reached_denied(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains("-> DELETE") || l.ends_with(" /v3/me/keys"))
+        .collect()
+}
+
+/// Cases run against one upstream.
+fn cases_on(list: &[(&str, &[&str], &str)]) -> usize {
+    list.iter().map(|(_, on, _)| on.len()).sum()
+}
+
+/// Settings allowing `127.0.0.1:<port>` for each port, with `rules`
+/// (`(method, path)`) allowed and `/v3/me/**` denied on each.
+fn rules_settings(dir: &Path, ports: &[u16]) -> PathBuf {
+    let mut allow = Vec::new();
+    let mut deny = Vec::new();
+    for p in ports {
+        allow.push(format!("\"GET http://127.0.0.1:{p}/v3/**\""));
+        allow.push(format!("\"POST http://127.0.0.1:{p}/v3/events\""));
+        deny.push(format!("\"* http://127.0.0.1:{p}/v3/me/**\""));
+    }
+    let domains: Vec<String> = ports.iter().map(|p| format!("\"127.0.0.1:{p}\"")).collect();
+    let path = dir.join("rules.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"network":{{"allowedDomains":[{}],"deniedDomains":[]}},
+                "filesystem":{{"denyRead":[],"allowWrite":[],"denyWrite":[]}},
+                "oajail":{{"httpRules":{{"allow":[{}],"deny":[{}]}}}}}}"#,
+            domains.join(","),
+            allow.join(","),
+            deny.join(",")
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn http_rules_decide_on_the_decoded_path_against_real_upstreams() {
+    let s = Scratch::new("paths");
+    let log = s.0.join("upstream.log");
+    std::fs::write(&log, "").unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/path_upstreams.py"
+    );
+    let (mut server, line) = spawn_and_read_line(
+        Command::new(PYTHON)
+            .args([fixture, log.to_str().unwrap()])
+            .stderr(std::process::Stdio::null()),
+    );
+    let ports: Vec<u16> = line
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let (a, b) = (ports[0], ports[1]);
+    // Control: straight to the upstreams, every attack reaches what the
+    // rules deny (so the jailed run below can fail).
+    let control = Command::new("sh")
+        .args(["-c", &path_script((a, b), false)])
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        reached_denied(&text).len(),
+        cases_on(PATH_ATTACKS),
+        "control:\n{text}\n{}",
+        out(&control)
+    );
+    std::fs::write(&log, "").unwrap();
+    let settings = rules_settings(&s.0, &[a, b]);
+    let o = s
+        .oajail(&settings, &["-c", &path_script((a, b), true)])
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let (stdout, stderr) = (out(&o), err(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        reached_denied(&text).is_empty(),
+        "an attack reached the upstream:\n{text}"
+    );
+    for (list, status) in [(PATH_ATTACKS, 403), (PATH_ALLOWED, 200)] {
+        for (name, on, _) in list {
+            for server in *on {
+                let line = format!("CASE {server}-{name} {status}");
+                assert!(
+                    stdout.lines().any(|l| l == line),
+                    "{line} missing:\n{stdout}\n{stderr}"
+                );
+            }
+        }
+    }
+    assert_eq!(text.lines().count(), cases_on(PATH_ALLOWED), "{text}");
+    for why in [
+        "oajail.httpRules: a ; parameter in the path",
+        "oajail.httpRules: double encoding (%25) in the path",
+        "oajail.httpRules: a dot segment in the decoded path",
+        "oajail.httpRules.deny",
+        "x-http-method-override asks for DELETE",
+        "_method asks for DELETE",
+    ] {
+        assert!(
+            stderr.contains(why),
+            "no refusal line naming {why:?}:\n{stderr}"
+        );
+    }
+}
