@@ -382,3 +382,51 @@ fn http_rules_decide_on_the_decoded_path_against_real_upstreams() {
         );
     }
 }
+
+#[test]
+fn policy_check_and_a_run_warn_about_entries_that_cannot_work_or_plant_what_tools_run() {
+    let s = Scratch::new("check");
+    s.plant(".bashrc", "# rc\n");
+    s.plant(".cargo/config.toml", "");
+    s.plant(".npm/_npx/.keep", "");
+    let settings = s.settings(
+        "writes.json",
+        r#"{"denyRead":[],"allowWrite":[".","~/.cargo","~/.bashrc","~/.npm"],"denyWrite":[]}"#,
+    );
+    let want = [
+        "filesystem.allowWrite: \"~/.bashrc\" has no effect: the guard always protects every .bashrc",
+        "filesystem.allowWrite: \"~/.cargo\" has no effect: the guard always protects ~/.cargo (",
+        "filesystem.allowWrite: \"~/.npm\" lets the command plant what a host tool runs later: ~/.npm/_npx (npx); ~/.npm/_cacache (npm)",
+    ];
+    let check = ok(s.oajail(&settings, &["policy", "check"]).output().unwrap());
+    let warnings: Vec<&str> = check
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(warnings.len(), want.len(), "{check}");
+    for w in want {
+        assert!(
+            warnings
+                .iter()
+                .any(|l| l.starts_with(&format!("warning: {w}"))),
+            "{w} missing:\n{check}"
+        );
+    }
+    assert!(
+        !check.contains("\"~/.npm\" has no effect") && !check.contains("\".\""),
+        "{check}"
+    );
+    // A run says the same, once each, and goes on with the protection.
+    let o = s
+        .oajail(&settings, &["-c", "echo planted >> ~/.bashrc; echo rc=$?"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (out(&o), err(&o));
+    assert_eq!(stdout.trim(), "rc=1", "{stderr}");
+    for w in want {
+        let line = format!("oajail: warning: {w}");
+        assert_eq!(stderr.matches(&line).count(), 1, "{line}:\n{stderr}");
+    }
+    let rc = std::fs::read_to_string(s.home().join(".bashrc")).unwrap();
+    assert_eq!(rc, "# rc\n");
+}
