@@ -430,3 +430,95 @@ fn policy_check_and_a_run_warn_about_entries_that_cannot_work_or_plant_what_tool
     let rc = std::fs::read_to_string(s.home().join(".bashrc")).unwrap();
     assert_eq!(rc, "# rc\n");
 }
+
+/// What `fill_memory.py` printed for one kind: the MiB it got, and whether
+/// the jail's bound (rather than the kernel's OOM kill) stopped it.
+fn filled(text: &str, kind: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(&format!("{kind}: ")))?;
+    let n = line
+        .split_whitespace()
+        .find_map(|w| w.parse::<u64>().ok())?;
+    Some(n)
+}
+
+#[test]
+fn shared_memory_is_bounded_without_a_memory_cgroup() {
+    const LIMIT_MIB: u64 = 256;
+    const ASK_MIB: u64 = 320;
+    let s = Scratch::new("shm");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fill_memory.py");
+    let script = |kind: &str| {
+        format!(
+            "python3 {fixture} {kind} {ASK_MIB} /dev/shm/fill; python3 {fixture} file {ASK_MIB} /tmp/fill"
+        )
+    };
+    let kinds = ["memfd", "sysv"];
+    // Control: without a limit each kind gets all it asks for.
+    let free = s.settings(
+        "free.json",
+        r#"{"denyRead":[],"allowWrite":[],"denyWrite":[]}"#,
+    );
+    for kind in kinds {
+        let text = ok(s
+            .oajail(
+                &free,
+                &["-c", &format!("python3 {fixture} {kind} {ASK_MIB}")],
+            )
+            .output()
+            .unwrap());
+        assert_eq!(filled(&text, kind), Some(ASK_MIB), "control {kind}: {text}");
+    }
+    let limited = s.0.join("limited.json");
+    std::fs::write(
+        &limited,
+        format!(
+            r#"{{"network":{{"allowedDomains":[],"deniedDomains":[]}},
+                "filesystem":{{"denyRead":[],"allowWrite":[],"denyWrite":[]}},
+                "oajail":{{"limits":{{"addressSpaceBytes":{}}}}}}}"#,
+            LIMIT_MIB << 20
+        ),
+    )
+    .unwrap();
+    let doctor = ok(s.oajail(&limited, &["doctor"]).output().unwrap());
+    let cgroup = doctor.contains("memory and pids: bounded for the whole jail");
+    let own = doctor.contains("memfd_create and shmget are refused (ENOSYS");
+    assert!(cgroup != own, "doctor names one bound:\n{doctor}");
+    for kind in kinds {
+        let o = s
+            .oajail(
+                &limited,
+                &["-c", &format!("python3 {fixture} {kind} {ASK_MIB}")],
+            )
+            .output()
+            .unwrap();
+        let text = out(&o);
+        match filled(&text, kind) {
+            // The jail's own bound: the call is refused outright.
+            Some(0) if own => assert!(
+                text.contains("Function not implemented") || text.contains("[Errno 38]"),
+                "{text}"
+            ),
+            // A memory cgroup: the kernel stops it at the limit (ENOMEM or
+            // the OOM killer, which prints nothing).
+            Some(n) if cgroup => assert!(n <= LIMIT_MIB, "{kind}: {n} MiB:\n{text}"),
+            None if cgroup => assert_eq!(o.status.code(), Some(137), "{kind}: {text}{}", err(&o)),
+            other => panic!(
+                "{kind}: {other:?} with doctor saying:\n{doctor}\n{text}{}",
+                err(&o)
+            ),
+        }
+    }
+    // tmpfs files: /dev/shm and the default /tmp hold at most the limit.
+    let o = s
+        .oajail(&limited, &["-c", &script("file")])
+        .output()
+        .unwrap();
+    let text = out(&o);
+    for line in text.lines() {
+        let n = filled(line, "file").unwrap_or(0);
+        assert!(n <= LIMIT_MIB, "{line}");
+    }
+    if own {
+        assert_eq!(text.matches("No space left on device").count(), 2, "{text}");
+    }
+}
