@@ -60,6 +60,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         "origin": origin.to_string(),
         "tier": tier,
         "policySha256": plans.compiled.policy_sha256,
+        "entryOrigins": entry_origins(&loaded, &origin),
         "mounts": plans.compiled.mounts,
         "landlock": plans.compiled.landlock,
         "seccomp": plans.compiled.seccomp,
@@ -85,6 +86,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
     println!("policy: {origin}\nsha256: {}", plans.compiled.policy_sha256);
     println!("tier: {tier}");
     for name in [
+        "entryOrigins",
         "mounts",
         "landlock",
         "seccomp",
@@ -132,6 +134,28 @@ fn container_tier_plans(
         n.adapt(plans, &tier);
     }
     n.tier.describe().to_owned()
+}
+
+/// Where each `denyRead` entry comes from: the settings file, or the
+/// built-in secret list (with its reason), which holds under every file.
+fn entry_origins(
+    loaded: &oajail_policy::srt::Loaded,
+    origin: &settings::Origin,
+) -> serde_json::Value {
+    let deny: Vec<String> = (loaded.policy.filesystem.deny_read.iter())
+        .map(|e| {
+            let builtin = loaded.builtin_deny_read.contains(e);
+            match oajail_policy::builtin_reason(&e.path) {
+                Some(why) if builtin => format!("{}  (built-in: {why})", e.path),
+                Some(_) => format!("{}  ({origin}; also built in)", e.path),
+                None => format!("{}  ({origin})", e.path),
+            }
+        })
+        .collect();
+    json!({
+        "denyRead": deny,
+        "otherLists": format!("from {origin}"),
+    })
 }
 
 /// What the guard protects below its roots, in words (the tables of

@@ -544,6 +544,7 @@ mod tests {
                 },
             ],
             warnings: vec![],
+            shm_size_bytes: None,
         }
     }
 
@@ -690,6 +691,7 @@ mod tests {
         let none = MountPlan {
             steps: vec![],
             warnings: vec![],
+            shm_size_bytes: None,
         };
         let rules = vec![
             rule(&dir, &[READ]),
