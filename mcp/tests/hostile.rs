@@ -279,3 +279,105 @@ fn a_search_flood_bare() {
 fn a_search_flood_jailed() {
     search_flood(Mode::Jailed);
 }
+
+/// The syscalls of a worker's probe that must stay allowed.
+const CONTROLS: &[&str] = &[
+    "getpid",
+    "write-empty",
+    "getrandom",
+    "clock_gettime",
+    "mmap-rw",
+    "futex-wake",
+];
+
+/// The classes the review reached from inside a worker while the filter was
+/// a deny list: each must now be refused by the worker's own filter.
+const REVIEWED: &[&str] = &[
+    "fchmodat2",
+    "open_tree",
+    "fsopen",
+    "setxattr",
+    "utimensat",
+    "shmget",
+    "prctl-pdeathsig-0",
+    "setsid",
+];
+
+/// The worker's filter is an allow list: a worker whose script is a syscall
+/// probe (`src/probe_main.rs`, the worker's own code with the probe in
+/// place of the script), started by the real server as its worker, finds
+/// every call outside the list refused with the filter's own `ENOSYS`
+/// (under `--jail` too: the most recent filter's errno wins), the calls a
+/// worker needs allowed, and, as a control, the same calls answered by the
+/// kernel or the jail (not `ENOSYS`) just before the filter.
+fn syscall_probe(mode: Mode) {
+    let (_dir, server) = support::rig::server_with_worker(
+        env!("CARGO_BIN_EXE_openagenda-mcp-syscall-probe").as_ref(),
+    );
+    let Some(mut rig) = Rig::start_bin(mode, &server, &[], &[]) else {
+        return;
+    };
+    let r = rig.server.execute("probe");
+    let report = result(&r).clone();
+    let after = report["after"].as_object().unwrap_or_else(|| panic!("{r}"));
+    let before = report["before"].as_object().unwrap();
+    let enosys = format!("errno {}", libc::ENOSYS);
+    let mut wrong = Vec::new();
+    for (name, seen) in after {
+        let got = seen["got"].as_str().unwrap();
+        let want = if CONTROLS.contains(&name.as_str()) {
+            "ok"
+        } else {
+            enosys.as_str()
+        };
+        if got != want {
+            wrong.push(format!("{name} ({}): {got}", seen["class"]));
+        }
+    }
+    assert!(wrong.is_empty(), "{mode:?}, after the filter: {wrong:?}");
+    assert!(after.len() > 100, "{} calls probed", after.len());
+    for name in REVIEWED {
+        assert!(after.contains_key(*name), "{name} not probed");
+    }
+    // Before the filter the kernel (or the jail) answers: the probe can tell.
+    let answered: Vec<_> = before
+        .iter()
+        .filter(|(_, seen)| seen["got"] != json!(enosys))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    // The jail answers fchmodat2 (like openat2 and clone3) with ENOSYS
+    // itself, so that libc falls back to the calls its guard judges.
+    let mut must = vec![
+        "fchmodat",
+        "open_tree",
+        "fsopen",
+        "setxattr",
+        "utimensat",
+        "shmget",
+        "statx",
+    ];
+    if mode == Mode::Bare {
+        must.push("fchmodat2");
+    }
+    for name in must {
+        assert!(
+            answered.contains(&name),
+            "{mode:?}: {name} before the filter: {}",
+            before[name]
+        );
+    }
+    // abort() still ends a worker with SIGABRT (reported as memory_limit).
+    let r = rig.server.execute("abort");
+    assert_eq!(code_of(&r), "memory_limit", "{}", error_text(&r));
+    rig.end();
+}
+
+#[test]
+fn the_worker_filter_is_an_allow_list_bare() {
+    syscall_probe(Mode::Bare);
+}
+
+#[test]
+fn the_worker_filter_is_an_allow_list_jailed() {
+    syscall_probe(Mode::Jailed);
+}
