@@ -381,3 +381,75 @@ fn the_worker_filter_is_an_allow_list_bare() {
 fn the_worker_filter_is_an_allow_list_jailed() {
     syscall_probe(Mode::Jailed);
 }
+
+/// Every echo of the key the script can get from the API, through the
+/// mock's echo routes: JSON-escaped, percent-encoded, HTML references,
+/// base64 and base64url at any alignment, hex, escaped twice, as an object
+/// key, inside a JSON string, in a text body and in an error message.
+const ECHOES: &str = "const out = {};\n\
+    for (const uid of ['echo-json', 'echo-text', 'echo-error']) out[uid] = await oa.agendas.get({ path: { agendaUid: uid } });\n\
+    const j = out['echo-json'].data || {};\n\
+    // What the script could decode on its own.\n\
+    out.decoded = [decodeURIComponent(String(out['echo-text'].data)), decodeURIComponent(String(j.percent)),\n\
+                   JSON.parse('\"' + String(j['double-escaped']) + '\"'), JSON.parse(String(j.nested)).inner];\n\
+    out";
+
+/// Bare, the server holds the key: the script never gets it, in any form
+/// the API client decodes or the script could undo.
+#[test]
+fn an_echoed_key_is_redacted_in_every_encoding_bare() {
+    let Some(mut rig) = Rig::start(Mode::Bare, &[], &[]) else {
+        return;
+    };
+    let key = support::rig::KEY;
+    let r = rig.server.execute(ECHOES);
+    assert_eq!(r["isError"], json!(false), "{}", error_text(&r));
+    let seen = rig.mock.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    support::assert_real_key(&seen, key);
+    let text = r.to_string();
+    for (name, form) in support::mock::echo_forms(&format!("Bearer {key}")) {
+        assert!(!text.contains(&form), "the {name} echo reached the script");
+    }
+    assert!(!text.contains(key), "{text}");
+    assert!(text.matches("[redacted]").count() >= 14, "{text}");
+    let out = result(&r);
+    assert_eq!(out["echo-error"]["error"]["status"], json!(403));
+    assert_eq!(
+        out["echo-error"]["error"]["message"],
+        json!("HTTP 403: refused Bearer [redacted]")
+    );
+    for d in out["decoded"].as_array().unwrap() {
+        assert!(d.as_str().unwrap().contains("[redacted]"), "{d}");
+    }
+    rig.end();
+}
+
+/// Under `--jail` the server holds only the jail's stand-in for the key,
+/// and redacts that; the real key exists only in the wrapper's proxy, which
+/// puts it into requests to the API host and replaces it in response
+/// headers, not in response bodies (docs/proxy.md, "Masked credentials").
+/// So an API that echoes the key in a body hands the real key to the
+/// script, in every encoding: the documented residual of docs/mcp.md,
+/// "Redaction", pinned here so that a change either way is seen.
+#[test]
+fn an_echoed_key_under_jail_is_the_documented_residual() {
+    let Some(mut rig) = Rig::start(Mode::Jailed, &[], &[]) else {
+        return;
+    };
+    let key = support::rig::KEY;
+    let r = rig.server.execute(ECHOES);
+    assert_eq!(r["isError"], json!(false), "{}", error_text(&r));
+    let seen = rig.mock.seen.lock().unwrap().clone();
+    support::assert_real_key(&seen, key);
+    let text = r.to_string();
+    assert!(
+        !text.contains("oajail_masked_"),
+        "the stand-in reached the script"
+    );
+    assert!(
+        text.contains(key),
+        "the proxy now rewrites bodies: update docs/mcp.md, \"Redaction\""
+    );
+    rig.end();
+}
