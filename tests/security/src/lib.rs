@@ -5,7 +5,7 @@
 //! contract and listeners ([`labspec`], [`sinks`], [`tlssink`], [`dns`]), the host-side
 //! harness ([`lab`]), the stage of the guard's attacks and the host's own
 //! git afterwards ([`plant`]), judging and result records ([`judge`]) and
-//! the report ([`report`]), and `oajail audit`'s runbook, grants and
+//! the report ([`report`]), the container matrix's records ([`cells`]), and `oajail audit`'s runbook, grants and
 //! judging relative to a user's policy ([`audit`]). The binaries
 //! `oajail-probe`, `oajail-lab` and `oajail-security-report` live in
 //! `src/bin/`; `oajail-probe` and `oajail-lab` also ship beside `oajail`
@@ -25,6 +25,7 @@
 pub mod audit;
 pub mod canary;
 pub mod catalog;
+pub mod cells;
 pub mod dns;
 pub mod judge;
 pub mod lab;
