@@ -3,56 +3,10 @@
 //! config ([`crate::runc`]). Each cell is one long-lived container whose
 //! pid 1 only reaps; everything the cell does is an exec in it.
 
+use crate::cell::{Bind, INIT, Who};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-/// Which user inside runs an exec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Who {
-    /// Container root.
-    Root,
-    /// uid and gid 1000 (the image's `user`).
-    User,
-}
-
-impl Who {
-    /// `root` or `uid 1000`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Who::Root => "root",
-            Who::User => "uid 1000",
-        }
-    }
-
-    /// The results directory's name.
-    pub fn dir(self) -> &'static str {
-        match self {
-            Who::Root => "root",
-            Who::User => "user",
-        }
-    }
-
-    /// uid and gid.
-    pub fn ids(self) -> u32 {
-        match self {
-            Who::Root => 0,
-            Who::User => 1000,
-        }
-    }
-}
-
-/// How a Kubernetes pod's `securityContext` is mirrored in runc's config.
-#[derive(Debug, Clone, Copy)]
-pub struct Pod {
-    /// `hostUsers: false`: a user namespace, container root a high host uid.
-    pub user_namespace: bool,
-    /// `procMount: Unmasked`: no masked or read-only `/proc` paths.
-    pub proc_unmasked: bool,
-    /// `seccompProfile`: `None` is `RuntimeDefault` (containerd's own
-    /// profile); `Some(file)` a `Localhost` profile, relative to the checkout.
-    pub localhost_profile: Option<&'static str>,
-}
 
 /// An engine and its settings.
 #[derive(Debug, Clone, Copy)]
@@ -66,8 +20,14 @@ pub enum Engine {
         /// Flags.
         flags: &'static [&'static str],
     },
-    /// runc with a pod's settings.
-    Runc(Pod),
+    /// runc with the settings of a pod manifest of the checkout
+    /// (`examples/kubernetes/…`), `hostUsers` overridden when `Some`.
+    Pod {
+        /// The manifest, relative to the checkout.
+        manifest: &'static str,
+        /// `hostUsers`, instead of the manifest's.
+        host_users: Option<bool>,
+    },
 }
 
 /// Where the engines are (from `.ci/container-engines env`).
@@ -75,15 +35,13 @@ pub struct Env {
     docker: String,
     docker_host: String,
     image: String,
-    /// The image's root file system, for runc.
-    pub rootfs: PathBuf,
+    /// runc's image, state and Kubernetes defaults.
+    pub runc: crate::runc::Paths,
     test_user: String,
     user_podman_args: String,
     user_runtime_dir: String,
     /// Scratch space of the engines.
     pub state: PathBuf,
-    /// containerd's default spec and seccomp profile.
-    pub k8s_defaults: PathBuf,
     /// [`Env::podman_flags`], found once per engine (rootful, rootless).
     podman: [std::sync::OnceLock<Result<Vec<String>, String>>; 2],
 }
@@ -100,12 +58,15 @@ impl Env {
             docker: get("OAJAIL_CM_DOCKER")?,
             docker_host: get("OAJAIL_CM_DOCKER_HOST")?,
             image: get("OAJAIL_CM_IMAGE")?,
-            rootfs: get("OAJAIL_CM_ROOTFS")?.into(),
+            runc: crate::runc::Paths {
+                rootfs: get("OAJAIL_CM_ROOTFS")?.into(),
+                state: get("OAJAIL_CM_STATE")?.into(),
+                k8s_defaults: get("OAJAIL_CM_K8S_DEFAULTS")?.into(),
+            },
             test_user: get("OAJAIL_CM_TEST_USER")?,
             user_podman_args: get("OAJAIL_CM_USER_PODMAN_ARGS")?,
             user_runtime_dir: get("OAJAIL_CM_USER_RUNTIME_DIR")?,
             state: get("OAJAIL_CM_STATE")?.into(),
-            k8s_defaults: get("OAJAIL_CM_K8S_DEFAULTS")?.into(),
             podman: Default::default(),
         })
     }
@@ -135,11 +96,7 @@ impl Env {
                 c.args(self.user_podman_args.split_whitespace());
                 c
             }
-            Engine::Runc(_) => {
-                let mut c = Command::new("runc");
-                c.arg("--root").arg(self.state.join("runc"));
-                c
-            }
+            Engine::Pod { .. } => self.runc.cli(),
         }
     }
 
@@ -227,7 +184,7 @@ impl Env {
                 };
                 format!("{}, {runtime}", first(c))
             }
-            Engine::Runc(_) => first(Command::new("runc").tap_arg("--version")),
+            Engine::Pod { .. } => first(Command::new("runc").tap_arg("--version")),
         }
     }
 }
@@ -243,35 +200,6 @@ impl TapArg for Command {
         self
     }
 }
-
-/// A bind mount into the cell: the same path inside as outside.
-pub struct Bind {
-    /// The host path (and the path inside).
-    pub path: PathBuf,
-    /// Writable inside.
-    pub writable: bool,
-    /// Mounted at another path inside (`/etc/resolv.conf`).
-    pub at: Option<PathBuf>,
-}
-
-impl Bind {
-    fn target(&self) -> &Path {
-        self.at.as_deref().unwrap_or(&self.path)
-    }
-}
-
-/// pid 1 of every cell: reaps whatever is left to it, exits on SIGTERM.
-pub const INIT: &[&str] = &[
-    "python3",
-    "-c",
-    "import os, signal, time\n\
-     signal.signal(signal.SIGTERM, lambda *a: os._exit(0))\n\
-     while True:\n\
-     \x20   try:\n\
-     \x20       os.wait()\n\
-     \x20   except ChildProcessError:\n\
-     \x20       time.sleep(0.5)\n",
-];
 
 /// A flag naming a seccomp profile of the checkout by its relative path
 /// (`seccomp=examples/…`), with the path made absolute.
@@ -359,7 +287,13 @@ pub fn start<'a>(
                 .parse()
                 .context("container pid")?
         }
-        Engine::Runc(pod) => crate::runc::start(env, pod, &cname, binds)?,
+        Engine::Pod {
+            manifest,
+            host_users,
+        } => {
+            let pod = crate::pod::read(&crate::checkout().join(manifest), *host_users)?;
+            crate::runc::start(&env.runc, &pod, &cname, binds)?
+        }
     };
     Ok(Container {
         env,
@@ -380,8 +314,9 @@ impl Container<'_> {
     ) -> Result<Output> {
         let mut c = self.env.cli(&self.engine);
         match &self.engine {
-            Engine::Runc(_) => {
-                let process = crate::runc::process(self.env, &self.name, who, cwd, vars, argv)?;
+            Engine::Pod { .. } => {
+                let process =
+                    crate::runc::process(&self.env.runc, &self.name, who, cwd, vars, argv)?;
                 c.args(["exec", "--process"]).arg(process).arg(&self.name);
             }
             _ => {
@@ -402,7 +337,7 @@ impl Drop for Container<'_> {
     fn drop(&mut self) {
         let mut c = self.env.cli(&self.engine);
         match &self.engine {
-            Engine::Runc(_) => {
+            Engine::Pod { .. } => {
                 c.args(["delete", "-f", &self.name]);
             }
             _ => {

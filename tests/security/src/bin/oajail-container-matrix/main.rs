@@ -22,14 +22,17 @@
 //! [--only CELL…]`, with the `OAJAIL_CM_*` variables of `.ci/container-engines env`
 //! (`.ci/container-matrix` runs it).
 
+mod cell;
 mod engine;
 mod network;
+mod pod;
 mod runc;
 mod subset;
 mod verdicts;
 
 use anyhow::{Context, Result, bail};
-use engine::{Bind, Container, Engine, Env, Pod, Who};
+use cell::{Bind, Who};
+use engine::{Container, Engine, Env};
 use oajail_security::cells::{AttackOutcome, CellRecord};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -50,8 +53,6 @@ const UNCONFINED_SYSTEMPATHS: &[&str] = &[
     "--security-opt",
     "systempaths=unconfined",
 ];
-/// The example seccomp profile (examples/containers/), as Docker reads it.
-const PROFILE: &str = "examples/containers/oajail-seccomp.json";
 
 /// The matrix.
 const CELLS: &[Cell] = &[
@@ -106,30 +107,27 @@ const CELLS: &[Cell] = &[
     },
     Cell {
         name: "k8s-runtime-default",
-        settings: "Kubernetes pod, seccompProfile RuntimeDefault (runc, containerd's spec and profile)",
-        engine: Engine::Runc(Pod {
-            user_namespace: false,
-            proc_unmasked: false,
-            localhost_profile: None,
-        }),
+        settings: "Kubernetes Pod examples/kubernetes/pod-runtime-default.yaml (seccompProfile RuntimeDefault; runc with containerd's spec and profile)",
+        engine: Engine::Pod {
+            manifest: "examples/kubernetes/pod-runtime-default.yaml",
+            host_users: None,
+        },
     },
     Cell {
         name: "k8s-runtime-default-userns",
-        settings: "Kubernetes pod, RuntimeDefault, hostUsers: false",
-        engine: Engine::Runc(Pod {
-            user_namespace: true,
-            proc_unmasked: false,
-            localhost_profile: None,
-        }),
+        settings: "the same Pod with hostUsers: false",
+        engine: Engine::Pod {
+            manifest: "examples/kubernetes/pod-runtime-default.yaml",
+            host_users: Some(false),
+        },
     },
     Cell {
         name: "k8s-full-jail",
-        settings: "Kubernetes pod, hostUsers: false, procMount: Unmasked, seccompProfile Localhost (examples/kubernetes/pod-full-jail.yaml)",
-        engine: Engine::Runc(Pod {
-            user_namespace: true,
-            proc_unmasked: true,
-            localhost_profile: Some(PROFILE),
-        }),
+        settings: "Kubernetes Pod examples/kubernetes/pod-full-jail.yaml (hostUsers: false, procMount: Unmasked, seccompProfile Localhost oajail-seccomp.json)",
+        engine: Engine::Pod {
+            manifest: "examples/kubernetes/pod-full-jail.yaml",
+            host_users: None,
+        },
     },
 ];
 

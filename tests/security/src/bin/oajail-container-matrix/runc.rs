@@ -8,7 +8,8 @@
 //! A container running as a non-root user gets no effective capabilities,
 //! as the CRI plugin gives it.
 
-use crate::engine::{Bind, Env, INIT, Pod, Who};
+use crate::cell::{Bind, INIT, Who};
+use crate::pod::Pod;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -22,7 +23,26 @@ fn read_json(path: &Path) -> Result<Value> {
     serde_json::from_slice(&bytes).with_context(|| format!("parse {}", path.display()))
 }
 
-fn bundle(env: &Env, name: &str) -> PathBuf {
+/// What runc needs of `.ci/container-engines`.
+pub struct Paths {
+    /// The image's root file system (read-only in every cell).
+    pub rootfs: PathBuf,
+    /// Scratch space: runc's state and the bundles.
+    pub state: PathBuf,
+    /// containerd's default spec (`spec.json`) and seccomp profile (`seccomp.json`).
+    pub k8s_defaults: PathBuf,
+}
+
+impl Paths {
+    /// `runc --root <our state>`.
+    pub fn cli(&self) -> Command {
+        let mut c = Command::new("runc");
+        c.arg("--root").arg(self.state.join("runc"));
+        c
+    }
+}
+
+fn bundle(env: &Paths, name: &str) -> PathBuf {
     env.state.join("runc-bundles").join(name)
 }
 
@@ -31,14 +51,17 @@ fn bundle(env: &Env, name: &str) -> PathBuf {
 /// `architectures`, `syscalls[].names/action/errnoRet/args`) are the OCI
 /// spec's own, so it is taken as it is (a profile with Docker-only keys
 /// such as `archMap` or `includes` is refused, not half-read).
-fn seccomp(env: &Env, pod: &Pod, checkout: &Path) -> Result<Value> {
-    match pod.localhost_profile {
+fn seccomp(env: &Paths, pod: &Pod) -> Result<Value> {
+    match &pod.localhost_profile {
         None => read_json(&env.k8s_defaults.join("seccomp.json")),
         Some(file) => {
-            let profile = read_json(&checkout.join(file))?;
+            let profile = read_json(file)?;
             for key in ["archMap", "includes", "excludes"] {
                 if profile.get(key).is_some() {
-                    bail!("{file}: `{key}` is Docker's, not the OCI spec's");
+                    bail!(
+                        "{}: `{key}` is Docker's, not the OCI spec's",
+                        file.display()
+                    );
                 }
             }
             Ok(profile)
@@ -55,7 +78,7 @@ fn mounts(binds: &[Bind]) -> Vec<Value> {
         })
         .collect();
     out.extend(binds.iter().map(|b| {
-        let dst = b.at.as_ref().unwrap_or(&b.path);
+        let dst = b.target();
         let mode = if b.writable { "rw" } else { "ro" };
         json!({"destination": dst, "type": "bind", "source": b.path, "options": ["rbind", mode]})
     }));
@@ -63,8 +86,7 @@ fn mounts(binds: &[Bind]) -> Vec<Value> {
 }
 
 /// The container's config.json.
-fn config(env: &Env, pod: &Pod, name: &str, binds: &[Bind]) -> Result<Value> {
-    let checkout = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+fn config(env: &Paths, pod: &Pod, name: &str, binds: &[Bind]) -> Result<Value> {
     let mut spec = read_json(&env.k8s_defaults.join("spec.json"))?;
     spec["root"] = json!({"path": env.rootfs, "readonly": true});
     spec["hostname"] = json!(name);
@@ -74,7 +96,7 @@ fn config(env: &Env, pod: &Pod, name: &str, binds: &[Bind]) -> Result<Value> {
     let base = spec["mounts"].as_array().cloned().unwrap_or_default();
     spec["mounts"] = Value::Array(base.into_iter().chain(mounts(binds)).collect());
     let linux = &mut spec["linux"];
-    linux["seccomp"] = seccomp(env, pod, &checkout)?;
+    linux["seccomp"] = seccomp(env, pod)?;
     linux["cgroupsPath"] = json!(format!("/oajail-ci-runc/{name}"));
     if pod.proc_unmasked {
         linux["maskedPaths"] = json!([]);
@@ -93,11 +115,10 @@ fn config(env: &Env, pod: &Pod, name: &str, binds: &[Bind]) -> Result<Value> {
 }
 
 /// Write the bundle and `runc run -d` it; returns its pid 1.
-pub fn start(env: &Env, pod: &Pod, name: &str, binds: &[Bind]) -> Result<i32> {
+pub fn start(env: &Paths, pod: &Pod, name: &str, binds: &[Bind]) -> Result<i32> {
     let dir = bundle(env, name);
-    let _ = Command::new("runc")
-        .arg("--root")
-        .arg(env.state.join("runc"))
+    let _ = env
+        .cli()
         .args(["delete", "-f", name])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -110,9 +131,8 @@ pub fn start(env: &Env, pod: &Pod, name: &str, binds: &[Bind]) -> Result<i32> {
     // A file, not a pipe: the detached container keeps runc's stdio, and
     // a pipe would never reach its end.
     let log = dir.join("runc.log");
-    let status = Command::new("runc")
-        .arg("--root")
-        .arg(env.state.join("runc"))
+    let status = env
+        .cli()
         .args(["run", "-d", "--pid-file"])
         .arg(&pidfile)
         .arg("--bundle")
@@ -134,7 +154,7 @@ pub fn start(env: &Env, pod: &Pod, name: &str, binds: &[Bind]) -> Result<i32> {
 /// The process.json of one exec: `who`, `cwd`, exactly `vars`, `argv`;
 /// the spec's capabilities for root, none effective for uid 1000.
 pub fn process(
-    env: &Env,
+    env: &Paths,
     name: &str,
     who: Who,
     cwd: &Path,

@@ -7,7 +7,7 @@
 use crate::net::after_connect;
 use crate::report::{Outcome, io_errno};
 use nix::errno::Errno;
-use oajail_security::labspec::{LISTEN_REPLY, LISTEN_REQUEST};
+use oajail_audit::labspec::{LISTEN_REPLY, LISTEN_REQUEST};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 

@@ -28,9 +28,9 @@ mod prepared;
 
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, unshare};
-use oajail_security::dns::Responder;
-use oajail_security::labspec::{LabConfig, LabNetwork, LabResult, TCP_SINK_PORTS, UDP_SINK_PORTS};
-use oajail_security::sinks::{self, EventLog};
+use oajail_audit::dns::Responder;
+use oajail_audit::labspec::{LabConfig, LabNetwork, LabResult, TCP_SINK_PORTS, UDP_SINK_PORTS};
+use oajail_audit::sinks::{self, EventLog};
 use std::fs;
 use std::net::{TcpListener, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -47,6 +47,10 @@ fn main() {
             0
         }
         Some("run") if args.len() == 2 => run(Path::new(&args[1])),
+        Some(flag) if flag == oajail_audit::BUILD_ID_FLAG => {
+            println!("{}", oajail_audit::BUILD_ID);
+            0
+        }
         _ => {
             eprintln!("usage: oajail-lab run CONFIG.json | oajail-lab sleeper MARKER");
             2
@@ -166,7 +170,7 @@ fn bind_resolv_conf(dir: &Path) -> Result<()> {
     let etc = dir.join("etc");
     fs::create_dir_all(&etc)?;
     let resolv = etc.join("resolv.conf");
-    fs::write(&resolv, oajail_security::labspec::resolv_conf())?;
+    fs::write(&resolv, oajail_audit::labspec::resolv_conf())?;
     let hosts = etc.join("hosts");
     fs::write(&hosts, "127.0.0.1 localhost\n::1 localhost\n")?;
     for (src, dst) in [(&resolv, "/etc/resolv.conf"), (&hosts, "/etc/hosts")] {
@@ -227,7 +231,7 @@ fn create_lab_interface() -> Result<()> {
 fn configure_network(dir: &Path) -> Result<()> {
     ip(&["link", "set", "lo", "up"])?;
     create_lab_interface()?;
-    let batch = oajail_security::labspec::network_batch("lab0");
+    let batch = oajail_audit::labspec::network_batch("lab0");
     let file = dir.join("etc/ip.batch");
     fs::write(&file, batch)?;
     ip(&["-batch", &file.display().to_string()])?;
@@ -316,7 +320,7 @@ fn icmp_loop(sock: OwnedFd, log: EventLog) {
                 .map(|b| format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3]))
                 .unwrap_or_default();
             let data = String::from_utf8_lossy(&buf[ihl.min(n)..n]).into_owned();
-            log.record(&oajail_security::labspec::SinkEvent {
+            log.record(&oajail_audit::labspec::SinkEvent {
                 sink: "icmp".into(),
                 local: dst,
                 peer,
@@ -389,7 +393,7 @@ fn leak_fds(config: &LabConfig, log: &EventLog) -> Result<(Leaks, String)> {
             if n == 0 {
                 break;
             }
-            log.record(&oajail_security::labspec::SinkEvent {
+            log.record(&oajail_audit::labspec::SinkEvent {
                 sink: "leak".into(),
                 local: "socketpair".into(),
                 peer: String::new(),

@@ -63,19 +63,48 @@ impl Tools {
             );
             p
         };
-        Tools {
+        let tools = Tools {
             oajail: find("OAJAIL_BIN", "oajail", "cargo build -p oajail"),
             probe: find(
                 "OAJAIL_PROBE_BIN",
                 "oajail-probe",
-                "cargo build -p oajail-security-tests",
+                "cargo build -p oajail-audit",
             ),
             lab: find(
                 "OAJAIL_LAB_BIN",
                 "oajail-lab",
-                "cargo build -p oajail-security-tests",
+                "cargo build -p oajail-audit",
             ),
+        };
+        if let Err(e) = tools.same_build() {
+            panic!("security suite: {e} (build it with `cargo build -p oajail-audit`)");
         }
+        tools
+    }
+
+    /// Err naming the binary when `oajail-probe` or `oajail-lab` was built
+    /// from other sources than this library ([`crate::BUILD_ID`]): a stale
+    /// probe would answer a newer catalogue with wrong verdicts.
+    pub fn same_build(&self) -> Result<(), String> {
+        for (name, path) in [("oajail-probe", &self.probe), ("oajail-lab", &self.lab)] {
+            let out = Command::new(path)
+                .arg(crate::BUILD_ID_FLAG)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("{name} at {}: {e}", path.display()))?;
+            let id = String::from_utf8_lossy(&out.stdout);
+            if !out.status.success() || id.trim() != crate::BUILD_ID {
+                return Err(format!(
+                    "{name} at {} is from another build (its sources {}, expected {})",
+                    path.display(),
+                    Some(id.trim())
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or("unknown"),
+                    crate::BUILD_ID
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -309,7 +338,7 @@ impl Lab {
     /// (With `OAJAIL_SECURITY_NESTED=1` it carries `enableWeakerNestedSandbox`.)
     pub fn policy_text(&self, text: &str) -> String {
         let dst = self.dir.join("policy.json");
-        let text = crate::cells::opt_in(text).unwrap_or_else(|e| panic!("security lab: {e}"));
+        let text = crate::switches::opt_in(text).unwrap_or_else(|e| panic!("security lab: {e}"));
         fs::write(&dst, text).unwrap_or_else(|e| panic!("security lab: write policy: {e}"));
         dst.display().to_string()
     }
@@ -383,7 +412,7 @@ impl Lab {
 
     /// Run the probe under oajail with no settings file (the built-in default policy).
     pub fn jailed_default(&self, probe: &[&str], opts: &RunOptions) -> Run {
-        crate::cells::no_file_allowed().unwrap_or_else(|e| panic!("security lab: {e}"));
+        crate::switches::no_file_allowed().unwrap_or_else(|e| panic!("security lab: {e}"));
         self.probe_under(&self.tools.oajail, None, &[], probe, opts)
     }
 
@@ -412,7 +441,7 @@ impl Lab {
         if let Some(policy) = policy {
             argv.extend(["-s".to_owned(), policy.to_owned()]);
         }
-        argv.extend(crate::cells::extra_oajail_args());
+        argv.extend(crate::switches::extra_oajail_args());
         argv.extend(opts.oajail_args.iter().cloned());
         argv.push("--".into());
         argv.push(self.tools.probe.display().to_string());
@@ -597,7 +626,7 @@ fn chown_tree(root: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
 
 /// `tests/fixtures/` of the workspace.
 pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
 }
 
 /// Every regular file under `root` with its content (the fake home is small).

@@ -17,7 +17,7 @@
 use anyhow::{Context, Result, bail};
 use nix::errno::Errno;
 use nix::mount::{MsFlags, mount};
-use oajail_security::labspec::LabConfig;
+use oajail_audit::labspec::LabConfig;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -11,7 +11,7 @@
 use crate::raw as sys;
 use crate::report::{FILTERED, Outcome, io_errno};
 use nix::errno::Errno;
-use oajail_security::sinks::SINK_ACK;
+use oajail_audit::sinks::SINK_ACK;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::Duration;

@@ -3,8 +3,8 @@
 //! runs in, and serve the listeners a command asks for while it runs (E9).
 
 use anyhow::{Context, Result, bail};
-use oajail_security::labspec::{LAB_ADDRESSES, LabConfig};
-use oajail_security::sinks::{self, EventLog};
+use oajail_audit::labspec::{LAB_ADDRESSES, LabConfig};
+use oajail_audit::sinks::{self, EventLog};
 use std::fs;
 use std::net::{TcpListener, UdpSocket};
 use std::path::Path;
@@ -30,7 +30,7 @@ pub fn check(config: &LabConfig) -> Result<()> {
             .with_context(|| format!("prepared lab: {addr} ({why}) is not a local address"))?;
     }
     let resolv = fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-    if !resolv.contains(&format!("nameserver {}", oajail_security::labspec::DNS_V4)) {
+    if !resolv.contains(&format!("nameserver {}", oajail_audit::labspec::DNS_V4)) {
         bail!("prepared lab: /etc/resolv.conf does not name the lab resolver");
     }
     Ok(())
@@ -39,7 +39,7 @@ pub fn check(config: &LabConfig) -> Result<()> {
 /// Serve one [`LISTEN_REQUEST`] of the command (E9): a TCP sink at the
 /// address and port it names, answered in `LISTEN_REPLY`.
 pub fn listen_on_request(cwd: &Path, log: &EventLog) {
-    use oajail_security::labspec::{LISTEN_REPLY, LISTEN_REQUEST};
+    use oajail_audit::labspec::{LISTEN_REPLY, LISTEN_REQUEST};
     let request = cwd.join(LISTEN_REQUEST);
     let text = loop {
         match fs::read_to_string(&request) {
