@@ -580,7 +580,26 @@ impl Drop for Lab {
         let _ = self.canary_proc.kill();
         let _ = self.canary_proc.wait();
         if !std::thread::panicking() && std::env::var_os("OAJAIL_SECURITY_KEEP").is_none() {
+            open_overlay_work_dirs(&self.dir);
             let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// overlayfs makes `<workdir>/work` with mode 000 (in a user namespace,
+/// owned by the lab's user, who then cannot list it to remove it): give
+/// each `abs/<i>/work/work` its owner's rights back, or every audit with
+/// an absolute path would leave its lab behind in `/var/tmp`.
+fn open_overlay_work_dirs(lab: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for layer in fs::read_dir(lab.join("abs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let work = layer.path().join("work/work");
+        if fs::symlink_metadata(&work).is_ok_and(|m| m.is_dir()) {
+            let _ = fs::set_permissions(&work, fs::Permissions::from_mode(0o700));
         }
     }
 }

@@ -10,7 +10,6 @@
 //! in a cell's tier are the lab's: `oajail_audit::switches`.)
 
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 use std::path::Path;
 
 /// What one settings mode gave in a cell.
@@ -79,6 +78,9 @@ pub struct CellRecord {
     pub elapsed_ms: u64,
     /// When it was recorded (unix seconds).
     pub recorded_at: u64,
+    /// The cell's place in the matrix (the report keeps that order).
+    #[serde(default)]
+    pub order: usize,
 }
 
 impl CellRecord {
@@ -123,163 +125,6 @@ pub fn load(dir: &Path) -> Vec<CellRecord> {
         .filter_map(|who| std::fs::read(who.path().join("cell.json")).ok())
         .filter_map(|b| serde_json::from_slice(&b).ok())
         .collect();
-    out.sort_by(|a, b| (&a.cell, &a.who).cmp(&(&b.cell, &b.who)));
+    out.sort_by(|a, b| (a.order, &a.cell, &a.who).cmp(&(b.order, &b.cell, &b.who)));
     out
-}
-
-/// The tier a cell's attacks ran in: the one doctor named, else what the
-/// mode says (`plain` ran: the full jail).
-pub fn tier_of(rec: &CellRecord) -> String {
-    let mode = rec.attacks_mode.as_deref();
-    let named = (rec.modes.iter())
-        .find(|m| Some(m.mode.as_str()) == mode)
-        .and_then(|m| m.doctor_tier.clone());
-    match (named, mode) {
-        (Some(t), _) => t,
-        (None, Some("plain")) => "full".into(),
-        (None, Some("nested")) => "enableWeakerNestedSandbox (no tier named)".into(),
-        (None, Some("degraded")) => "--allow-degraded (no tier named)".into(),
-        (None, _) => "refused".into(),
-    }
-}
-
-fn mode_cell(m: &ModeOutcome) -> String {
-    let doctor = if m.doctor_runs { "runs" } else { "refused" };
-    let run = if m.ran { "ran" } else { "refused" };
-    if m.disagreements.is_empty() {
-        format!("{doctor} = {run}")
-    } else {
-        format!("**{doctor} ≠ {run}**")
-    }
-}
-
-fn counts(rec: &CellRecord) -> String {
-    let n = |o: &str| rec.attacks.iter().filter(|a| a.outcome == o).count();
-    if let Some(e) = &rec.error {
-        return format!("**cell not run**: {e}");
-    }
-    if rec.attacks.is_empty() {
-        return "none".into();
-    }
-    let mut s = format!(
-        "{} blocked, {} controls passed",
-        n("blocked") + n("residual") + n("not_applicable"),
-        n("passed")
-    );
-    if n("named_loss") > 0 {
-        s.push_str(&format!(", {} named losses", n("named_loss")));
-    }
-    for bad in ["escaped", "failed"] {
-        if n(bad) > 0 {
-            s.push_str(&format!(", **{} {bad}**", n(bad)));
-        }
-    }
-    s
-}
-
-fn outcome_cell(rec: Option<&CellRecord>, id: &str) -> String {
-    let Some(a) = rec.and_then(|r| r.attacks.iter().find(|a| a.id == id)) else {
-        return "–".into();
-    };
-    match a.outcome.as_str() {
-        "blocked" | "passed" => a.outcome.clone(),
-        "named_loss" => "named loss".into(),
-        other => format!("**{other}**"),
-    }
-}
-
-/// The "Containers" section of docs/security-tests.md.
-pub fn render(records: &[CellRecord]) -> String {
-    if records.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from("## Containers (`.ci/container-matrix`)\n\n");
-    s.push_str(
-        "The jail inside real engines, as container root and as uid 1000, with this checkout's binaries \
-         bind-mounted read-only (`oajail-container-matrix`). In every cell `oajail doctor` and a real run \
-         are compared for the settings as written (`plain`), with `enableWeakerNestedSandbox` (`nested`) \
-         and with `--allow-degraded` (`degraded`): a cell reads `doctor = run` when they agree (the run \
-         runs exactly when doctor says so, names the rules doctor says are not held in full, and the \
-         tier doctor names), **`≠`** when not. Then the first mode that runs gets the suite's attack \
-         subset in a lab built in the cell's own network namespace; an escape over a rule class the \
-         run's own banner names is a *named loss*, any other escape fails the matrix. Expected outcomes \
-         come from doctor in the cell, not from the harness.\n\n",
-    );
-    s.push_str("| cell | settings | who | plain | nested | degraded | attacks ran in | attacks | banner names |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|\n");
-    for r in records {
-        let mode = |name: &str| {
-            (r.modes.iter())
-                .find(|m| m.mode == name)
-                .map_or_else(|| "–".into(), mode_cell)
-        };
-        let banner = (r.modes.iter())
-            .find(|m| Some(&m.mode) == r.attacks_mode.as_ref())
-            .map(|m| m.banner_unheld.join("; "))
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.cell,
-            r.settings,
-            r.who,
-            mode("plain"),
-            mode("nested"),
-            mode("degraded"),
-            tier_of(r),
-            counts(r),
-            banner
-        );
-    }
-    s.push('\n');
-    render_tiers(&mut s, records);
-    s
-}
-
-/// One table per tier: the subset's outcomes, a column per cell.
-fn render_tiers(s: &mut String, records: &[CellRecord]) {
-    let mut tiers: Vec<String> = records
-        .iter()
-        .filter(|r| !r.attacks.is_empty())
-        .map(tier_of)
-        .collect();
-    tiers.sort();
-    tiers.dedup();
-    for tier in tiers {
-        let mut cells: Vec<&str> = (records.iter())
-            .filter(|r| tier_of(r) == tier && !r.attacks.is_empty())
-            .map(|r| r.cell.as_str())
-            .collect();
-        cells.dedup();
-        let _ = writeln!(s, "### Tier: {tier}\n\nCells: root / uid 1000.\n");
-        s.push_str("| attack |");
-        for c in &cells {
-            let _ = write!(s, " {c} |");
-        }
-        s.push_str("\n|---|");
-        s.push_str(&"---|".repeat(cells.len()));
-        s.push('\n');
-        let mut ids: Vec<&str> = Vec::new();
-        for r in records.iter().filter(|r| cells.contains(&r.cell.as_str())) {
-            for a in &r.attacks {
-                if !ids.contains(&a.id.as_str()) {
-                    ids.push(&a.id);
-                }
-            }
-        }
-        for id in ids {
-            let _ = write!(s, "| {id} |");
-            for c in &cells {
-                let find = |who: &str| records.iter().find(|r| r.cell == *c && r.who == who);
-                let _ = write!(
-                    s,
-                    " {} / {} |",
-                    outcome_cell(find("root"), id),
-                    outcome_cell(find("uid 1000"), id)
-                );
-            }
-            s.push('\n');
-        }
-        s.push('\n');
-    }
 }

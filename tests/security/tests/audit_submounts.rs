@@ -114,5 +114,13 @@ fn audits_canaries_in_a_directory_with_locked_submounts() {
     for p in [TOP, NESTED] {
         assert!(!Path::new(p).exists(), "the audit left {p} on the host");
     }
+    // Every lab is gone, the overlays' work directories (mode 000) too.
+    let left: Vec<_> = std::fs::read_dir(dir.join("l"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "the audit left labs behind: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

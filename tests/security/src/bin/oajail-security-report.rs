@@ -69,7 +69,7 @@ fn main() -> Result<()> {
         .as_deref()
         .map(oajail_security::cells::load)
         .unwrap_or_default();
-    text.push_str(&oajail_security::cells::render(&cells));
+    text.push_str(&oajail_security::cells_report::render(&cells));
     text.push_str(&notes_text);
     std::fs::write(&out, text).with_context(|| format!("write {}", out.display()))?;
     println!(

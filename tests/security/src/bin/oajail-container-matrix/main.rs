@@ -182,14 +182,21 @@ fn main() -> Result<()> {
     let t0 = Instant::now();
     let mut failures = Vec::new();
     let mut records = Vec::new();
-    for cell in CELLS
-        .iter()
-        .filter(|c| a.only.is_empty() || a.only.iter().any(|o| o == c.name))
-    {
+    let chosen = (CELLS.iter().enumerate())
+        .filter(|(_, c)| a.only.is_empty() || a.only.iter().any(|o| o == c.name));
+    for (order, cell) in chosen {
         let started = Instant::now();
-        let recs = run_cell(&a, &env, cell).unwrap_or_else(|e| not_run(&a.out, cell, &e));
-        for r in &recs {
+        let mut recs = run_cell(&a, &env, cell).unwrap_or_else(|e| not_run(&a.out, cell, &e));
+        for r in &mut recs {
+            r.order = order;
             failures.extend(r.failures());
+            let who = if r.who == Who::Root.label() {
+                Who::Root
+            } else {
+                Who::User
+            };
+            let file = a.out.join(cell.name).join(who.dir()).join("cell.json");
+            std::fs::write(file, serde_json::to_vec_pretty(&r)?)?;
         }
         records.extend(recs);
         println!(
@@ -225,14 +232,9 @@ fn not_run(out: &Path, cell: &Cell, e: &anyhow::Error) -> Vec<CellRecord> {
                 error: Some(format!("{e:#}")),
                 elapsed_ms: 0,
                 recorded_at: oajail_security::judge::now_secs(),
+                order: 0,
             };
-            let dir = out.join(cell.name).join(who.dir());
-            if open_dir(&dir).is_ok() {
-                let _ = std::fs::write(
-                    dir.join("cell.json"),
-                    serde_json::to_vec_pretty(&rec).unwrap_or_default(),
-                );
-            }
+            let _ = open_dir(&out.join(cell.name).join(who.dir()));
             rec
         })
         .into()
@@ -341,10 +343,6 @@ fn run_cell(a: &Args, env: &Env, cell: &Cell) -> Result<Vec<CellRecord>> {
         let mut rec = run_as(a, &c, cell, who, &out.join(who.dir()))?;
         rec.engine = versions.clone();
         rec.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        std::fs::write(
-            out.join(who.dir()).join("cell.json"),
-            serde_json::to_vec_pretty(&rec)?,
-        )?;
         recs.push(rec);
     }
     Ok(recs)
@@ -428,6 +426,7 @@ fn run_as(
         error: None,
         elapsed_ms: 0,
         recorded_at: oajail_security::judge::now_secs(),
+        order: 0,
     })
 }
 
