@@ -173,6 +173,10 @@ pub struct Loaded {
     /// One line per accepted-but-unimplemented key, unknown key, or dropped
     /// value, each `<json path>: <what happened>` (no origin prefix).
     pub warnings: Vec<String>,
+    /// The `denyRead` entries the built-in secret list added to a settings
+    /// file's own ([`Policy::deny_builtin_secret_stores`]); empty until
+    /// that step ran.
+    pub builtin_deny_read: Vec<PathEntry>,
 }
 
 /// One masked environment variable.
