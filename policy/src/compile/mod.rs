@@ -162,7 +162,11 @@ pub fn compile(
         .xdg_config_home
         .as_ref()
         .and_then(|p| fsview::canonicalize(fs, p).ok());
-    let guard = guard::build(policy, &rules, &rules.home, config_home.as_deref());
+    let ids = crate::guard::Ids {
+        uid: facts.uid,
+        gid: facts.gid,
+    };
+    let guard = guard::build(policy, &rules, &rules.home, config_home.as_deref(), ids);
     Ok(CompiledPolicy {
         policy_sha256: policy.sha256(),
         mounts,
