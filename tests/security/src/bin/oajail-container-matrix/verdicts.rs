@@ -8,12 +8,18 @@
 //! Read from the run: whether its command ran (a marker it prints), its
 //! exit status, its first `oajail:` line, the rule classes its banner
 //! names (lines of oajail's own that say a rule is not enforced or not
-//! held, matched against doctor's class names), and the tier it names.
+//! held, matched against doctor's class names), and the tier it names: a
+//! run prints its tier with its banner, and one that prints none is the
+//! full jail, whose tier is [`FULL_TIER`].
 
 use oajail_security::cells::ModeOutcome;
 
 /// The marker the cell's command prints when it runs.
 pub const RAN: &str = "oajail-matrix-ran";
+
+/// The full jail's tier (`tier: namespaces (the full jail)` in doctor): a
+/// run in it prints no banner, and so no tier line.
+pub const FULL_TIER: &str = "namespaces";
 
 /// Doctor's prediction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -109,7 +115,8 @@ pub fn run(stdout: &str, stderr: &str, status: Option<i32>, classes: &[String]) 
             .collect(),
         tier: (oajail.iter())
             .filter(|l| !l.contains("NOT ENFORCED"))
-            .find_map(|l| tier_in(l)),
+            .find_map(|l| tier_in(l))
+            .or_else(|| Some(FULL_TIER.to_owned())),
     }
 }
 
@@ -244,5 +251,16 @@ mod tests {
         assert!(compare("nested", &d, &r, false).disagreements.is_empty());
         let r = run(&format!("{RAN}\n"), "", Some(0), &d.classes);
         assert!(!compare("nested", &d, &r, false).disagreements.is_empty());
+        // The full jail: no banner, so no tier line; doctor names it.
+        let full = "tier: namespaces (the full jail)\nrule syscall deny list: seccomp\n\
+                    verdict: every layer at its planned level; runs\n";
+        let d = doctor(full, Some(0));
+        assert_eq!(d.tier.as_deref(), Some(FULL_TIER));
+        let r = run(&format!("{RAN}\n"), "", Some(0), &d.classes);
+        assert!(compare("plain", &d, &r, false).disagreements.is_empty());
+        // A fallback that loses nothing prints a note, not a banner.
+        let note = "oajail: note: fallback: namespaces: no uts namespace (sethostname is refused)\n";
+        let r = run(&format!("{RAN}\n"), note, Some(0), &d.classes);
+        assert!(compare("plain", &d, &r, false).disagreements.is_empty());
     }
 }
