@@ -19,7 +19,7 @@
 //! comparisons per `allowWrite` entry.
 
 use crate::FilesystemPolicy;
-use crate::compile::guard::names::{self, ANYWHERE, CLAUDE, HOME};
+use crate::guard::names::{self, ANYWHERE, CLAUDE, HOME};
 use std::path::{Component, Path, PathBuf};
 
 /// One place under the home whose content a host tool later runs.
