@@ -5,21 +5,17 @@
 //! Read from doctor: the `verdict:` line (`… runs` or `refused: …`), the
 //! `tier:` line when it prints one, and the `rule <class>: …` lines whose
 //! holders say `NOTHING` or `NOT ENFORCED` (the classes not held in full).
-//! Read from the run: whether its command ran (a marker it prints), its
-//! exit status, its first `oajail:` line, the rule classes its banner
+//! Read from the run (`-d`, so that a full jail, which prints no banner,
+//! still names its tier): whether its command ran (a marker it prints),
+//! its exit status, its first `oajail:` line, the rule classes its banner
 //! names (lines of oajail's own that say a rule is not enforced or not
-//! held, matched against doctor's class names), and the tier it names: a
-//! run prints its tier with its banner, and one that prints none is the
-//! full jail, whose tier is [`FULL_TIER`].
+//! held, matched against doctor's class names; `-d`'s notes list every
+//! rule and are not the banner), and the tier it names.
 
 use oajail_security::cells::ModeOutcome;
 
 /// The marker the cell's command prints when it runs.
 pub const RAN: &str = "oajail-matrix-ran";
-
-/// The full jail's tier (`tier: namespaces (the full jail)` in doctor): a
-/// run in it prints no banner, and so no tier line.
-pub const FULL_TIER: &str = "namespaces";
 
 /// Doctor's prediction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,10 +81,13 @@ pub struct Run {
     pub tier: Option<String>,
 }
 
-/// A line of oajail's banner: its own, saying a rule is not held in full.
+/// A line of oajail's banner: its own, saying a rule is not held in full
+/// (not one of `-d`'s timestamped notes, `oajail: [1.2 ms] …`, which list
+/// every rule).
 pub fn is_banner_line(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
     line.starts_with("oajail:")
+        && !line.starts_with("oajail: [")
         && (lower.contains("not enforced") || lower.contains("not held") || lower.contains("loss"))
 }
 
@@ -103,20 +102,19 @@ pub fn run(stdout: &str, stderr: &str, status: Option<i32>, classes: &[String]) 
         .copied()
         .filter(|l| is_banner_line(l))
         .collect();
+    // The refusal is oajail's own line, not a warning or a `-d` note.
+    let own = |l: &&&str| !l.starts_with("oajail: warning") && !l.starts_with("oajail: [");
     Run {
         ran: stdout.lines().any(|l| l.trim() == RAN),
         exit: status,
-        first_line: (oajail.iter())
-            .find(|l| !l.starts_with("oajail: warning"))
-            .map(|l| (*l).to_owned()),
+        first_line: oajail.iter().find(own).map(|l| (*l).to_owned()),
         banner_unheld: (classes.iter())
             .filter(|c| banner.iter().any(|l| l.contains(c.as_str())))
             .cloned()
             .collect(),
         tier: (oajail.iter())
             .filter(|l| !l.contains("NOT ENFORCED"))
-            .find_map(|l| tier_in(l))
-            .or_else(|| Some(FULL_TIER.to_owned())),
+            .find_map(|l| tier_in(l)),
     }
 }
 
@@ -230,6 +228,22 @@ mod tests {
     }
 
     #[test]
+    fn debug_notes_name_the_tier_but_are_not_the_banner() {
+        let out = "tier: namespaces (the full jail)\n\
+            rule devices and device ioctls: mounts, landlock abi 5\n\
+            verdict: every layer at its planned level; runs\n";
+        let d = doctor(out, Some(0));
+        let stderr = "oajail: [0.4 ms] rule devices and device ioctls: only seccomp: NOT ENFORCED in full\n\
+            oajail: [35.8 ms] tier: namespaces (the full jail)\n";
+        let r = run(&format!("{RAN}\n"), stderr, Some(0), &d.classes);
+        assert_eq!(
+            (r.tier.as_deref(), r.banner_unheld.len()),
+            (Some("namespaces"), 0)
+        );
+        assert!(compare("plain", &d, &r, false).disagreements.is_empty());
+    }
+
+    #[test]
     fn agreeing_refusals_and_tiers_pass() {
         let d = doctor(REFUSED, Some(1));
         let r = run(
@@ -251,16 +265,5 @@ mod tests {
         assert!(compare("nested", &d, &r, false).disagreements.is_empty());
         let r = run(&format!("{RAN}\n"), "", Some(0), &d.classes);
         assert!(!compare("nested", &d, &r, false).disagreements.is_empty());
-        // The full jail: no banner, so no tier line; doctor names it.
-        let full = "tier: namespaces (the full jail)\nrule syscall deny list: seccomp\n\
-                    verdict: every layer at its planned level; runs\n";
-        let d = doctor(full, Some(0));
-        assert_eq!(d.tier.as_deref(), Some(FULL_TIER));
-        let r = run(&format!("{RAN}\n"), "", Some(0), &d.classes);
-        assert!(compare("plain", &d, &r, false).disagreements.is_empty());
-        // A fallback that loses nothing prints a note, not a banner.
-        let note = "oajail: note: fallback: namespaces: no uts namespace (sethostname is refused)\n";
-        let r = run(&format!("{RAN}\n"), note, Some(0), &d.classes);
-        assert!(compare("plain", &d, &r, false).disagreements.is_empty());
     }
 }
