@@ -88,6 +88,7 @@ fn load(flag: Option<&Path>) -> Result<(oajail_policy::srt::Loaded, Origin, Valu
         let loaded = oajail_policy::srt::Loaded {
             policy,
             warnings: Vec::new(),
+            builtin_deny_read: Vec::new(),
         };
         return Ok((loaded, Origin::Builtin, base));
     };

@@ -87,7 +87,8 @@ pub(crate) fn run(
     keep.extend(guard.as_ref().map(Server::descriptors).unwrap_or_default());
     close_all_but(&keep);
     loop {
-        let (signal_ready, guard_event) = wait(&signals, guard.as_ref());
+        let watch = flat.then_some(&ends.report);
+        let (signal_ready, guard_event) = wait(&signals, guard.as_ref(), watch);
         match guard_event {
             GuardEvent::Ready => {
                 // A failing listener fails every waiting call; drop it.
@@ -103,7 +104,7 @@ pub(crate) fn run(
             GuardEvent::Idle => {}
         }
         if signal_ready {
-            on_signal(&signals, command, flat, &mut ends);
+            on_signal(&signals, command, flat, guard.as_ref(), &mut ends);
         }
     }
 }
@@ -115,45 +116,71 @@ enum GuardEvent {
     Gone,
 }
 
-/// Block until a signal or a guard notification is pending.
-fn wait(signals: &SignalFd, guard: Option<&Server>) -> (bool, GuardEvent) {
+/// Block until a signal or a guard notification is pending. With
+/// `supervisor` (no pid namespace), its exit report's pipe is watched too:
+/// when it breaks the supervisor is gone, and every process of the jail is
+/// killed before pid 1 exits.
+fn wait(
+    signals: &SignalFd,
+    guard: Option<&Server>,
+    supervisor: Option<&ExitReport>,
+) -> (bool, GuardEvent) {
     let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-    if let Some(g) = guard {
-        fds.push(PollFd::new(g.listener.as_fd(), PollFlags::POLLIN));
-    }
+    let mut at = |fd, events| {
+        fds.push(PollFd::new(fd, events));
+        fds.len() - 1
+    };
+    let g = guard.map(|g| at(g.listener.as_fd(), PollFlags::POLLIN));
+    let s = supervisor.map(|r| at(r.as_fd(), PollFlags::empty()));
+    let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
     match poll(&mut fds, PollTimeout::NONE) {
         Ok(_) => {}
         Err(nix::Error::EINTR) => return (false, GuardEvent::Idle),
         // Cannot wait any more: exiting kills the whole jail (fail closed).
-        Err(_) => crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED),
+        Err(_) => end_now(supervisor.is_some()),
     }
-    let ready = |i: usize, f: PollFlags| {
-        fds.get(i)
+    let ready = |i: Option<usize>, f: PollFlags| {
+        i.and_then(|i| fds.get(i))
             .and_then(|p| p.revents())
             .is_some_and(|r| r.intersects(f))
     };
-    let event = if ready(1, PollFlags::POLLIN) {
+    if ready(s, gone) {
+        end_now(true);
+    }
+    let event = if ready(g, PollFlags::POLLIN) {
         GuardEvent::Ready
-    } else if ready(
-        1,
-        PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL,
-    ) {
+    } else if ready(g, gone) {
         GuardEvent::Gone
     } else {
         GuardEvent::Idle
     };
-    (ready(0, PollFlags::POLLIN), event)
+    (ready(Some(0), PollFlags::POLLIN), event)
+}
+
+/// Exit at once; without a pid namespace (`flat`) kill every process of the
+/// jail first, as the namespace's end would.
+fn end_now(flat: bool) -> ! {
+    if flat {
+        kill_descendants();
+    }
+    crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED)
 }
 
 /// Read one signal: reap on SIGCHLD (ending the jail once the command is
 /// gone), forward the others.
-fn on_signal(signals: &SignalFd, command: Pid, flat: bool, ends: &mut Ends) {
+fn on_signal(
+    signals: &SignalFd,
+    command: Pid,
+    flat: bool,
+    guard: Option<&Server>,
+    ends: &mut Ends,
+) {
     match signals.read_signal() {
         Ok(Some(info)) => {
             let signo = info.ssi_signo as i32;
             if signo == libc::SIGCHLD {
                 if let Some(code) = reap(command) {
-                    finish(code, flat, ends);
+                    finish(code, flat, guard, ends);
                 }
             } else if let Ok(sig) = Signal::try_from(signo) {
                 forward(command, sig);
@@ -171,12 +198,15 @@ fn on_signal(signals: &SignalFd, command: Pid, flat: bool, ends: &mut Ends) {
 /// down the namespaces in pid 1's exit, and no jailed code runs by then.
 /// Anything unexpected skips the report, and the supervisor waits for pid
 /// 1's exit as before (where the kernel kills whatever is left).
-fn finish(code: i32, flat: bool, ends: &mut Ends) -> ! {
+fn finish(code: i32, flat: bool, guard: Option<&Server>, ends: &mut Ends) -> ! {
     let alone = if flat {
         kill_descendants()
     } else {
         kill_namespace()
     };
+    if let Some(g) = guard {
+        g.report_total();
+    }
     // Every refusal was sent before its call was answered; the supervisor
     // counts them all before it prints the totals.
     ends.events.end();

@@ -47,6 +47,7 @@ pub mod error;
 pub mod guard;
 pub mod hash;
 pub mod host;
+pub mod host_runs;
 mod json;
 pub mod l7;
 pub mod learn;
@@ -59,7 +60,7 @@ pub mod srt;
 pub mod stat;
 pub mod wide;
 
-pub use defaults::DEFAULT_DENY_READ;
+pub use defaults::{DEFAULT_DENY_READ, builtin_reason};
 pub use error::{JsonPath, PolicyError};
 pub use model::{
     FilesystemPolicy, Limits, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy,

@@ -15,6 +15,7 @@ use super::decode::{Call, decode};
 use super::mover::Mover;
 use super::ops::{self, Answer};
 use super::report::Reads;
+use crate::connect::{self, ConnectSpec, Connector};
 use crate::events::Sender;
 use crate::sys::notify::{Notification, answer, answer_fd};
 use oajail_policy::guard::{GuardPlan, WRITE_FLAGS};
@@ -31,6 +32,9 @@ pub(crate) struct Server {
     roots: Vec<PathBuf>,
     /// The read watch, when the run asked for it.
     reads: Option<Reads>,
+    /// The container tier's connect hand-off (its calls come through the
+    /// same listener: a filter chain has one).
+    connect: Option<Connector>,
 }
 
 impl Server {
@@ -42,6 +46,7 @@ impl Server {
         plan: GuardPlan,
         (prime, hidden): (Vec<PathBuf>, Vec<PathBuf>),
         mover: Option<Mover>,
+        connect: Option<ConnectSpec>,
     ) -> Self {
         crate::sys::notify::sync_wake_up(listener.as_fd());
         Server {
@@ -50,6 +55,7 @@ impl Server {
             reads: Reads::new(hidden),
             decider: Decider::new(plan, prime, mover),
             callers: Callers::new(),
+            connect: connect.map(Connector::new),
         }
     }
 
@@ -63,6 +69,18 @@ impl Server {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EINTR)) => return Ok(()),
             Err(e) => return Err(e),
         };
+        if let Some(connect) = self.connect.as_mut().filter(|_| Connector::handles(n.nr)) {
+            let reply = self.callers.get(n).and_then(|caller| {
+                let read = |addr, len| caller.bytes(addr, len);
+                connect.perform(&connect::Call {
+                    nr: n.nr,
+                    args: n.args,
+                    proc_dir: caller.proc_dir(),
+                    read: &read,
+                })
+            });
+            return crate::connect::answer(self.listener.as_fd(), n.id, reply);
+        }
         self.decider.seen().clear();
         // Not a guarded call (the filter and this table disagree): refuse.
         let result = match decode(n.nr, n.args) {
@@ -132,5 +150,14 @@ impl Server {
             Some(PathBuf::from(bytes))
         };
         reads.opened(events, n.tid, &name, base);
+    }
+
+    /// At exit: the container tier's connect hand-off's total, when more
+    /// of its refusals happened than it printed (the guard's own go to the
+    /// supervisor as they happen).
+    pub(crate) fn report_total(&self) {
+        if let Some(connect) = &self.connect {
+            connect.report_total();
+        }
     }
 }
