@@ -17,6 +17,7 @@ use oajail_audit::audit::session::{self, Setup};
 use oajail_audit::audit::{Case, Finding, Kind, Verdict, runbook};
 use oajail_audit::catalog::FAMILIES;
 use oajail_audit::lab::Tools;
+use oajail_audit::rundir::RunDir;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -48,17 +49,27 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
                 .ok_or_else(|| Fail::usage(anyhow!("--as-user: no user named {name}")))?,
         ),
     };
+    let tools = tools().map_err(Fail::setup)?;
+    // Removed when this function returns, whatever the outcome; a run
+    // killed before that is swept by the next.
+    let (run_dir, swept) =
+        RunDir::create(&session::default_base()).map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
+    if swept.runs + swept.old_labs > 0 {
+        eprintln!(
+            "oajail: audit: removed what earlier audits left in {} ({} run(s) that were killed, {} lab(s) of older versions)",
+            session::default_base().display(),
+            swept.runs,
+            swept.old_labs
+        );
+    }
     let setup = Setup {
-        tools: tools().map_err(Fail::setup)?,
-        base: session::default_base(),
+        tools,
+        base: run_dir.path.clone(),
         owner,
         policy_text: policy_text.clone(),
         env: test_switches(),
         jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
     };
-    std::fs::create_dir_all(&setup.base)
-        .with_context(|| format!("audit: create {}", setup.base.display()))
-        .map_err(Fail::setup)?;
     setup
         .preflight(policy)
         .map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;

@@ -158,8 +158,14 @@ pub struct RunOptions {
     pub overlays: Vec<PathBuf>,
 }
 
+/// `oajail-lab` dies with the process named here (its parent), and takes
+/// the lab's command with it.
+const LAB_PARENT: &str = "OAJAIL_LAB_PARENT";
+
 /// One lab: a directory with a fake home, a workspace and a policy, plus a
-/// host canary process. Removed on drop unless the test failed.
+/// host canary process. Removed on drop unless the test failed. Its
+/// processes die with the thread that made it (`PR_SET_PDEATHSIG` follows
+/// the thread): a lab is used by the thread that created it.
 pub struct Lab {
     /// The binaries.
     pub tools: Tools,
@@ -244,6 +250,7 @@ impl Lab {
         }
         let canary_proc = Command::new(&tools.lab)
             .args(["sleeper", "oajail-host-canary"])
+            .env(LAB_PARENT, std::process::id().to_string())
             .current_dir(dir.join("canary-cwd"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -515,7 +522,10 @@ impl Lab {
 
     fn spawn_lab(&self, cfg: &Path) -> Result<(), LabError> {
         let mut cmd = Command::new(&self.tools.lab);
-        cmd.arg("run").arg(cfg).stdin(Stdio::null());
+        cmd.arg("run")
+            .arg(cfg)
+            .env(LAB_PARENT, std::process::id().to_string())
+            .stdin(Stdio::null());
         if self.quiet {
             // The lab's own diagnostics; the command's output goes to files
             // and a lab failure to `lab-result.json` either way.
@@ -576,7 +586,7 @@ impl Drop for Lab {
         let _ = self.canary_proc.kill();
         let _ = self.canary_proc.wait();
         if !std::thread::panicking() && std::env::var_os("OAJAIL_SECURITY_KEEP").is_none() {
-            let _ = fs::remove_dir_all(&self.dir);
+            let _ = crate::rundir::remove_tree(&self.dir);
         }
     }
 }

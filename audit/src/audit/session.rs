@@ -57,7 +57,8 @@ impl Setup {
                     '_'
                 }
             })
-            .take(20)
+            // Short: the lab's unix sockets live below its directory.
+            .take(12)
             .collect();
         let mut lab = Lab::create(&safe, self.tools.clone(), &self.base, self.owner)?;
         lab.quiet = true;

@@ -9,6 +9,12 @@
 //! no route out.
 //!
 //! `oajail-lab sleeper MARKER` is the harness's host canary process (it just sleeps).
+//!
+//! Both die with the process that started them (`PR_SET_PDEATHSIG`, the
+//! parent's pid in `$OAJAIL_LAB_PARENT`), and so does the lab's command
+//! (started through `oajail-lab exec PPID -- ARGV`): an audit killed with
+//! `kill -9` leaves no lab, sleeper or jailed command running, and the next
+//! audit can remove its directories.
 
 // The keyring canary needs two raw calls; they live with the probe's (the
 // only unsafe code of this crate). The lab uses a few of them.
@@ -34,7 +40,11 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(Ok(ppid)) = std::env::var("OAJAIL_LAB_PARENT").ok().map(|p| p.parse()) {
+        die_with_parent(ppid);
+    }
     let code = match args.first().map(String::as_str) {
+        Some("exec") if args.len() > 3 && args[2] == "--" => exec_with_parent(&args[1], &args[3..]),
         Some("sleeper") => {
             std::thread::sleep(Duration::from_secs(600));
             0
@@ -45,11 +55,37 @@ fn main() {
             0
         }
         _ => {
-            eprintln!("usage: oajail-lab run CONFIG.json | oajail-lab sleeper MARKER");
+            eprintln!(
+                "usage: oajail-lab run CONFIG.json | oajail-lab sleeper MARKER | oajail-lab exec PPID -- ARGV"
+            );
             2
         }
     };
     std::process::exit(code);
+}
+
+/// Be killed when process `ppid` (this one's parent) dies; exit at once if
+/// it already has (this process was then handed to another parent).
+fn die_with_parent(ppid: i32) {
+    let armed = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+    if armed.is_err() || nix::unistd::getppid().as_raw() != ppid {
+        std::process::exit(3);
+    }
+}
+
+/// `exec PPID -- ARGV`: become ARGV, killed when PPID dies (the setting
+/// survives `execve`, and the user namespace `unshare` enters is owned by
+/// this uid, so entering it keeps it too).
+fn exec_with_parent(ppid: &str, argv: &[String]) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let Ok(ppid) = ppid.parse() else {
+        eprintln!("oajail-lab: exec: bad parent pid {ppid:?}");
+        return 2;
+    };
+    die_with_parent(ppid);
+    let e = Command::new(&argv[0]).args(&argv[1..]).exec();
+    eprintln!("oajail-lab: exec {}: {e}", argv[0]);
+    127
 }
 
 fn run(config_path: &Path) -> i32 {
@@ -393,7 +429,15 @@ fn leak_fds(config: &LabConfig, log: &EventLog) -> Result<(Leaks, String)> {
 }
 
 fn command_argv(config: &LabConfig) -> Vec<String> {
-    let mut argv = Vec::new();
+    // The command dies with this lab (which dies with the audit or test).
+    let me =
+        std::env::current_exe().map_or_else(|_| "oajail-lab".into(), |p| p.display().to_string());
+    let mut argv = vec![
+        me,
+        "exec".into(),
+        std::process::id().to_string(),
+        "--".into(),
+    ];
     if config.uid != 0 {
         // Drop from the lab's root back to the caller's uid in a nested user
         // namespace, so the command runs exactly as unprivileged as the caller.
