@@ -14,7 +14,7 @@ use crate::cli::{AuditArgs, Common, FailOn};
 use crate::settings::{self, Origin};
 use anyhow::{Context, anyhow};
 use oajail_audit::audit::session::{self, Setup};
-use oajail_audit::audit::{Case, Finding, Kind, Verdict, runbook};
+use oajail_audit::audit::{Case, Finding, Kind, Verdict, channels, runbook};
 use oajail_audit::catalog::FAMILIES;
 use oajail_audit::lab::Tools;
 use oajail_audit::rundir::RunDir;
@@ -70,15 +70,22 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
         env: test_switches(),
         jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
     };
-    setup
-        .preflight(policy)
-        .map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
+    let progress = Progress::new(cases.len());
+    progress.preflight();
+    let preflight = setup.preflight(policy);
+    progress.finish();
+    preflight.map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
     let start = Instant::now();
-    let progress = Progress::new(cases.len(), start);
     let findings = setup.run_all(policy, &cases, &|f| progress.saw(f));
     progress.finish();
+    let exfiltrates = cases.iter().any(|c| c.family == runbook::EXFIL_FAMILY.0);
+    let untested = match exfiltrates {
+        true => channels::domains(policy).untested,
+        false => Vec::new(),
+    };
     let report = Report {
         origin: &origin,
+        untested: &untested,
         policy_text: policy_text.as_deref(),
         policy_sha256: policy.sha256(),
         findings: &findings,
@@ -179,7 +186,7 @@ fn tools() -> anyhow::Result<Tools> {
         lab: find("OAJAIL_LAB_BIN", "oajail-lab")?,
     };
     tools.same_build().map_err(|e| {
-        anyhow!("audit: {e}; install the probe and lab of this oajail: `cargo install --locked --path audit`")
+        anyhow!("audit: {e}; install the probe and lab of this oajail: `cargo install --locked --path audit` (in a build tree: `cargo build -p oajail-audit`)")
     })?;
     Ok(tools)
 }
@@ -207,21 +214,32 @@ fn test_switches() -> Vec<(String, String)> {
     Vec::new()
 }
 
-/// The progress line on stderr (only when it is a terminal).
+/// The progress line on stderr, only when stderr is a terminal (a pipe or
+/// a file gets the summary line alone, and stdout never gets it): redrawn
+/// in place (`\r`, erase to the end of the line) and erased before the
+/// report is printed.
 struct Progress {
     tty: bool,
     total: usize,
     start: Instant,
-    state: Mutex<(usize, usize, usize, String)>,
+    /// Attacks done, escapes, allowed.
+    state: Mutex<(usize, usize, usize)>,
 }
 
 impl Progress {
-    fn new(total: usize, start: Instant) -> Progress {
+    fn new(total: usize) -> Progress {
         Progress {
             tty: std::io::stderr().is_terminal(),
             total,
-            start,
-            state: Mutex::new((0, 0, 0, String::new())),
+            start: Instant::now(),
+            state: Mutex::new((0, 0, 0)),
+        }
+    }
+
+    /// Before the first attack: the preflight is running.
+    fn preflight(&self) {
+        if self.tty {
+            eprint!("\r\x1b[Kaudit: preflight (the lab and the jail under this policy)");
         }
     }
 
@@ -233,15 +251,9 @@ impl Progress {
             Verdict::Allowed => s.2 += 1,
             _ => {}
         }
-        if !s.3.contains(f.case.family) {
-            s.3.push(f.case.family);
-        }
         if self.tty {
-            let mut fams: Vec<char> = s.3.chars().collect();
-            fams.sort_unstable();
             eprint!(
-                "\r\x1b[Kaudit: families {} · {}/{} attacks · {} escape · {} allowed · {:.1}s",
-                fams.into_iter().collect::<String>(),
+                "\r\x1b[Kaudit: attack {}/{} · {} escape · {} allowed · {:.0}s",
                 s.0,
                 self.total,
                 s.1,

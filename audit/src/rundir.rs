@@ -156,13 +156,27 @@ fn sweep_run(base: &Path, run: &str) -> bool {
 
 /// A lab directory as audits before run directories made them, straight
 /// in the base: `<attack>-<16 hex token>` holding the lab's `home`, `ws`
-/// and `logs`.
+/// and `logs`, untouched for [`OLD_LAB_AGE`] (an older audit may still be
+/// running there: its labs live for seconds).
 fn is_old_lab(name: &str, path: &Path) -> bool {
     let token = name.rsplit('-').next().unwrap_or("");
+    let idle = |p: &Path| {
+        fs::symlink_metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > OLD_LAB_AGE)
+    };
     token.len() == 16
         && token.bytes().all(|b| b.is_ascii_hexdigit())
         && ["home", "ws", "logs"].iter().all(|d| path.join(d).is_dir())
+        && idle(path)
+        && idle(&path.join("logs"))
 }
+
+/// How long an older version's lab must be untouched before a sweep
+/// takes it for abandoned.
+const OLD_LAB_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// `remove_dir_all`, which also gets through directories that deny their
 /// owner write or search permission (opened up to 0700 first).
@@ -225,8 +239,17 @@ mod tests {
         // A run directory whose lock file never got made.
         fs::create_dir_all(base.join("run-2-bbbb")).unwrap();
         // An older audit's lab, and things that are not ours.
+        let old = base.join("A1-sendfile-14e56f8b96a496ec");
         for d in ["home", "ws", "logs"] {
-            fs::create_dir_all(base.join("A1-sendfile-14e56f8b96a496ec").join(d)).unwrap();
+            fs::create_dir_all(old.join(d)).unwrap();
+        }
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in [old.clone(), old.join("logs")] {
+            File::open(&p).unwrap().set_modified(hour_ago).unwrap();
+        }
+        // An older version's lab in use right now is left alone.
+        for d in ["home", "ws", "logs"] {
+            fs::create_dir_all(base.join("A1-sendfile-0123456789abcdef").join(d)).unwrap();
         }
         fs::create_dir_all(base.join("notes-14e56f8b96a496ec")).unwrap();
         fs::write(base.join("keep.txt"), "mine").unwrap();
@@ -253,7 +276,8 @@ mod tests {
         assert_eq!(
             left,
             [
-                "keep.txt".to_owned(),
+                "A1-sendfile-0123456789abcdef".to_owned(),
+                "keep.txt".into(),
                 "notes-14e56f8b96a496ec".into(),
                 name.clone(),
                 format!("{name}.lock")

@@ -36,7 +36,7 @@ impl Grants<'_> {
                 vec![grant(
                     "network.allowAllUnixSockets",
                     Some("true"),
-                    "the policy lets the command use unix sockets",
+                    "network.allowAllUnixSockets is true",
                 )]
             }),
             Target::NestedUserNamespaces => {
@@ -44,7 +44,7 @@ impl Grants<'_> {
                     vec![grant(
                         "allowNestedUserNamespaces",
                         Some("true"),
-                        "the policy lets the command create user namespaces",
+                        "allowNestedUserNamespaces is true",
                     )]
                 })
             }
@@ -88,6 +88,88 @@ impl Grants<'_> {
         Ok(out)
     }
 
+    /// Why the policy does not grant `target`: the rule a blocked attack
+    /// met (the covering deny entry, the allow entry that is missing, or a
+    /// protection no entry lifts), or, when it does grant it, that the
+    /// jail was stricter than the policy.
+    pub fn denial(&self, target: &Target) -> String {
+        if let Some(g) = self.of(target).and_then(|g| g.into_iter().next()) {
+            return format!("stricter than the policy, which allows it: {}", g.why);
+        }
+        match target {
+            Target::Read(loc) => self.read_denial(loc),
+            Target::Write(loc) => self.write_denial(loc),
+            Target::Domain(name) => self.domain_denial(name, 443),
+            Target::Env => "no oajail.envKeep entry passes secret-named variables".into(),
+            Target::UnixSockets => "network.allowAllUnixSockets is false".into(),
+            Target::NestedUserNamespaces => "allowNestedUserNamespaces is false".into(),
+            Target::Limit(name, amount) => format!("oajail.limits.{name} is below {amount} bytes"),
+            Target::Exfil(Channel::Stdout) => {
+                "the command's stdout is always open: only the read rules stand".into()
+            }
+            Target::Exfil(Channel::Https(d)) => self.channel_denial(d, 443),
+            Target::Exfil(Channel::DnsName(d)) => {
+                self.channel_denial(&format!("oaj-canary.{d}"), 443)
+            }
+            Target::Exfil(Channel::Http(d)) => self.channel_denial(d, 80),
+            Target::Exfil(Channel::Direct) => "direct egress is never allowed".into(),
+            Target::Never => "no policy entry can allow it".into(),
+        }
+    }
+
+    fn read_denial(&self, loc: &Loc) -> String {
+        let path = self.resolve(loc);
+        match self.covering(&self.policy.filesystem.deny_read, &path) {
+            Some(deny) => format!("filesystem.denyRead {:?} covers {}", deny.path, loc.shown()),
+            None => format!("no filesystem.denyRead entry covers {}", loc.shown()),
+        }
+    }
+
+    fn write_denial(&self, loc: &Loc) -> String {
+        let fs = &self.policy.filesystem;
+        let path = self.resolve(loc);
+        if let Some(deny) = self.covering(&fs.deny_write, &path) {
+            return format!(
+                "filesystem.denyWrite {:?} covers {}",
+                deny.path,
+                loc.shown()
+            );
+        }
+        if self.covering(&fs.allow_write, &path).is_none() {
+            return format!("no filesystem.allowWrite entry covers {}", loc.shown());
+        }
+        if path.ends_with(".git/config") && !fs.allow_git_config {
+            return format!(
+                "{} stays read-only without filesystem.allowGitConfig",
+                loc.shown()
+            );
+        }
+        format!(
+            "{} is a mandatory protection (no entry opens it)",
+            loc.shown()
+        )
+    }
+
+    fn domain_denial(&self, name: &str, port: u16) -> String {
+        let Ok(host) = canonicalize(name) else {
+            return format!("{name} is not a host name the proxy accepts");
+        };
+        let net = &self.policy.network;
+        match net.denied_domains.iter().find(|d| d.matches(&host, port)) {
+            Some(d) => format!("network.deniedDomains {:?} covers {name}", d.as_str()),
+            None => format!("no network.allowedDomains entry covers {name}:{port}"),
+        }
+    }
+
+    /// An exfiltration channel to `name`: its denial, or (the domain being
+    /// allowed) that the read rules left nothing to send.
+    fn channel_denial(&self, name: &str, port: u16) -> String {
+        match self.domain(name, port) {
+            Some(g) => format!("{}, but only the read rules stand", g.why),
+            None => self.domain_denial(name, port),
+        }
+    }
+
     fn resolve(&self, loc: &Loc) -> PathBuf {
         match loc {
             Loc::Home(r) => self.home.join(r),
@@ -113,11 +195,17 @@ impl Grants<'_> {
         let fs = &self.policy.filesystem;
         let path = self.resolve(loc);
         let Some(deny) = self.covering(&fs.deny_read, &path) else {
-            return Some(grant(
-                "filesystem.denyRead",
-                None,
-                &format!("no denyRead entry covers {}", loc.shown()),
-            ));
+            return Some(
+                grant(
+                    "filesystem.denyRead",
+                    None,
+                    &format!(
+                        "no filesystem.denyRead entry covers {} (reads are open unless denied)",
+                        loc.shown()
+                    ),
+                )
+                .covering(loc.shown()),
+            );
         };
         let allow = self.covering(&fs.allow_read, &path)?;
         (self.base_len(allow) > self.base_len(deny)).then(|| {
@@ -125,7 +213,8 @@ impl Grants<'_> {
                 "filesystem.allowRead",
                 Some(&allow.path),
                 &format!(
-                    "allowRead re-opens {} inside denyRead {}",
+                    "filesystem.allowRead {:?} re-opens {} inside denyRead {:?}",
+                    allow.path,
                     loc.shown(),
                     deny.path
                 ),
@@ -149,7 +238,11 @@ impl Grants<'_> {
         Some(grant(
             "filesystem.allowWrite",
             Some(&allow.path),
-            &format!("allowWrite {} covers {}", allow.path, loc.shown()),
+            &format!(
+                "filesystem.allowWrite {:?} covers {}",
+                allow.path,
+                loc.shown()
+            ),
         ))
     }
 
@@ -167,7 +260,7 @@ impl Grants<'_> {
             "network.allowedDomains",
             Some(entry.as_str()),
             &format!(
-                "allowedDomains {} lets the proxy reach {name}:{port}",
+                "network.allowedDomains {:?} lets the proxy reach {name}:{port}",
                 entry.as_str()
             ),
         ))
@@ -184,7 +277,7 @@ impl Grants<'_> {
         Some(grant(
             "oajail.envKeep",
             Some(hit),
-            &format!("envKeep {hit} passes secret-named variables into the jail"),
+            &format!("oajail.envKeep {hit:?} passes secret-named variables into the jail"),
         ))
     }
 
@@ -198,11 +291,11 @@ impl Grants<'_> {
         };
         let field = format!("oajail.limits.{name}");
         match set {
-            None => Some(grant(&field, None, &format!("no {name} limit is set"))),
+            None => Some(grant(&field, None, &format!("no {field} is set"))),
             Some(v) if v > amount => Some(grant(
                 &field,
                 Some(&v.to_string()),
-                &format!("{name} {v} allows {amount} bytes"),
+                &format!("{field} {v} allows {amount} bytes"),
             )),
             Some(_) => None,
         }
@@ -240,6 +333,14 @@ fn grant(field: &str, entry: Option<&str>, why: &str) -> Grant {
         field: field.to_owned(),
         entry: entry.map(str::to_owned),
         why: why.to_owned(),
+        covers: String::new(),
+    }
+}
+
+impl Grant {
+    fn covering(mut self, what: String) -> Grant {
+        self.covers = what;
+        self
     }
 }
 

@@ -2,10 +2,10 @@
 //! command being the real `oajail` with the user's policy around the probe.
 
 use super::abspaths::overlay_plan;
-use super::evidence::judge;
+use super::evidence::{Judged, judge};
 use super::grant::Grants;
 use super::runbook::secret_sources;
-use super::{Case, Finding, Loc, Stage, Verdict};
+use super::{Case, Finding, Loc, Stage};
 use crate::canary;
 use crate::lab::{Lab, LabError, RunOptions, Tools};
 use crate::labspec::{ALLOWED_V4, DnsMode};
@@ -226,13 +226,13 @@ impl Setup {
             };
             Ok(judge(case, &mut lab, &run, &grants, &sources))
         });
-        let (verdict, grants, detail) =
-            judged.unwrap_or_else(|e| (Verdict::Inconclusive, Vec::new(), format!("lab: {e}")));
+        let judged = judged.unwrap_or_else(|e| Judged::inconclusive(format!("lab: {e}")));
         Finding {
             case: case.clone(),
-            verdict,
-            grants,
-            detail,
+            verdict: judged.verdict,
+            grants: judged.grants,
+            detail: judged.detail,
+            reason: judged.reason,
             elapsed_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
         }
     }

@@ -31,6 +31,13 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// A lab base of this test process's own (short: the labs' unix socket
+/// paths are limited to 107 bytes), so that audits run by others on the
+/// machine never meet these tests' labs, and the reverse.
+fn lab_base() -> PathBuf {
+    scratch("l")
+}
+
 fn audit_with(oajail: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let tools = Tools::locate();
     let out = Command::new(oajail)
@@ -39,6 +46,7 @@ fn audit_with(oajail: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .args(["--jobs", "3"])
         .env("OAJAIL_PROBE_BIN", &tools.probe)
         .env("OAJAIL_LAB_BIN", &tools.lab)
+        .env("OAJAIL_AUDIT_DIR", lab_base())
         .envs(env.iter().copied())
         .current_dir(root())
         .output()
@@ -138,7 +146,48 @@ fn audits_default_policy() {
 
 #[test]
 fn audits_dev_shell_policy() {
-    expect_counts("dev-shell.json", 128, 30);
+    let report = expect_counts("dev-shell.json", 124, 26);
+    // Every allowed domain is either the target of exfiltration attacks
+    // or listed as untested, with the reason.
+    let policy: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("examples/policies/dev-shell.json"))
+            .expect("read dev-shell.json"),
+    )
+    .expect("dev-shell.json is JSON");
+    let untested = report["untestedDomains"]
+        .as_array()
+        .expect("untestedDomains");
+    let why = |entry: &str| {
+        untested
+            .iter()
+            .find(|u| u["entry"] == entry)
+            .and_then(|u| u["why"].as_str())
+            .map(str::to_owned)
+    };
+    let tested: Vec<String> = ids_with(&report, "allowed")
+        .into_iter()
+        .filter_map(|id| id.strip_prefix("X2-exfil-https:").map(str::to_owned))
+        .collect();
+    for entry in policy["network"]["allowedDomains"]
+        .as_array()
+        .expect("allowedDomains")
+    {
+        let entry = entry.as_str().expect("a string");
+        let name = entry.replace("*.", "oaj-exfil.");
+        assert!(
+            tested.contains(&name) != why(entry).is_some(),
+            "{entry}: tested {tested:?}, untested {untested:?}"
+        );
+    }
+    assert_eq!(
+        why("github.com:22").as_deref(),
+        Some("port 22: the exfiltration attacks use HTTPS on 443 and HTTP on 80")
+    );
+    let same = why("pypi.org").expect("pypi.org is left out");
+    assert!(
+        same.starts_with("the proxy treats it as ") && same.ends_with(", which is tested"),
+        "{same}"
+    );
 }
 
 #[test]
@@ -166,7 +215,7 @@ fn audits_mcp_server_policy() {
 
 #[test]
 fn audits_srt_compat_policy() {
-    expect_counts("srt-compat.json", 121, 33);
+    expect_counts("srt-compat.json", 119, 31);
 }
 
 #[test]
@@ -216,6 +265,10 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
     let key = finding(&report, "A2-secret-store:~/.ssh/id_ed25519");
     assert_eq!(key["verdict"], "allowed", "{key:#}");
     assert_eq!(
+        key["reason"],
+        "allowed because no filesystem.denyRead entry covers ~/.ssh/id_ed25519 (reads are open unless denied)"
+    );
+    assert_eq!(
         grant_of(key),
         vec![("filesystem.denyRead".to_owned(), None)],
         "{key:#}"
@@ -230,8 +283,29 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
         plant["grantedBy"][0]["line"], 6,
         "line of \"~\" in allowWrite"
     );
+    assert_eq!(
+        plant["reason"],
+        "allowed because filesystem.allowWrite \"~\" covers ~/projects/other/Makefile"
+    );
     // The guard protects start-up files whatever allowWrite says.
-    assert_eq!(finding(&report, "B1-bashrc-append")["verdict"], "blocked");
+    let bashrc = finding(&report, "B1-bashrc-append");
+    assert_eq!(bashrc["verdict"], "blocked");
+    let reason = bashrc["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("blocked by the write guard (oajail: guard: denied ")
+            && reason.contains(" ~/.bashrc ")
+            && reason.ends_with(": ~/.bashrc is a mandatory protection (no entry opens it)"),
+        "{reason}"
+    );
+    let proxy = finding(&report, "X2-exfil-https:evil.test")["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        proxy.starts_with("blocked by the proxy (")
+            && proxy.ends_with(": no network.allowedDomains entry covers evil.test:443"),
+        "{proxy}"
+    );
     let exfil = finding(&report, "X2-exfil-https:allowed.test");
     assert_eq!(exfil["verdict"], "allowed", "{exfil:#}");
     let grants = grant_of(exfil);
@@ -365,7 +439,9 @@ fn junit_and_sarif_validate_against_their_schemas() {
     validate("junit", &junit);
     let xml = std::fs::read_to_string(&junit).expect("read junit");
     assert!(
-        xml.contains("<failure message=\"allowed by policy: filesystem.allowWrite &quot;~&quot;\""),
+        xml.contains(
+            "<failure message=\"allowed because filesystem.allowWrite &quot;~&quot; covers "
+        ),
         "{xml}"
     );
     let out = audit(&[&common[..], &["--format", "sarif", "--out", &s]].concat());
@@ -593,7 +669,8 @@ fn progress_line_on_a_terminal_and_none_in_a_pipe() {
     // `script` gives the audit a pty as stderr: the progress line appears.
     let tools = Tools::locate();
     let cmd = format!(
-        "OAJAIL_PROBE_BIN={} OAJAIL_LAB_BIN={} {} audit -s examples/policies/strict-offline.json --only H",
+        "OAJAIL_AUDIT_DIR={} OAJAIL_PROBE_BIN={} OAJAIL_LAB_BIN={} {} audit -s examples/policies/strict-offline.json --only H",
+        lab_base().display(),
         tools.probe.display(),
         tools.lab.display(),
         tools.oajail.display()
@@ -604,14 +681,22 @@ fn progress_line_on_a_terminal_and_none_in_a_pipe() {
         .output()
         .unwrap_or_else(|e| panic!("run script(1) from util-linux: {e}"));
     let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("\r\x1b[Kaudit: preflight"), "{tty}");
+    assert!(tty.contains("\r\x1b[Kaudit: attack 1/3 · "), "{tty}");
     assert!(
-        tty.contains("audit: families H · 3/3 attacks · 0 escape · 2 allowed"),
+        tty.contains("\r\x1b[Kaudit: attack 3/3 · 0 escape · 2 allowed · "),
         "{tty}"
     );
+    // Erased before the report: the table starts on a clean line.
+    assert!(tty.contains("\r\x1b[Koajail audit of "), "{tty}");
     // Piped (as in CI), stderr carries only the summary line.
     let out = audit(&["-s", "examples/policies/strict-offline.json", "--only", "H"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("families"), "{err}");
+    assert!(
+        !err.contains("audit: attack") && !err.contains('\x1b'),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
     assert!(err.starts_with("oajail: audit: 3 attacks in "), "{err}");
 }
 
