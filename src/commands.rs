@@ -107,9 +107,9 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
 }
 
 /// What the guard protects below its roots, in words (the tables of
-/// `policy::compile::guard::names` and the git rules; docs/enforcement.md).
-fn guard_protects(plan: &oajail_policy::compile::guard::GuardPlan) -> serde_json::Value {
-    use oajail_policy::compile::guard::names::{ANYWHERE, CLAUDE, CONFIG_PREFIX, Entry, HOME};
+/// `policy::guard::names` and the git rules; docs/enforcement.md).
+fn guard_protects(plan: &oajail_policy::guard::GuardPlan) -> serde_json::Value {
+    use oajail_policy::guard::names::{ANYWHERE, CLAUDE, CONFIG_PREFIX, Entry, HOME};
     let show = |e: &Entry, at: &str| {
         let slash = if e.dir { "/" } else { "" };
         format!("{at}{}{slash}  ({})", e.path, e.why)

@@ -44,6 +44,19 @@ pub struct RunDir {
     lock: Option<Flock<File>>,
 }
 
+/// A step of making the run's directory failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {}: {source}", path.display())]
+pub struct RunDirError {
+    /// The step (`create`, `lock`, `open`).
+    pub what: &'static str,
+    /// The path it failed on.
+    pub path: PathBuf,
+    /// The cause.
+    #[source]
+    pub source: io::Error,
+}
+
 /// What the sweep found and removed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Swept {
@@ -56,9 +69,11 @@ pub struct Swept {
 impl RunDir {
     /// Sweep what dead runs left in `base`, then make and lock this run's
     /// directory there. Errors name the path.
-    pub fn create(base: &Path) -> Result<(RunDir, Swept), crate::lab::LabError> {
-        let err = |what: &str, p: &Path, e| {
-            crate::lab::LabError::new(format!("{what} {}", p.display()), e)
+    pub fn create(base: &Path) -> Result<(RunDir, Swept), RunDirError> {
+        let err = |what: &'static str, p: &Path, source| RunDirError {
+            what,
+            path: p.to_path_buf(),
+            source,
         };
         let made_base = !base.exists();
         fs::create_dir_all(base).map_err(|e| err("create", base, e))?;

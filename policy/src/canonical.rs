@@ -11,8 +11,8 @@
 
 use crate::error::{JsonPath, Problem};
 use crate::json::type_name;
+use crate::model::Loaded;
 use crate::normalize::Draft;
-use crate::srt::Loaded;
 use crate::{PathEntry, Policy, PolicyError};
 use serde_json::{Map, Value};
 

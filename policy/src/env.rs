@@ -271,7 +271,7 @@ fn has_userinfo(value: &str) -> bool {
 /// [`plan`] ignores entries that fail this check, so the CLI should call it
 /// and refuse them with this message.
 pub fn check_keep_name(name: &str) -> Result<(), String> {
-    if crate::normalize::valid_env_pattern(name) {
+    if valid_env_pattern(name) {
         Ok(())
     } else {
         Err(format!(
@@ -441,6 +441,22 @@ pub fn shell_quote(word: &str) -> String {
         word.to_owned()
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// srt's environment-variable name rule: `^[A-Za-z_][A-Za-z0-9_]*$`.
+pub(crate) fn valid_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A name, or a prefix followed by `*` (`AWS_*`).
+pub(crate) fn valid_env_pattern(name: &str) -> bool {
+    match name.strip_suffix('*') {
+        Some("") => false,
+        Some(prefix) => valid_env_name(prefix),
+        None => valid_env_name(name),
     }
 }
 

@@ -44,6 +44,7 @@ pub mod egress;
 pub mod env;
 mod env_values;
 pub mod error;
+pub mod guard;
 pub mod hash;
 pub mod host;
 mod json;
@@ -54,6 +55,7 @@ pub mod paths;
 pub mod reopen;
 mod schema;
 pub mod srt;
+pub mod stat;
 
 pub use defaults::DEFAULT_DENY_READ;
 pub use error::{JsonPath, PolicyError};
