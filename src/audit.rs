@@ -74,7 +74,7 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     progress.preflight();
     let preflight = setup.preflight(policy);
     progress.finish();
-    preflight.map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
+    let jail = preflight.map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
     let start = Instant::now();
     let findings = setup.run_all(policy, &cases, &|f| progress.saw(f));
     progress.finish();
@@ -86,6 +86,7 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     let report = Report {
         origin: &origin,
         untested: &untested,
+        jail: &jail,
         policy_text: policy_text.as_deref(),
         policy_sha256: policy.sha256(),
         findings: &findings,

@@ -8,6 +8,7 @@
 use crate::cli::{AuditFormat, FailOn};
 use crate::settings::Origin;
 use oajail_audit::audit::channels::Untested;
+use oajail_audit::audit::jailinfo::JailInfo;
 use oajail_audit::audit::{Finding, Grant, Kind, Verdict, runbook};
 use oajail_audit::catalog::FAMILIES;
 use serde_json::{Value, json};
@@ -37,6 +38,8 @@ pub struct Report<'a> {
     pub findings: &'a [Finding],
     /// Allowed domains the exfiltration family sends nothing to, and why.
     pub untested: &'a [Untested],
+    /// The jail the attacks ran in.
+    pub jail: &'a JailInfo,
     /// `--fail-on`.
     pub fail_on: Option<FailOn>,
     /// Wall time of the attacks.
@@ -137,6 +140,7 @@ fn text(r: &Report<'_>) -> String {
         "oajail audit of {} (sha256 {})",
         r.origin, r.policy_sha256
     );
+    let _ = writeln!(out, "jail: {}", r.jail.summary());
     let mut family = None;
     for f in r.findings {
         if family != Some(f.case.family) {
@@ -195,6 +199,7 @@ fn json_value(r: &Report<'_>) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "policy": r.origin.to_string(),
         "policySha256": r.policy_sha256,
+        "jail": r.jail,
         "summary": {
             "attacks": r.findings.len(),
             "blocked": r.count(Verdict::Blocked),
@@ -269,6 +274,11 @@ fn junit(r: &Report<'_>) -> String {
             time as f64 / 1000.0
         );
         out.push_str("    <properties>\n");
+        let _ = writeln!(
+            out,
+            "      <property name=\"jail\" value=\"{}\"/>",
+            xml(&r.jail.summary())
+        );
         let _ = writeln!(
             out,
             "      <property name=\"policy\" value=\"{}\"/>",
@@ -394,7 +404,7 @@ fn sarif(r: &Report<'_>) -> Value {
                 "rules": rules,
             }},
             "results": results,
-            "properties": {"untestedDomains": r.untested},
+            "properties": {"untestedDomains": r.untested, "jail": r.jail},
         }],
     })
 }

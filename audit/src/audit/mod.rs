@@ -23,6 +23,7 @@ pub mod abspaths;
 pub mod channels;
 pub mod evidence;
 pub mod grant;
+pub mod jailinfo;
 pub mod layer;
 pub mod runbook;
 pub mod session;

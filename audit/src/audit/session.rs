@@ -4,6 +4,7 @@
 use super::abspaths::overlay_plan;
 use super::evidence::{Judged, judge};
 use super::grant::Grants;
+use super::jailinfo::JailInfo;
 pub use super::sources::default_base;
 use super::sources::secret_sources;
 use super::{Case, Finding, Loc, Stage};
@@ -171,7 +172,8 @@ impl Setup {
     /// Prove the lab and the jail work before any verdict is trusted: the
     /// probe must run under oajail with this policy inside a lab planted
     /// as every attack's lab is (the overlays for absolute paths included).
-    pub fn preflight(&self, policy: &Policy) -> Result<(), AuditError> {
+    /// Then ask oajail, in the same lab, which jail it builds there.
+    pub fn preflight(&self, policy: &Policy) -> Result<JailInfo, AuditError> {
         let mut lab = self.lab("preflight").map_err(AuditError::Lab)?;
         let sources = secret_sources(policy);
         self.prepare(&mut lab, &sources, &Stage::default())
@@ -209,7 +211,23 @@ impl Setup {
                 run.lab.exit_code
             )));
         }
-        Ok(())
+        self.jail_info(&lab, &sources)
+    }
+
+    /// `oajail explain --json` with this policy, run where the attacks run.
+    fn jail_info(&self, lab: &Lab, sources: &[(String, Loc)]) -> Result<JailInfo, AuditError> {
+        let mut argv = vec![self.tools.oajail.display().to_string()];
+        if self.policy_text.is_some() {
+            argv.extend(["-s".to_owned(), lab.path("policy.json")]);
+        }
+        argv.extend(["explain".to_owned(), "--json".to_owned()]);
+        let run = lab
+            .try_run(argv, &self.options(lab, &Stage::default(), sources))
+            .map_err(AuditError::Lab)?;
+        if let Some(e) = run.lab.lab_error {
+            return Err(AuditError::LabStep(e));
+        }
+        JailInfo::parse(&run.stdout).map_err(AuditError::Jail)
     }
 
     /// Run one case in a fresh lab.

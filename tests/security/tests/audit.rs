@@ -131,6 +131,14 @@ fn expect_blocked(report: &Value, ids: &[&str]) {
 #[test]
 fn audits_default_policy() {
     let report = expect_counts("default.json", 155, 6);
+    // The jail the attacks ran in, as oajail reports it inside the lab.
+    let jail = &report["jail"];
+    assert_eq!(jail["tier"], "namespaces", "{jail:#}");
+    let layers = jail["layers"].as_array().expect("layers");
+    assert!(
+        layers.iter().any(|l| l[0] == "landlock" && l[1] == "full"),
+        "{jail:#}"
+    );
     expect_blocked(
         &report,
         &[
