@@ -50,6 +50,10 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
         ),
     };
     let tools = tools().map_err(Fail::setup)?;
+    // Ctrl-C and friends stop the attacks and come back through the
+    // clean-up below. Without the watch, a signal still ends the audit
+    // and the next one sweeps, so a failure to set it up is no refusal.
+    let _ = oajail_audit::interrupt::watch();
     // Removed when this function returns, whatever the outcome; a run
     // killed before that is swept by the next.
     let (run_dir, swept) =
@@ -74,10 +78,16 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     progress.preflight();
     let preflight = setup.preflight(policy);
     progress.finish();
+    if let Some(code) = stopped(0, cases.len()) {
+        return Ok(code);
+    }
     let jail = preflight.map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
     let start = Instant::now();
     let findings = setup.run_all(policy, &cases, &|f| progress.saw(f));
     progress.finish();
+    if let Some(code) = stopped(findings.len(), cases.len()) {
+        return Ok(code);
+    }
     let exfiltrates = cases.iter().any(|c| c.family == runbook::EXFIL_FAMILY.0);
     let untested = match exfiltrates {
         true => channels::domains(policy).untested,
@@ -104,6 +114,18 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     }
     eprintln!("oajail: audit: {}", report.summary_line());
     Ok(i32::from(report.fails()))
+}
+
+/// When a signal stopped the audit: say so (no report: a partial one
+/// would read as a clean bill for the attacks that never ran) and give
+/// the exit status `128 + signal`.
+fn stopped(done: usize, total: usize) -> Option<i32> {
+    let sig = oajail_audit::interrupt::stopped()?;
+    eprintln!(
+        "oajail: audit: stopped by {} after {done} of {total} attacks; no report, and the labs are removed",
+        oajail_audit::interrupt::name(sig)
+    );
+    Some(128 + sig)
 }
 
 /// Keep the cases of the named families (letters or names).

@@ -536,6 +536,14 @@ impl Lab {
             .map_err(|e| LabError::new(format!("spawn {}", self.tools.lab.display()), e))?;
         let start = Instant::now();
         loop {
+            if crate::interrupt::stopped().is_some() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(LabError::new(
+                    "wait for oajail-lab",
+                    std::io::Error::from(std::io::ErrorKind::Interrupted),
+                ));
+            }
             match child.try_wait() {
                 Ok(Some(_)) => return Ok(()),
                 // The lab's own set-up and clean-up on top of the command's.

@@ -5,7 +5,8 @@
 //! contract and listeners ([`labspec`], [`sinks`], [`tlssink`], [`dns`]),
 //! the host-side harness that runs one command in the lab ([`lab`]), the
 //! directories labs live in and their removal, also after a `kill -9`
-//! ([`rundir`]), and the audit proper: its runbook, grants and judging relative to a user's
+//! ([`rundir`]), stopping early without leaving anything ([`interrupt`]),
+//! and the audit proper: its runbook, grants and judging relative to a user's
 //! policy ([`audit`]). The binaries `oajail-probe` (one attack per
 //! invocation, inside the jail) and `oajail-lab` (the hermetic network
 //! lab) live in `src/bin/`; the `.deb` installs both beside `oajail`.
@@ -36,6 +37,7 @@ pub mod audit;
 pub mod canary;
 pub mod catalog;
 pub mod dns;
+pub mod interrupt;
 pub mod lab;
 pub mod labspec;
 pub mod rundir;

@@ -270,6 +270,9 @@ impl Setup {
             for _ in 0..self.jobs.max(1) {
                 s.spawn(|| {
                     loop {
+                        if crate::interrupt::stopped().is_some() {
+                            break;
+                        }
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(case) = cases.get(i) else { break };
                         let f = self.run_case(policy, case);

@@ -766,6 +766,58 @@ fn the_audit_leaves_the_directory_tree_as_it_found_it() {
     assert_eq!(tree(&dir), before, "{err}");
 }
 
+/// Wait (up to 10 s) until no process runs in or names `needle`.
+fn none_left_running(needle: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_in(needle).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running 10 s after the audit ended: {:?}",
+            processes_in(needle)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Ctrl-C (SIGINT) while attacks run: the audit kills its labs, says so in
+/// one line, writes no report, exits 130 and leaves nothing behind.
+#[test]
+fn ctrl_c_stops_the_audit_and_removes_its_labs() {
+    let dir = scratch("c");
+    let before = tree(&dir);
+    let base = dir.join("labs");
+    let tools = Tools::locate();
+    let child = Command::new(&tools.oajail)
+        .args(["audit", "--only", "A,B", "--jobs", "3"])
+        .env("OAJAIL_PROBE_BIN", &tools.probe)
+        .env("OAJAIL_LAB_BIN", &tools.lab)
+        .env("OAJAIL_AUDIT_DIR", &base)
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start oajail audit");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while tree(&base).iter().filter(|p| p.ends_with("/ws")).count() < 3 {
+        assert!(std::time::Instant::now() < deadline, "no labs after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("a pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("send SIGINT");
+    let out = child.wait_with_output().expect("wait for the audit");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("oajail: audit: stopped by SIGINT after ")
+                && l.ends_with(" attacks; no report, and the labs are removed")),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "a partial report was printed");
+    none_left_running(&base.display().to_string());
+    assert_eq!(tree(&dir), before, "{err}");
+}
+
 /// `kill -9` of the audit: its labs, sleepers and jailed commands die with
 /// it, and the next audit removes what it left (and says so).
 #[test]
@@ -797,15 +849,7 @@ fn a_killed_audit_leaves_nothing_running_and_the_next_one_sweeps_it() {
     child.kill().expect("kill -9 the audit");
     let _ = child.wait();
     let needle = base.display().to_string();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !processes_in(&needle).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still running 10 s after the audit was killed: {:?}",
-            processes_in(&needle)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    none_left_running(&needle);
     assert!(
         !tree(&base).is_empty(),
         "the killed run left nothing to sweep"
