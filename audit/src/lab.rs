@@ -4,7 +4,7 @@
 //! recorded into a [`Run`].
 
 use crate::canary::{self, SECRET_ENV};
-use crate::labspec::{DnsMode, LabConfig, LabResult, SinkEvent};
+use crate::labspec::{DnsMode, LabConfig, LabNetwork, LabResult, SinkEvent};
 use crate::verdict::ProbeReport;
 use std::collections::BTreeMap;
 use std::fs;
@@ -338,15 +338,14 @@ impl Lab {
         let src = fixtures_dir().join(fixture);
         let text = fs::read_to_string(&src)
             .unwrap_or_else(|e| panic!("security lab: read fixture {}: {e}", src.display()));
-        let dst = self.dir.join("policy.json");
-        fs::write(&dst, text.replace("@LAB@", &self.dir.display().to_string()))
-            .unwrap_or_else(|e| panic!("security lab: write policy: {e}"));
-        dst.display().to_string()
+        self.policy_text(&text.replace("@LAB@", &self.dir.display().to_string()))
     }
 
     /// Write `text` as the lab's policy file; returns its path.
+    /// (With `OAJAIL_SECURITY_NESTED=1` it carries `enableWeakerNestedSandbox`.)
     pub fn policy_text(&self, text: &str) -> String {
         let dst = self.dir.join("policy.json");
+        let text = crate::switches::opt_in(text).unwrap_or_else(|e| panic!("security lab: {e}"));
         fs::write(&dst, text).unwrap_or_else(|e| panic!("security lab: write policy: {e}"));
         dst.display().to_string()
     }
@@ -378,6 +377,10 @@ impl Lab {
                 (*name).into(),
                 canary::canary(&self.token, &format!("env-{name}")),
             ));
+        }
+        for (name, template) in canary::SECRET_ENV_VALUES {
+            let value = canary::canary(&self.token, &format!("env-{name}"));
+            env.push(((*name).into(), template.replace("{}", &value)));
         }
         env
     }
@@ -420,6 +423,7 @@ impl Lab {
 
     /// Run the probe under oajail with no settings file (the built-in default policy).
     pub fn jailed_default(&self, probe: &[&str], opts: &RunOptions) -> Run {
+        crate::switches::no_file_allowed().unwrap_or_else(|e| panic!("security lab: {e}"));
         self.probe_under(&self.tools.oajail, None, &[], probe, opts)
     }
 
@@ -448,6 +452,7 @@ impl Lab {
         if let Some(policy) = policy {
             argv.extend(["-s".to_owned(), policy.to_owned()]);
         }
+        argv.extend(crate::switches::extra_oajail_args());
         argv.extend(opts.oajail_args.iter().cloned());
         argv.push("--".into());
         argv.push(self.tools.probe.display().to_string());
@@ -505,6 +510,9 @@ impl Lab {
             stdin_file: opts.stdin.as_ref().map(|_| self.dir.join("stdin.bin")),
             stdin_hold_ms: opts.stdin_hold_ms,
             overlays: opts.overlays.clone(),
+            network: LabNetwork::from_env().map_err(|e| {
+                LabError::new(e, std::io::Error::from(std::io::ErrorKind::InvalidInput))
+            })?,
         };
         if let Some(bytes) = &opts.stdin {
             fs::write(self.dir.join("stdin.bin"), bytes)

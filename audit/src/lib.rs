@@ -6,6 +6,7 @@
 //! the host-side harness that runs one command in the lab ([`lab`]), the
 //! directories labs live in and their removal, also after a `kill -9`
 //! ([`rundir`]), stopping early without leaving anything ([`interrupt`]),
+//! the security suite's switches for its runs in containers ([`switches`]),
 //! and the audit proper: its runbook, grants and judging relative to a user's
 //! policy ([`audit`]). The binaries `oajail-probe` (one attack per
 //! invocation, inside the jail) and `oajail-lab` (the hermetic network
@@ -42,5 +43,6 @@ pub mod lab;
 pub mod labspec;
 pub mod rundir;
 pub mod sinks;
+pub mod switches;
 pub mod tlssink;
 pub mod verdict;

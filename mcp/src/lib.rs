@@ -12,10 +12,15 @@
 //! - JavaScript never runs in the server process: every `execute` runs in a
 //!   single-use worker process (`openagenda-mcp-worker`, or this binary
 //!   re-executed) that gets no code until it has dropped its
-//!   privileges (seccomp: no open, no socket, no exec, no ptrace; rlimits),
-//!   and that the server kills on its deadline;
+//!   privileges (a seccomp allow list: its pipes, memory, clocks, exit;
+//!   rlimits), and that the server kills on its deadline;
 //! - the API key lives only in the server's [`api::ApiClient`]; it is never
-//!   sent to a worker, never logged and redacted from every error text;
+//!   sent to a worker, never logged and redacted from every text a script
+//!   sees, as decoded ([`redact`]);
+//! - what one execute can make the server hold is bounded whatever its
+//!   script does ([`budget`]), and no work of one call runs long on the
+//!   event loop: searches and worker spawns have lanes of their own
+//!   ([`lane`]), large values are walked on blocking threads;
 //! - stdout carries MCP protocol only; every log line goes to stderr
 //!   ([`log`]); the MCP SDK is only used from [`mcp`], behind the line
 //!   framing of [`stdio`], which answers every input line it refuses;
@@ -31,15 +36,19 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod api;
+pub mod budget;
 pub mod config;
 pub mod egress;
 pub mod error;
 pub mod executor;
 pub mod http_rules;
+pub mod lane;
 pub mod log;
 pub mod mcp;
+pub mod redact;
 pub mod relaunch;
 pub mod render;
+pub mod reply;
 pub mod search;
 pub mod spec;
 pub mod stdio;

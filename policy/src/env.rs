@@ -20,8 +20,11 @@
 //!    config (`GIT_CONFIG_*`, which can hold `http.extraHeader` tokens), or
 //!    whose value is a URL with user information (`postgres://u:p@h/db`) or
 //!    holds a recognisable secret (a well-known token prefix such as `ghp_`,
-//!    `github_pat_`, `xoxb-`, `AKIA`, `sk-`; a PEM private key; a JWT: see
-//!    `env_values.rs`) is dropped; `explain` shows why;
+//!    `github_pat_`, `xoxb-`, `AKIA`, `sk-`; a PEM private key; a JWT; an
+//!    assignment of a password or key such as `password=`, `Pwd=`,
+//!    `AccountKey=` in a query or connection string; an `Authorization`
+//!    scheme with its credentials: see `env_values.rs`) is dropped;
+//!    `explain` shows why;
 //! 6. everything else passes unchanged.
 //!
 //! Then oajail's own variables are appended in a fixed order:
@@ -61,6 +64,7 @@ pub const SECRET_SEGMENTS: &[&str] = &[
     "COOKIE",
     "COOKIES",
     "PASS",
+    "PW",
     "PWD",
     "PAT",
     "JWT",

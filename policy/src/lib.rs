@@ -47,6 +47,7 @@ pub mod error;
 pub mod guard;
 pub mod hash;
 pub mod host;
+pub mod host_runs;
 mod json;
 pub mod l7;
 mod model;
@@ -57,7 +58,7 @@ mod schema;
 pub mod srt;
 pub mod stat;
 
-pub use defaults::DEFAULT_DENY_READ;
+pub use defaults::{DEFAULT_DENY_READ, builtin_reason};
 pub use error::{JsonPath, PolicyError};
 pub use model::{
     FilesystemPolicy, Limits, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy,

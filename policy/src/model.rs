@@ -94,7 +94,9 @@ pub struct PathEntry {
 pub struct ProcessPolicy {
     /// srt `allowNestedUserNamespaces`: the command may create user namespaces.
     pub allow_nested_user_namespaces: bool,
-    /// srt `enableWeakerNestedSandbox`: accepted; oajail still mounts a fresh /proc.
+    /// srt `enableWeakerNestedSandbox`: accepts the losses of the tier the
+    /// environment allows (a container that refuses steps of the full
+    /// jail); never asks for one.
     pub enable_weaker_nested_sandbox: bool,
     /// srt `git.safeDirectories`, injected as `GIT_CONFIG_*` variables.
     pub git_safe_directories: Vec<String>,
@@ -173,6 +175,10 @@ pub struct Loaded {
     /// One line per accepted-but-unimplemented key, unknown key, or dropped
     /// value, each `<json path>: <what happened>` (no origin prefix).
     pub warnings: Vec<String>,
+    /// The `denyRead` entries the built-in secret list added to a settings
+    /// file's own ([`Policy::deny_builtin_secret_stores`]); empty until
+    /// that step ran.
+    pub builtin_deny_read: Vec<PathEntry>,
 }
 
 /// One masked environment variable.

@@ -40,7 +40,11 @@ impl Policy {
             let mut warnings = check::check_document(&value)?;
             let draft = draft_from_srt(root)?;
             let policy = draft.build(&mut warnings)?;
-            Ok(Loaded { policy, warnings })
+            Ok(Loaded {
+                policy,
+                warnings,
+                builtin_deny_read: Vec::new(),
+            })
         })();
         loaded.map_err(|p: Problem| p.with_origin(origin))
     }

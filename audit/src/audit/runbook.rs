@@ -421,6 +421,18 @@ fn resources() -> Vec<Case> {
             Target::Limit("tmpSizeBytes".into(), 64 << 20),
             vec!["fill-file", "/tmp/fill", "64"],
         ),
+        // Memory RLIMIT_AS does not count: a memory cgroup holds it, or the
+        // jail refuses the calls (limits::SharedMemory).
+        (
+            "H9-memfd-whole-jail",
+            Target::Limit("addressSpaceBytes".into(), 256 << 20),
+            vec!["memfd-fill", "256"],
+        ),
+        (
+            "H10-sysv-whole-jail",
+            Target::Limit("addressSpaceBytes".into(), 256 << 20),
+            vec!["sysv-fill", "256"],
+        ),
     ];
     rows.into_iter()
         .filter_map(|(id, t, p)| row(id, Kind::Resources, t, &p))

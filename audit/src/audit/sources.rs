@@ -49,10 +49,14 @@ pub fn secret_sources(policy: &Policy) -> Vec<(String, Loc)> {
     out
 }
 
-/// The paths the policy's read rules name (denyRead first).
+/// The paths the policy's read rules name (denyRead first), the built-in
+/// secret stores a settings file keeps last (the fake home plants the
+/// usual ones anyway; the file's own entries must not be crowded out).
 fn named(policy: &Policy) -> impl Iterator<Item = &PathEntry> {
     let fs = &policy.filesystem;
-    fs.deny_read.iter().chain(&fs.allow_read)
+    let builtin = |e: &&PathEntry| oajail_policy::builtin_reason(&e.path).is_some();
+    let (stores, own): (Vec<&PathEntry>, Vec<&PathEntry>) = fs.deny_read.iter().partition(builtin);
+    own.into_iter().chain(&fs.allow_read).chain(stores)
 }
 
 /// Where the canary for a policy path goes: the path itself when it names

@@ -12,6 +12,7 @@ use super::{LogLine, Outcome, ToServer, ToWorker, sandbox};
 use crate::McpError;
 use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, Function, Object, Promise, Runtime, Value, promise::PromiseState};
+use serde_json::value::RawValue;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -44,12 +45,29 @@ struct Shared {
     outstanding: Cell<usize>,
 }
 
+/// What a worker runs in place of the script: the syscall probe of the
+/// tests (`src/probe_main.rs`, a binary that is never shipped). It is called
+/// once just before the seccomp filter is installed (`false`) and once after
+/// `exec` arrives (`true`, with the code sent), and returns JSON text; the
+/// run's result is `{"before": …, "after": …}`.
+pub type StandIn = fn(after_filter: bool, code: &str) -> String;
+
 /// Entry point of `openagenda-mcp __execute-worker MEMORY_MB TIMEOUT_MS`.
 ///
 /// Everything that does not depend on the code (limits, runtime, context,
 /// `console` and `oa`, the seccomp filter) happens before [`ToServer::Ready`],
 /// while the worker waits in the pool; after it, only the script runs.
 pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
+    run_with(memory_mb, timeout_ms, None)
+}
+
+/// [`run`], with a [`StandIn`] in place of the script when given: the same
+/// limits, world and filter, in the same order.
+pub fn run_with(
+    memory_mb: u64,
+    timeout_ms: u64,
+    stand_in: Option<StandIn>,
+) -> Result<(), McpError> {
     die_with_parent()?;
     let cpu_secs = timeout_ms.div_ceil(1000) + 2;
     sandbox::apply_rlimits(memory_mb, cpu_secs)?;
@@ -67,7 +85,7 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     };
     shared.output_cap.set(output_cap);
     shared.max_calls.set(u64::from(max_calls));
-    let Some(outcome) = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops))? else {
+    let Some(outcome) = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops, stand_in))? else {
         // The server closed the pipe before sending code: it is shutting
         // down and this pooled worker was never used. Not an error.
         return Ok(());
@@ -92,6 +110,7 @@ fn prepare_and_run(
     ctx: &Ctx<'_>,
     shared: &Rc<Shared>,
     ops: &[(String, String)],
+    stand_in: Option<StandIn>,
 ) -> Result<Option<Outcome>, McpError> {
     let settle = install_host(ctx, shared)
         .and_then(|()| ctx.eval::<Function, _>(shim(ops, shared.max_calls.get())))
@@ -99,6 +118,7 @@ fn prepare_and_run(
             step: "quickjs world",
             source,
         })?;
+    let before = stand_in.map(|f| f(false, ""));
     sandbox::apply_seccomp()?;
     frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready)
         .map_err(McpError::WorkerPipe)?;
@@ -111,6 +131,13 @@ fn prepare_and_run(
     shared
         .deadline
         .set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
+    if let (Some(f), Some(before)) = (stand_in, before) {
+        let report = format!(r#"{{"before":{before},"after":{}}}"#, f(true, &code));
+        return Ok(Some(match RawValue::from_string(report) {
+            Ok(result_json) => Outcome::Ok { result_json },
+            Err(e) => internal(format!("stand-in report: {e}")),
+        }));
+    }
     Ok(Some(run_script(ctx, shared, &code, &settle)))
 }
 
@@ -200,7 +227,7 @@ fn near_memory_limit(outcome: Outcome, rt: &Runtime, memory_mb: u64) -> Outcome 
 fn enforce_output_cap(outcome: Outcome, shared: &Shared) -> Outcome {
     let logs = shared.logs.borrow();
     let result_len = match &outcome {
-        Outcome::Ok { result_json } => result_json.len(),
+        Outcome::Ok { result_json } => result_json.get().len(),
         Outcome::Err { .. } => 0,
     };
     let cap = shared.output_cap.get();
@@ -262,11 +289,14 @@ fn install_host<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()
                 return Ok(-1.0);
             }
             sender.next_call.set(id + 1);
+            let host_error = |e: String| rquickjs::Error::new_from_js_message("host", "oa", e);
+            // JSON.stringify's output: checked anyway, the server reads it raw.
+            let args = RawValue::from_string(args).map_err(|e| host_error(e.to_string()))?;
             frame::write_sync(
                 &mut std::io::stdout().lock(),
                 &ToServer::Call { id, op, args },
             )
-            .map_err(|e| rquickjs::Error::new_from_js_message("host", "oa", e.to_string()))?;
+            .map_err(|e| host_error(e.to_string()))?;
             sender.outstanding.set(sender.outstanding.get() + 1);
             // Ids stay far below 2^53, so they are exact as JS numbers.
             Ok(id as f64)
@@ -409,7 +439,7 @@ fn drive<'js>(
                 shared.outstanding.set(shared.outstanding.get() - 1);
                 // A throw here is the script's own (e.g. out of memory while
                 // parsing); it surfaces through the promise or the next job.
-                let _ = settle.call::<_, ()>((id as f64, json));
+                let _ = settle.call::<_, ()>((id as f64, json.get()));
             }
             ToWorker::Exec { .. } | ToWorker::Init { .. } => {
                 return Err(FrameError::Io(std::io::Error::other("unexpected frame")));
@@ -420,14 +450,16 @@ fn drive<'js>(
 }
 
 fn finish<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>, value: Value<'js>) -> Outcome {
+    let raw = |text: String| match RawValue::from_string(text) {
+        Ok(result_json) => Outcome::Ok { result_json },
+        Err(e) => internal(format!("result: {e}")),
+    };
     match ctx.json_stringify(value) {
         Ok(Some(s)) => match s.to_string() {
-            Ok(text) => Outcome::Ok { result_json: text },
+            Ok(text) => raw(text),
             Err(e) => internal(format!("result string: {e}")),
         },
-        Ok(None) => Outcome::Ok {
-            result_json: "null".into(),
-        },
+        Ok(None) => raw("null".into()),
         Err(_) => {
             let exc = ctx.catch();
             match classify(ctx, shared, exc) {

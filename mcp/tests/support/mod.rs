@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // shared by several test binaries; tests may panic
 
 pub mod mock;
+pub mod rig;
 
 use serde_json::{Value, json};
 use std::collections::HashMap;

@@ -154,7 +154,7 @@ fn audits_default_policy() {
 
 #[test]
 fn audits_dev_shell_policy() {
-    let report = expect_counts("dev-shell.json", 124, 26);
+    let report = expect_counts("dev-shell.json", 160, 11);
     // Every allowed domain is either the target of exfiltration attacks
     // or listed as untested, with the reason.
     let policy: Value = serde_json::from_str(
@@ -200,7 +200,7 @@ fn audits_dev_shell_policy() {
 
 #[test]
 fn audits_globs_and_literals_policy() {
-    let report = expect_counts("globs-and-literals.json", 122, 34);
+    let report = expect_counts("globs-and-literals.json", 161, 9);
     expect_blocked(
         &report,
         &["A4-symlinked-write-root:./build", "I1-proxy-fails-to-start"],
@@ -211,7 +211,7 @@ fn audits_globs_and_literals_policy() {
 fn audits_mcp_server_policy() {
     // The server's own policy: exfiltration through the API host is refused
     // by its read-only HTTP rules inside the terminated tunnel.
-    let report = expect_counts("mcp-server.json", 119, 6);
+    let report = expect_counts("mcp-server.json", 160, 6);
     expect_blocked(
         &report,
         &[
@@ -223,12 +223,12 @@ fn audits_mcp_server_policy() {
 
 #[test]
 fn audits_srt_compat_policy() {
-    expect_counts("srt-compat.json", 119, 31);
+    expect_counts("srt-compat.json", 158, 9);
 }
 
 #[test]
 fn audits_strict_offline_policy() {
-    expect_counts("strict-offline.json", 119, 4);
+    expect_counts("strict-offline.json", 159, 4);
 }
 
 const WEAK: &str = r#"{
@@ -270,11 +270,27 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
     let policy = weak_policy();
     let p = policy.display().to_string();
     let (out, report) = json_report(&["-s", &p, "--only", "A,B,X", "--fail-on", "allowed"]);
-    let key = finding(&report, "A2-secret-store:~/.ssh/id_ed25519");
+    // The built-in secret stores stay denied under a settings file that
+    // omits them (docs/srt-compatibility.md); another project's .env is
+    // the policy's to deny.
+    for store in [
+        "~/.ssh/id_ed25519",
+        "~/.aws/credentials",
+        "~/.git-credentials",
+    ] {
+        let f = finding(&report, &format!("A2-secret-store:{store}"));
+        assert_eq!(f["verdict"], "blocked", "{f:#}");
+        let reason = f["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("blocked by ") && reason.contains(&format!(" covers {store}")),
+            "{reason}"
+        );
+    }
+    let key = finding(&report, "A2-secret-store:~/projects/other/.env");
     assert_eq!(key["verdict"], "allowed", "{key:#}");
     assert_eq!(
         key["reason"],
-        "allowed because no filesystem.denyRead entry covers ~/.ssh/id_ed25519 (reads are open unless denied)"
+        "allowed because no filesystem.denyRead entry covers ~/projects/other/.env (reads are open unless denied)"
     );
     assert_eq!(
         grant_of(key),
