@@ -10,7 +10,7 @@
 
 use crate::Fail;
 use crate::audit_format::{self, Report};
-use crate::cli::{AuditArgs, Common};
+use crate::cli::{AuditArgs, AuditTier, Common};
 use crate::settings::{self, Origin};
 use anyhow::{Context, anyhow};
 use oajail_audit::audit::session::{self, Setup};
@@ -73,6 +73,7 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
         policy_text: policy_text.clone(),
         env: test_switches(),
         jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
+        refuse_userns: args.tier == Some(AuditTier::Container),
     };
     let progress = Progress::new(cases.len());
     progress.preflight();
@@ -81,9 +82,9 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     if let Some(code) = stopped(0, cases.len()) {
         return Ok(code);
     }
-    let jail = preflight.map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
+    let jail = preflight.map_err(|e| Fail::setup(anyhow!("audit: {e}{}", lab_hint(&e))))?;
     let start = Instant::now();
-    let findings = setup.run_all(policy, &cases, &|f| progress.saw(f));
+    let findings = setup.run_all(policy, &jail, &cases, &|f| progress.saw(f));
     progress.finish();
     if let Some(code) = stopped(findings.len(), cases.len()) {
         return Ok(code);
@@ -114,6 +115,20 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     }
     eprintln!("oajail: audit: {}", report.summary_line());
     Ok(i32::from(report.fails()))
+}
+
+/// What to do when the lab itself cannot have its namespaces: where a
+/// container's defaults refuse them, the lab cannot be built there, but
+/// the policy can be audited as the container tier holds it elsewhere.
+fn lab_hint(e: &session::AuditError) -> &'static str {
+    match e.to_string().contains("unshare lab namespaces") {
+        true => {
+            " (the lab needs a network and a mount namespace, which this place refuses; \
+             to audit this policy as oajail's container tier holds it here, run \
+             `oajail audit --tier container` where user namespaces work)"
+        }
+        false => "",
+    }
 }
 
 /// When a signal stopped the audit: say so (no report: a partial one

@@ -140,6 +140,9 @@ pub struct RunOptions {
     pub daemon_marker: Option<String>,
     /// Make user namespaces unavailable to the command.
     pub no_userns: bool,
+    /// Refuse the command user namespaces with a seccomp filter (`EPERM`),
+    /// as a container runtime's default profile does.
+    pub refuse_userns: bool,
     /// Mount the fake home a second time at `<lab>/home-alias`.
     pub alias_home: bool,
     /// DNS answering mode.
@@ -502,6 +505,7 @@ impl Lab {
                 .map(|d| (d, canary::canary(&self.token, "keyring"))),
             daemon_marker: opts.daemon_marker.clone(),
             no_userns: opts.no_userns,
+            refuse_userns: opts.refuse_userns,
             alias_home: opts.alias_home,
             abstract_name: self.abstract_name.clone(),
             dns: opts.dns,

@@ -224,6 +224,8 @@ pub fn judge(
     };
     let worked = match &case.target {
         Target::Exfil(_) => !seen.is_empty(),
+        // It ran at all (the tier's other rules are the other rows').
+        Target::ContainerTier => probe.is_some() || !effects.is_empty(),
         // A daemon attack's probe "succeeds" in starting its daemon; it
         // works only if the lab finds the daemon alive after the jail.
         _ if case.stage.daemon => !effects.is_empty(),
@@ -270,7 +272,15 @@ pub fn judge(
             grants: g,
             detail: detail(""),
         },
-        Err(why) => escape(detail(&why), &why),
+        Err(why) => match grants.tier_loss(case) {
+            Some(loss) => Judged {
+                verdict: Verdict::Allowed,
+                reason: because(std::slice::from_ref(&loss)),
+                grants: vec![loss],
+                detail: detail(""),
+            },
+            None => escape(detail(&why), &why),
+        },
     }
 }
 

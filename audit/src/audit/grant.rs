@@ -7,14 +7,16 @@
 //! a user would have to change. A target it cannot grant stays `None`, and a
 //! success there is an escape.
 
-use super::{Channel, Grant, Loc, Target};
+use super::jailinfo::{JailInfo, rule_class};
+use super::{Case, Channel, Grant, Loc, Target};
 use crate::canary::SECRET_ENV;
 use oajail_policy::guard::names::{self, Entry};
 use oajail_policy::host::canonicalize;
 use oajail_policy::{PathEntry, Policy};
 use std::path::{Path, PathBuf};
 
-/// The policy plus the lab's home and workspace it is resolved against.
+/// The policy plus the lab's home and workspace it is resolved against,
+/// and the jail the attacks ran in (whose named losses the run accepted).
 pub struct Grants<'a> {
     /// The user's policy.
     pub policy: &'a Policy,
@@ -22,6 +24,8 @@ pub struct Grants<'a> {
     pub home: PathBuf,
     /// The lab's workspace (`.`).
     pub ws: PathBuf,
+    /// The jail the attacks ran in, when known.
+    pub jail: Option<&'a JailInfo>,
 }
 
 impl Grants<'_> {
@@ -49,6 +53,13 @@ impl Grants<'_> {
                 })
             }
             Target::Limit(name, amount) => self.limit(name, *amount).map(|g| vec![g]),
+            Target::ContainerTier => self.policy.process.enable_weaker_nested_sandbox.then(|| {
+                vec![grant(
+                    "enableWeakerNestedSandbox",
+                    Some("true"),
+                    "enableWeakerNestedSandbox accepts the container tier, and the losses its banner names, where user namespaces are refused",
+                )]
+            }),
             Target::Exfil(_) | Target::Never => None,
         }
     }
@@ -88,6 +99,24 @@ impl Grants<'_> {
         Ok(out)
     }
 
+    /// When the jail the attacks ran in does not hold `case`'s rule class
+    /// in full (a loss its banner names and the run accepted, with
+    /// `enableWeakerNestedSandbox` or `--allow-degraded`), that loss.
+    pub fn tier_loss(&self, case: &Case) -> Option<Grant> {
+        let jail = self.jail?;
+        let class = rule_class(case)?;
+        jail.unheld.iter().any(|c| c == class).then(|| {
+            grant(
+                "tier",
+                Some(&jail.tier),
+                &format!(
+                    "the {} tier does not hold {class} in full here (a loss the run names and accepts)",
+                    jail.tier
+                ),
+            )
+        })
+    }
+
     /// Why the policy does not grant `target`: the rule a blocked attack
     /// met (the covering deny entry, the allow entry that is missing, or a
     /// protection no entry lifts), or, when it does grant it, that the
@@ -104,6 +133,9 @@ impl Grants<'_> {
             Target::UnixSockets => "network.allowAllUnixSockets is false".into(),
             Target::NestedUserNamespaces => "allowNestedUserNamespaces is false".into(),
             Target::Limit(name, amount) => format!("oajail.limits.{name} is below {amount} bytes"),
+            Target::ContainerTier => {
+                "without enableWeakerNestedSandbox, oajail must refuse to run here".into()
+            }
             Target::Exfil(Channel::Stdout) => {
                 "the command's stdout is always open: only the read rules stand".into()
             }
@@ -349,5 +381,54 @@ fn shown(t: &Target) -> String {
         Target::Read(l) | Target::Write(l) => l.shown(),
         Target::Env => "the secret-named environment".into(),
         other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::audit::{Kind, Stage};
+
+    fn case(id: &str, target: Target) -> Case {
+        Case {
+            id: id.into(),
+            family: id.chars().next().unwrap(),
+            title: String::new(),
+            kind: Kind::Isolation,
+            target,
+            probe: vec![],
+            stage: Stage::default(),
+        }
+    }
+
+    #[test]
+    fn a_loss_the_jail_names_allows_only_its_own_rows() {
+        let policy = Policy::builtin_default();
+        let jail = JailInfo {
+            tier: "container".into(),
+            unheld: vec!["other-egress".into()],
+            ..JailInfo::default()
+        };
+        let grants = Grants {
+            policy: &policy,
+            home: PathBuf::from("/lab/home"),
+            ws: PathBuf::from("/lab/ws"),
+            jail: Some(&jail),
+        };
+        let udp = grants.tier_loss(&case("E2-udp-public", Target::Never)).unwrap();
+        assert_eq!(
+            (udp.field.as_str(), udp.entry.as_deref()),
+            ("tier", Some("container"))
+        );
+        assert_eq!(
+            udp.why,
+            "the container tier does not hold other-egress in full here (a loss the run names and accepts)"
+        );
+        // TCP egress is held: a direct TCP success stays an escape.
+        assert!(grants.tier_loss(&case("E1-tcp-public-v4", Target::Never)).is_none());
+        assert!(grants.tier_loss(&case("G1-secret-env", Target::Env)).is_none());
+        let none = Grants { jail: None, ..grants };
+        assert!(none.tier_loss(&case("E2-udp-public", Target::Never)).is_none());
     }
 }

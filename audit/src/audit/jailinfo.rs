@@ -7,6 +7,7 @@
 //! lab in a container, or with user namespaces taken away, gives the jail
 //! another tier, and the report says which one it audited.
 
+use super::Case;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -60,9 +61,16 @@ impl JailInfo {
     /// fallbacks and the rule classes not held in full.
     pub fn summary(&self) -> String {
         let mut out = format!("{} tier", self.tier);
-        let below: Vec<String> = (self.layers.iter())
-            .filter(|(_, s)| s != "full")
-            .map(|(l, s)| format!("{l} {s}"))
+        // Layers off for one reason are named together.
+        let mut below: Vec<(Vec<&str>, &str)> = Vec::new();
+        for (layer, status) in self.layers.iter().filter(|(_, s)| s != "full") {
+            match below.iter_mut().find(|(_, s)| *s == status) {
+                Some((names, _)) => names.push(layer),
+                None => below.push((vec![layer], status)),
+            }
+        }
+        let below: Vec<String> = (below.iter())
+            .map(|(names, status)| format!("{} {status}", names.join(", ")))
             .collect();
         if below.is_empty() {
             out.push_str("; every layer at its planned level");
@@ -77,6 +85,27 @@ impl JailInfo {
         }
         out
     }
+}
+
+/// The rule class (as `oajail explain` names them) an attack tests, by
+/// its catalogue row: the class whose loss, when the jail names it, makes
+/// the attack's success expected rather than an escape.
+pub fn rule_class(case: &Case) -> Option<&'static str> {
+    let row = case.id.split('-').next().unwrap_or("");
+    Some(match row {
+        "A1" | "A2" | "A3" | "A6" => "read-deny",
+        "A4" | "B1" | "B6" | "B8" => "write-allow",
+        "B2" | "B4" => "mandatory-denies",
+        "A7" | "B7" | "C1" | "C2" => "processes",
+        "C3" => "signals",
+        "C4" => "host-sockets",
+        "C5" => "abstract-sockets",
+        "C7" | "C8" | "C10" => "devices",
+        "E1" | "E7" | "X5" => "tcp-egress",
+        "E2" | "E3" | "E4" | "E6" | "X6" => "other-egress",
+        d if d.starts_with('D') => "syscalls",
+        _ => return None,
+    })
 }
 
 /// A layer's status in words: `full`, else its kind and the first reason

@@ -124,6 +124,9 @@ pub enum Target {
     NestedUserNamespaces,
     /// Use more of a resource than this (`oajail.limits.<name>`, amount).
     Limit(String, u64),
+    /// Run at all where user namespaces are refused: the container tier,
+    /// which `enableWeakerNestedSandbox` accepts.
+    ContainerTier,
     /// No policy entry can grant this (mandatory denies, kernel surface,
     /// other processes, direct egress): success is always an escape.
     Never,

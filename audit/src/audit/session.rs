@@ -32,6 +32,10 @@ pub struct Setup {
     pub env: Vec<(String, String)>,
     /// Labs run at the same time.
     pub jobs: usize,
+    /// Refuse oajail user namespaces in every lab, as a container's default
+    /// seccomp profile does (`--tier container`): the jail then runs its
+    /// container tier.
+    pub refuse_userns: bool,
 }
 
 /// Why the audit could not run at all.
@@ -96,6 +100,7 @@ impl Setup {
             keyring_desc: stage.keyring.then(|| format!("oaj_canary_{}", lab.token)),
             daemon_marker: stage.daemon.then(|| format!("oajail-daemon-{}", lab.token)),
             no_userns: stage.no_userns,
+            refuse_userns: self.refuse_userns,
             ..RunOptions::default()
         }
     }
@@ -231,7 +236,7 @@ impl Setup {
     }
 
     /// Run one case in a fresh lab.
-    pub fn run_case(&self, policy: &Policy, case: &Case) -> Finding {
+    pub fn run_case(&self, policy: &Policy, jail: &JailInfo, case: &Case) -> Finding {
         let start = Instant::now();
         let sources = secret_sources(policy);
         let judged = self.lab(&case.id).and_then(|mut lab| {
@@ -242,6 +247,7 @@ impl Setup {
                 policy,
                 home: lab.dir.join("home"),
                 ws: lab.dir.join("ws"),
+                jail: Some(jail),
             };
             Ok(judge(case, &mut lab, &run, &grants, &sources))
         });
@@ -256,11 +262,13 @@ impl Setup {
         }
     }
 
-    /// Run every case, `jobs` at a time; `progress` sees each finding as it
-    /// lands. The findings come back in the order of `cases`.
+    /// Run every case, `jobs` at a time, in the jail `jail` describes (the
+    /// preflight's); `progress` sees each finding as it lands. The findings
+    /// come back in the order of `cases`.
     pub fn run_all(
         &self,
         policy: &Policy,
+        jail: &JailInfo,
         cases: &[Case],
         progress: &(dyn Fn(&Finding) + Sync),
     ) -> Vec<Finding> {
@@ -275,7 +283,7 @@ impl Setup {
                         }
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(case) = cases.get(i) else { break };
-                        let f = self.run_case(policy, case);
+                        let f = self.run_case(policy, jail, case);
                         progress(&f);
                         if let Ok(mut slots) = slots.lock() {
                             slots[i] = Some(f);

@@ -26,6 +26,8 @@
 #[path = "oajail-probe/raw.rs"]
 mod raw;
 
+#[path = "oajail-lab/exec.rs"]
+mod exec;
 #[path = "oajail-lab/overlay.rs"]
 mod overlay;
 
@@ -48,10 +50,10 @@ use std::time::{Duration, Instant};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(Ok(ppid)) = std::env::var("OAJAIL_LAB_PARENT").ok().map(|p| p.parse()) {
-        die_with_parent(ppid);
+        exec::die_with_parent(ppid);
     }
     let code = match args.first().map(String::as_str) {
-        Some("exec") if args.len() > 3 && args[2] == "--" => exec_with_parent(&args[1], &args[3..]),
+        Some("exec") => exec::exec(&args[1..]),
         Some("sleeper") => {
             std::thread::sleep(Duration::from_secs(600));
             0
@@ -69,30 +71,6 @@ fn main() {
         }
     };
     std::process::exit(code);
-}
-
-/// Be killed when process `ppid` (this one's parent) dies; exit at once if
-/// it already has (this process was then handed to another parent).
-fn die_with_parent(ppid: i32) {
-    let armed = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
-    if armed.is_err() || nix::unistd::getppid().as_raw() != ppid {
-        std::process::exit(3);
-    }
-}
-
-/// `exec PPID -- ARGV`: become ARGV, killed when PPID dies (the setting
-/// survives `execve`, and the user namespace `unshare` enters is owned by
-/// this uid, so entering it keeps it too).
-fn exec_with_parent(ppid: &str, argv: &[String]) -> i32 {
-    use std::os::unix::process::CommandExt;
-    let Ok(ppid) = ppid.parse() else {
-        eprintln!("oajail-lab: exec: bad parent pid {ppid:?}");
-        return 2;
-    };
-    die_with_parent(ppid);
-    let e = Command::new(&argv[0]).args(&argv[1..]).exec();
-    eprintln!("oajail-lab: exec {}: {e}", argv[0]);
-    127
 }
 
 fn run(config_path: &Path) -> i32 {
@@ -448,15 +426,7 @@ fn leak_fds(config: &LabConfig, log: &EventLog) -> Result<(Leaks, String)> {
 }
 
 fn command_argv(config: &LabConfig) -> Vec<String> {
-    // The command dies with this lab (which dies with the audit or test).
-    let me =
-        std::env::current_exe().map_or_else(|_| "oajail-lab".into(), |p| p.display().to_string());
-    let mut argv = vec![
-        me,
-        "exec".into(),
-        std::process::id().to_string(),
-        "--".into(),
-    ];
+    let mut argv = Vec::new();
     // A prepared lab runs as the caller already; its own lab runs as root
     // of a user namespace.
     if config.uid != 0 && config.network == LabNetwork::Own {
@@ -470,6 +440,15 @@ fn command_argv(config: &LabConfig) -> Vec<String> {
             "--".into(),
         ]);
     }
+    // Then (as the caller) the command dies with this lab, which dies with
+    // the audit or test; `--tier container` takes user namespaces away.
+    let me =
+        std::env::current_exe().map_or_else(|_| "oajail-lab".into(), |p| p.display().to_string());
+    argv.extend([me, "exec".into(), std::process::id().to_string()]);
+    if config.refuse_userns {
+        argv.push("--refuse-userns".into());
+    }
+    argv.push("--".into());
     if config.pty {
         argv.extend(["setsid".into(), "--wait".into(), "--ctty".into()]);
     }

@@ -885,3 +885,63 @@ fn a_killed_audit_leaves_nothing_running_and_the_next_one_sweeps_it() {
     );
     assert_eq!(tree(&dir), before, "{err}");
 }
+
+/// `--tier container`: every lab refuses oajail user namespaces as Docker's
+/// default seccomp profile does (EPERM on clone and unshare with
+/// CLONE_NEWUSER), so the jail runs its container tier; the report names
+/// that tier, the I1 row is allowed by enableWeakerNestedSandbox, and the
+/// families the tier holds show no escape. Without the key, oajail's own
+/// refusal (naming it) stops the audit.
+#[test]
+fn tier_container_audits_the_container_tier_and_says_so() {
+    let dir = scratch("tier");
+    let mut policy: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("examples/policies/strict-offline.json"))
+            .expect("read strict-offline.json"),
+    )
+    .expect("strict-offline.json is JSON");
+    policy["enableWeakerNestedSandbox"] = Value::Bool(true);
+    let path = dir.join("weaker.json");
+    std::fs::write(&path, policy.to_string()).expect("write the policy");
+    let p = path.display().to_string();
+    let (out, report) = json_report(&["-s", &p, "--tier", "container", "--only", "A,C,E,F,I,X"]);
+    let jail = &report["jail"];
+    assert_eq!(jail["tier"], "container", "{jail:#}");
+    let layers = jail["layers"].as_array().expect("layers");
+    assert!(
+        layers
+            .iter()
+            .any(|l| l[0] == "namespaces" && l[1].as_str().is_some_and(|s| s.contains("EPERM"))),
+        "{jail:#}"
+    );
+    let i1 = finding(&report, "I1-no-user-namespaces");
+    assert_eq!(i1["verdict"], "allowed", "{i1:#}");
+    assert!(
+        i1["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("allowed because enableWeakerNestedSandbox accepts")),
+        "{i1:#}"
+    );
+    let s = &report["summary"];
+    assert_eq!(
+        (s["escape"].as_u64(), s["inconclusive"].as_u64()),
+        (Some(0), Some(0)),
+        "escape: {:?}; inconclusive: {:?}",
+        ids_with(&report, "escape"),
+        ids_with(&report, "inconclusive")
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = audit(&[
+        "-s",
+        "examples/policies/strict-offline.json",
+        "--tier",
+        "container",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.starts_with("oajail: audit: oajail could not run the probe under this policy: ")
+            && err.contains("enableWeakerNestedSandbox"),
+        "{err}"
+    );
+}
