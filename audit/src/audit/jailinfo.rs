@@ -63,7 +63,10 @@ impl JailInfo {
         let mut out = format!("{} tier", self.tier);
         // Layers off for one reason are named together.
         let mut below: Vec<(Vec<&str>, &str)> = Vec::new();
-        for (layer, status) in self.layers.iter().filter(|(_, s)| s != "full") {
+        // A layer off because this tier has no use for it (the connect
+        // hand-off where a network namespace holds egress) is as planned.
+        let planned = |s: &str| s == "full" || s.starts_with("off (not needed");
+        for (layer, status) in self.layers.iter().filter(|(_, s)| !planned(s)) {
             match below.iter_mut().find(|(_, s)| *s == status) {
                 Some((names, _)) => names.push(layer),
                 None => below.push((vec![layer], status)),
@@ -142,7 +145,9 @@ mod tests {
              not held in full: other-egress, processes"
         );
         // An oajail before tiers: the full jail, every layer full.
-        let old = r#"{"negotiation": {"layers": [["mounts", {"status": "full"}]], "unheld": []}}"#;
+        let old = r#"{"negotiation": {"layers": [["mounts", {"status": "full"}],
+            ["connect", {"status": "off", "why": "not needed: the network namespace holds only loopback"}]],
+            "unheld": []}}"#;
         let info = JailInfo::parse(old).unwrap();
         assert_eq!(
             info.summary(),
