@@ -87,7 +87,7 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
             meta(d, c, obj, |t| t.removexattr(&name))
         }
         // Handled by the server before a caller is made.
-        Call::Umask { .. } => Err(Errno::NOSYS),
+        Call::Umask { .. } | Call::Chdir => Err(Errno::NOSYS),
     }
 }
 

@@ -233,12 +233,20 @@ impl Caller<'_> {
 
     /// The real path of the caller's base directory (its cwd or `dirfd`),
     /// `None` when it has no usable path (deleted, or outside our root).
-    fn base(&self, dirfd: i32) -> Result<Option<Vec<u8>>, Errno> {
+    /// The cwd is kept between calls (`dirs.rs`).
+    fn base(&self, dirfd: i32) -> Result<Option<Rc<[u8]>>, Errno> {
+        let cwd = dirfd == AT_FDCWD && self.keeps_cwd;
+        if cwd && let Some(kept) = self.dirs.borrow().cwd(self.n.tid) {
+            return Ok(Some(kept));
+        }
         match rustix::fs::readlinkat(self.dir, self.fd_path(dirfd), Vec::new()) {
             Ok(link) => {
                 let b = link.into_bytes();
                 let usable = b.starts_with(b"/") && !b.ends_with(b" (deleted)");
-                Ok(usable.then_some(b))
+                if usable && cwd {
+                    self.dirs.borrow_mut().keep_cwd(self.n.tid, &b);
+                }
+                Ok(usable.then(|| Rc::from(b)))
             }
             // No such descriptor in the caller: what the kernel says.
             Err(Errno::NOENT) if dirfd != AT_FDCWD => Err(Errno::BADF),
