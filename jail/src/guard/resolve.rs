@@ -54,6 +54,20 @@ impl At {
         self.real.join(&self.name)
     }
 
+    /// `lstat` the final component now (for an `At` resolved without).
+    pub(crate) fn look(&mut self) -> Result<(), Errno> {
+        self.stat = match rustix::fs::statat(
+            &*self.fd,
+            trim_slashes(&self.last),
+            AtFlags::SYMLINK_NOFOLLOW,
+        ) {
+            Ok(st) => Some(stat_of(&st)),
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(())
+    }
+
     /// Open the final component `O_PATH`, following it when it is a link.
     pub(crate) fn follow(&self) -> Result<Object, Errno> {
         let flags = OFlags::PATH | OFlags::CLOEXEC;
@@ -327,6 +341,10 @@ impl Caller<'_> {
     /// `/proc/self`, `/dev/fd`, `/dev/std*` name the caller, not pid 1: rewrite
     /// these prefixes to the caller's /proc directory.
     fn rewrite(&self, path: &[u8]) -> Vec<u8> {
+        // Most paths name none of these: no formatting for them.
+        if !(path.starts_with(b"/proc/") || path.starts_with(b"/dev/")) {
+            return path.to_vec();
+        }
         let me = format!("/proc/{}", self.proc);
         let table: [(&[u8], String); 6] = [
             (b"/proc/self", me.clone()),
