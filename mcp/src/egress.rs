@@ -8,7 +8,9 @@
 //! proxy swaps the real key in for the API host only); every request to
 //! the API host judged by `oajail.httpRules` derived from the spec
 //! ([`crate::http_rules`]: the read operations, plus the write operations
-//! with `--allow-writes`); reads denied under `~` but re-allowed for exactly the files the server
+//! with `--allow-writes`); the jail's memory and tasks bounded as a whole
+//! (`oajail.limits`, [`crate::config::JailBounds`]); reads denied under `~`
+//! but re-allowed for exactly the files the server
 //! opens (its binary, the worker binary, the CA bundle and OpenAPI file when
 //! given), by absolute canonical path; no writes. Nothing is relative to the
 //! working directory, so the same server gets the same policy and hash from
@@ -59,6 +61,8 @@ pub struct Needs {
     pub extra_ca: Option<PathBuf>,
     /// The request rules for the API host.
     pub rules: ApiRules,
+    /// The jail's memory and task bounds (`oajail.limits`), when set.
+    pub bounds: Option<crate::config::JailBounds>,
 }
 
 impl Needs {
@@ -90,7 +94,15 @@ impl Needs {
             files,
             extra_ca,
             rules,
+            bounds: None,
         })
+    }
+
+    /// The same needs, with the jail bounded by `bounds` as a whole.
+    #[must_use]
+    pub fn with_bounds(mut self, bounds: crate::config::JailBounds) -> Self {
+        self.bounds = Some(bounds);
+        self
     }
 }
 
@@ -136,8 +148,20 @@ pub fn srt_settings(needs: &Needs) -> Value {
         "credentials": {
             "envVars": [{"name": KEY_VAR, "mode": "mask", "injectHosts": [needs.api_host]}]
         },
-        "oajail": {"httpRules": rules}
+        "oajail": oajail_keys(needs, rules)
     })
+}
+
+/// The `oajail` object: the request rules, and the bounds when set.
+fn oajail_keys(needs: &Needs, rules: Value) -> Value {
+    let mut keys = json!({"httpRules": rules});
+    if let Some(b) = needs.bounds {
+        keys["limits"] = json!({
+            "addressSpaceBytes": b.address_space_bytes,
+            "processes": b.processes,
+        });
+    }
+    keys
 }
 
 /// This binary, canonical (what `/proc/self/exe` names).

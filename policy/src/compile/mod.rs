@@ -24,6 +24,7 @@
 //! - any budget overrun or unexpressible rule is an error (fail closed), never
 //!   a silently smaller protection.
 
+pub mod container;
 mod fsview;
 mod guard;
 pub mod home_sockets;
