@@ -9,19 +9,7 @@ use serde::de::DeserializeOwned;
 use std::io::{Read, Write};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Why a frame could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum FrameError {
-    /// The pipe failed or closed.
-    #[error("pipe: {0}")]
-    Io(#[from] std::io::Error),
-    /// The announced length is above the reader's maximum.
-    #[error("frame of {0} bytes is over the limit")]
-    TooLarge(usize),
-    /// The bytes are not the expected message.
-    #[error("bad frame: {0}")]
-    Json(#[from] serde_json::Error),
-}
+pub use crate::error::FrameError;
 
 /// One frame's bytes (length prefix and JSON), for messages sent many times.
 pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {

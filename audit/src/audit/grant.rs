@@ -1,0 +1,252 @@
+//! Which policy entry, if any, grants an attack's target.
+//!
+//! This reads the policy the way srt defines it (a deny list for reads with
+//! `allowRead` re-opening a more specific region, an allow list for writes
+//! with `denyWrite` carve-outs, an allow list of domains with `deniedDomains`
+//! winning). It decides nothing about enforcement: it only names the entry
+//! a user would have to change. A target it cannot grant stays `None`, and a
+//! success there is an escape.
+
+use super::{Channel, Grant, Loc, Target};
+use crate::canary::SECRET_ENV;
+use oajail_policy::guard::names::{self, Entry};
+use oajail_policy::host::canonicalize;
+use oajail_policy::{PathEntry, Policy};
+use std::path::{Path, PathBuf};
+
+/// The policy plus the lab's home and workspace it is resolved against.
+pub struct Grants<'a> {
+    /// The user's policy.
+    pub policy: &'a Policy,
+    /// The lab's fake home (`~`).
+    pub home: PathBuf,
+    /// The lab's workspace (`.`).
+    pub ws: PathBuf,
+}
+
+impl Grants<'_> {
+    /// The entries granting `target`, or `None` when the policy does not.
+    pub fn of(&self, target: &Target) -> Option<Vec<Grant>> {
+        match target {
+            Target::Read(loc) => self.read(loc).map(|g| vec![g]),
+            Target::Write(loc) => self.write(loc).map(|g| vec![g]),
+            Target::Domain(name) => self.domain(name, 443).map(|g| vec![g]),
+            Target::Env => self.env().map(|g| vec![g]),
+            Target::UnixSockets => self.policy.network.allow_all_unix_sockets.then(|| {
+                vec![grant(
+                    "network.allowAllUnixSockets",
+                    Some("true"),
+                    "the policy lets the command use unix sockets",
+                )]
+            }),
+            Target::NestedUserNamespaces => {
+                self.policy.process.allow_nested_user_namespaces.then(|| {
+                    vec![grant(
+                        "allowNestedUserNamespaces",
+                        Some("true"),
+                        "the policy lets the command create user namespaces",
+                    )]
+                })
+            }
+            Target::Limit(name, amount) => self.limit(name, *amount).map(|g| vec![g]),
+            Target::Exfil(_) | Target::Never => None,
+        }
+    }
+
+    /// The grants for an exfiltration that carried the secrets `read`
+    /// (their targets) out through `channel`: every secret's read must be
+    /// granted and so must the channel.
+    pub fn exfil(&self, channel: &Channel, read: &[Target]) -> Result<Vec<Grant>, String> {
+        let mut out = Vec::new();
+        for t in read {
+            match self.of(t) {
+                Some(g) => out.extend(g),
+                None => return Err(format!("the policy denies reading {}", shown(t))),
+            }
+        }
+        let (name, port) = match channel {
+            Channel::Stdout => {
+                out.push(grant(
+                    "output channel",
+                    None,
+                    "the command's stdout always reaches its caller",
+                ));
+                return Ok(out);
+            }
+            Channel::Https(d) | Channel::DnsName(d) => (d.clone(), 443),
+            Channel::Http(d) => (d.clone(), 80),
+            Channel::Direct => return Err("direct egress is never granted".into()),
+        };
+        let probe_name = match channel {
+            Channel::DnsName(d) => format!("oaj-canary.{d}"),
+            _ => name,
+        };
+        match self.domain(&probe_name, port) {
+            Some(g) => out.push(g),
+            None => return Err(format!("the policy does not allow {probe_name}:{port}")),
+        }
+        Ok(out)
+    }
+
+    fn resolve(&self, loc: &Loc) -> PathBuf {
+        match loc {
+            Loc::Home(r) => self.home.join(r),
+            Loc::Ws(r) => self.ws.join(r),
+            Loc::Abs(p) => PathBuf::from(p),
+        }
+    }
+
+    /// The most specific entry of `list` covering `path` (longest base).
+    fn covering<'e>(&self, list: &'e [PathEntry], path: &Path) -> Option<&'e PathEntry> {
+        list.iter()
+            .map(|e| (e, e.matcher(&self.home, &self.ws)))
+            .filter(|(_, m)| m.covers(path))
+            .max_by_key(|(_, m)| m.base().as_os_str().len())
+            .map(|(e, _)| e)
+    }
+
+    fn base_len(&self, e: &PathEntry) -> usize {
+        e.matcher(&self.home, &self.ws).base().as_os_str().len()
+    }
+
+    fn read(&self, loc: &Loc) -> Option<Grant> {
+        let fs = &self.policy.filesystem;
+        let path = self.resolve(loc);
+        let Some(deny) = self.covering(&fs.deny_read, &path) else {
+            return Some(grant(
+                "filesystem.denyRead",
+                None,
+                &format!("no denyRead entry covers {}", loc.shown()),
+            ));
+        };
+        let allow = self.covering(&fs.allow_read, &path)?;
+        (self.base_len(allow) > self.base_len(deny)).then(|| {
+            grant(
+                "filesystem.allowRead",
+                Some(&allow.path),
+                &format!(
+                    "allowRead re-opens {} inside denyRead {}",
+                    loc.shown(),
+                    deny.path
+                ),
+            )
+        })
+    }
+
+    fn write(&self, loc: &Loc) -> Option<Grant> {
+        let fs = &self.policy.filesystem;
+        let path = self.resolve(loc);
+        let allow = self.covering(&fs.allow_write, &path)?;
+        if self.covering(&fs.deny_write, &path).is_some() {
+            return None;
+        }
+        if path.ends_with(".git/config") && !fs.allow_git_config {
+            return None;
+        }
+        if protected(loc) {
+            return None;
+        }
+        Some(grant(
+            "filesystem.allowWrite",
+            Some(&allow.path),
+            &format!("allowWrite {} covers {}", allow.path, loc.shown()),
+        ))
+    }
+
+    fn domain(&self, name: &str, port: u16) -> Option<Grant> {
+        let host = canonicalize(name).ok()?;
+        let net = &self.policy.network;
+        if net.denied_domains.iter().any(|d| d.matches(&host, port)) {
+            return None;
+        }
+        let entry = net
+            .allowed_domains
+            .iter()
+            .find(|d| d.matches(&host, port))?;
+        Some(grant(
+            "network.allowedDomains",
+            Some(entry.as_str()),
+            &format!(
+                "allowedDomains {} lets the proxy reach {name}:{port}",
+                entry.as_str()
+            ),
+        ))
+    }
+
+    fn env(&self) -> Option<Grant> {
+        let keep = &self.policy.oajail.env_keep;
+        let hit = keep.iter().find(|k| {
+            SECRET_ENV.iter().any(|n| match k.strip_suffix('*') {
+                Some(prefix) => n.starts_with(prefix),
+                None => *n == k.as_str(),
+            })
+        })?;
+        Some(grant(
+            "oajail.envKeep",
+            Some(hit),
+            &format!("envKeep {hit} passes secret-named variables into the jail"),
+        ))
+    }
+
+    fn limit(&self, name: &str, amount: u64) -> Option<Grant> {
+        let l = &self.policy.oajail.limits;
+        let set = match name {
+            "addressSpaceBytes" => l.address_space_bytes,
+            "tmpSizeBytes" => l.tmp_size_bytes,
+            "fileSizeBytes" => l.file_size_bytes,
+            _ => return None,
+        };
+        let field = format!("oajail.limits.{name}");
+        match set {
+            None => Some(grant(&field, None, &format!("no {name} limit is set"))),
+            Some(v) if v > amount => Some(grant(
+                &field,
+                Some(&v.to_string()),
+                &format!("{name} {v} allows {amount} bytes"),
+            )),
+            Some(_) => None,
+        }
+    }
+}
+
+/// True when the guard protects `loc` whatever the policy says: srt's
+/// mandatory denies and their twins (the guard's own tables), and git
+/// directories (`.git/config` aside, which `allowGitConfig` opens).
+fn protected(loc: &Loc) -> bool {
+    let (rel, home) = match loc {
+        Loc::Home(r) => (r.as_str(), true),
+        Loc::Ws(r) => (r.as_str(), false),
+        Loc::Abs(_) => return false,
+    };
+    let covers =
+        |e: &Entry, rel: &str| rel == e.path || (e.dir && rel.starts_with(&format!("{}/", e.path)));
+    if home && names::HOME.iter().any(|e| covers(e, rel)) {
+        return true;
+    }
+    let parts: Vec<&str> = rel.split('/').collect();
+    parts.iter().enumerate().any(|(i, part)| {
+        let rest = parts[i..].join("/");
+        let git = *part == ".git" && !rest.ends_with(".git/config");
+        let claude = *part == ".claude" && {
+            let below = parts[i + 1..].join("/");
+            names::CLAUDE.iter().any(|e| covers(e, &below))
+        };
+        git || claude || names::ANYWHERE.iter().any(|e| covers(e, &rest))
+    })
+}
+
+fn grant(field: &str, entry: Option<&str>, why: &str) -> Grant {
+    Grant {
+        field: field.to_owned(),
+        entry: entry.map(str::to_owned),
+        why: why.to_owned(),
+    }
+}
+
+fn shown(t: &Target) -> String {
+    match t {
+        Target::Read(l) | Target::Write(l) => l.shown(),
+        Target::Env => "the secret-named environment".into(),
+        other => format!("{other:?}"),
+    }
+}
