@@ -507,6 +507,12 @@ pub const ATTACKS: &[Attack] = &[
         "NS, LL",
     ),
     a(
+        "E9-proxy-port-other-address",
+        'E',
+        "TCP to 127.0.0.2 at the proxy's port, where the lab listens (a per-port rule lets it through)",
+        "NS (netns); SUP (container tier: every connect ends at the proxy)",
+    ),
+    a(
         "F1-sni-mismatch",
         'F',
         "CONNECT allowed.test, TLS SNI evil.test",

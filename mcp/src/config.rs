@@ -377,7 +377,10 @@ mod tests {
             ..Limits::default()
         }
         .jail_bounds();
-        assert_eq!(big.address_space_bytes, (4096 + WORKER_AS_HEADROOM_MB) * MIB);
+        assert_eq!(
+            big.address_space_bytes,
+            (4096 + WORKER_AS_HEADROOM_MB) * MIB
+        );
     }
 
     #[test]
