@@ -175,8 +175,12 @@ pub fn current_exe() -> Result<PathBuf, McpError> {
 
 /// The policy hash of srt settings text, computed by `oajail-policy`.
 pub fn policy_hash(srt_text: &str) -> Result<String, McpError> {
-    let loaded = oajail_policy::Policy::from_settings_json(srt_text, "print-egress-policy")
+    let mut loaded = oajail_policy::Policy::from_settings_json(srt_text, "print-egress-policy")
         .map_err(McpError::EgressPolicy)?;
+    // oajail keeps the built-in secret stores denied under every settings
+    // file (those it does not re-allow), and exports the hash of that
+    // policy as OAJAIL_POLICY_SHA256: so does the hash the boot check wants.
+    loaded.policy.deny_builtin_secret_stores();
     Ok(loaded.policy.sha256())
 }
 
