@@ -223,7 +223,13 @@ fn replacing_a_protected_dir_parent_with_a_symlink_gains_nothing() {
         echo kept=$(cat sub.old/.vscode/tasks.json); \
         rm -rf sub.old sub && echo rm=removed; ln -s decoy sub && echo again=$(w sub/.vscode/tasks.json)";
     let o = lab.run(writable_ws(), script);
-    for line in ["t=DENIED", "old=DENIED", "kept=ORIG", "rm=removed", "again=DENIED"] {
+    for line in [
+        "t=DENIED",
+        "old=DENIED",
+        "kept=ORIG",
+        "rm=removed",
+        "again=DENIED",
+    ] {
         has(&o, line);
     }
     assert_eq!(

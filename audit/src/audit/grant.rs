@@ -416,7 +416,9 @@ mod tests {
             ws: PathBuf::from("/lab/ws"),
             jail: Some(&jail),
         };
-        let udp = grants.tier_loss(&case("E2-udp-public", Target::Never)).unwrap();
+        let udp = grants
+            .tier_loss(&case("E2-udp-public", Target::Never))
+            .unwrap();
         assert_eq!(
             (udp.field.as_str(), udp.entry.as_deref()),
             ("tier", Some("container"))
@@ -426,9 +428,23 @@ mod tests {
             "the container tier does not hold other-egress in full here (a loss the run names and accepts)"
         );
         // TCP egress is held: a direct TCP success stays an escape.
-        assert!(grants.tier_loss(&case("E1-tcp-public-v4", Target::Never)).is_none());
-        assert!(grants.tier_loss(&case("G1-secret-env", Target::Env)).is_none());
-        let none = Grants { jail: None, ..grants };
-        assert!(none.tier_loss(&case("E2-udp-public", Target::Never)).is_none());
+        assert!(
+            grants
+                .tier_loss(&case("E1-tcp-public-v4", Target::Never))
+                .is_none()
+        );
+        assert!(
+            grants
+                .tier_loss(&case("G1-secret-env", Target::Env))
+                .is_none()
+        );
+        let none = Grants {
+            jail: None,
+            ..grants
+        };
+        assert!(
+            none.tier_loss(&case("E2-udp-public", Target::Never))
+                .is_none()
+        );
     }
 }
