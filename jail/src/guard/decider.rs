@@ -53,13 +53,7 @@ impl Decider {
     /// Decide `req`; a refusal is reported to the supervisor once the call
     /// is answered (`serve.rs`, `report.rs`).
     pub(crate) fn check(&mut self, _verb: &str, req: &Request<'_>) -> Result<(), Errno> {
-        if self.memo_since.elapsed() > MEMO_LIFETIME {
-            self.guard.forget();
-            self.memo_since = Instant::now();
-        }
-        if let Some(dirs) = self.primed.take() {
-            self.guard.prime(&Probe, &dirs);
-        }
+        self.refresh();
         self.seen.decided(req.op, req.path);
         match self.guard.decide(&Probe, req) {
             Verdict::Allow => Ok(()),
@@ -67,6 +61,18 @@ impl Decider {
                 self.seen.denied(d.rule);
                 Err(Errno::ACCESS)
             }
+        }
+    }
+
+    /// Forget what the decision kept once it is too old; learn the primed
+    /// directories before the first decision.
+    fn refresh(&mut self) {
+        if self.memo_since.elapsed() > MEMO_LIFETIME {
+            self.guard.forget();
+            self.memo_since = Instant::now();
+        }
+        if let Some(dirs) = self.primed.take() {
+            self.guard.prime(&Probe, &dirs);
         }
     }
 
@@ -93,6 +99,32 @@ impl Decider {
             ),
             None => Ok(()),
         }
+    }
+
+    /// Note the names `at` resolved to as decided on, for a call made
+    /// without [`Decider::check_at`] (its failure is reported on them).
+    pub(crate) fn note_at(&mut self, at: &At, op: Op<'_>) {
+        self.seen.decided(op, &at.path());
+        if let Some(lexical) = &at.lexical {
+            self.seen.decided(op, lexical);
+        }
+    }
+
+    /// Whether [`Decider::check_at`] would allow `op`, without a word or
+    /// a count when it would not.
+    pub(crate) fn allows_at(&mut self, at: &At, op: Op<'_>) -> bool {
+        self.refresh();
+        let path = at.path();
+        let mut paths = vec![path.as_path()];
+        paths.extend(at.lexical.as_deref());
+        paths.iter().all(|p| {
+            let req = Request {
+                path: p,
+                op,
+                existing: at.stat,
+            };
+            self.guard.decide(&Probe, &req) == Verdict::Allow
+        })
     }
 
     /// The mover, on Landlock ABI 1 beside the mount view.

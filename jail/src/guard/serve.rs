@@ -90,6 +90,12 @@ impl Server {
                 let _ = self.callers.set_umask(n, mask);
                 return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
             }
+            Some(Call::Chdir) => {
+                // Forget the kept working directories until this one is
+                // known to have moved (callers.rs); its path is never used.
+                self.callers.chdir(n);
+                return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
+            }
             Some(Call::Socket { domain, kind }) => {
                 // Sent here only for AF_UNIX, which the policy refuses
                 // (the supervisor took it off the deny filter to see it).

@@ -109,7 +109,7 @@ pub(crate) fn build(
             ],
             ids,
             notify_if_eq: Vec::new(),
-            watch: vec!["umask".into()],
+            watch: names(&["umask", "chdir", "fchdir"]),
             enosys: names(&["openat2", "fchmodat2", "setxattrat", "removexattrat"]),
         },
     }
