@@ -64,15 +64,21 @@ impl Decider {
             Verdict::Deny(d) => {
                 self.denied += 1;
                 if self.denied <= LOUD_DENIALS {
-                    eprintln!(
-                        "oajail: guard: denied {verb} {} ({})",
-                        req.path.display(),
-                        d.rule
-                    );
+                    eprintln!("oajail: guard: denied {verb} {} ({d})", req.path.display());
                 }
                 Err(Errno::ACCESS)
             }
         }
+    }
+
+    /// Refuse a call that no path can be decided for, saying why like a
+    /// denial.
+    pub(crate) fn refuse(&mut self, verb: &str, what: &str, rule: &str) -> Errno {
+        self.denied += 1;
+        if self.denied <= LOUD_DENIALS {
+            eprintln!("oajail: guard: denied {verb} {what} ({rule})");
+        }
+        Errno::ACCESS
     }
 
     /// Decide `op` on the name `at` resolved to, under its real path and,

@@ -20,8 +20,9 @@
 //! calls it on a timer, for changes made outside the jail).
 
 use super::git::{self, Protects, Repo};
-use super::names;
+use super::names::{self, XdgDirs};
 use super::{FileKind, GuardFs, Stat};
+use super::{anywhere, pattern::Form};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -44,7 +45,7 @@ enum Source {
 #[derive(Debug)]
 pub(super) struct Knowledge {
     home: PathBuf,
-    config_home: Option<PathBuf>,
+    xdg: XdgDirs,
     /// Directories whose protected names are looked at as links: the
     /// writable roots and the command's working directory.
     anchors: Vec<PathBuf>,
@@ -72,10 +73,10 @@ struct Memo {
 }
 
 impl Knowledge {
-    pub(super) fn new(home: PathBuf, config_home: Option<PathBuf>) -> Self {
+    pub(super) fn new(home: PathBuf, xdg: XdgDirs) -> Self {
         Knowledge {
             home,
-            config_home,
+            xdg,
             anchors: Vec::new(),
             memo: Memo::default(),
         }
@@ -123,22 +124,22 @@ impl Knowledge {
     /// A protected name that is a link makes its target protected: tools
     /// read the target through it (`~/.bashrc -> dotfiles/bashrc`).
     fn load_link_targets(&mut self, fs: &dyn GuardFs) {
+        // Families have no one name to look at: their exact spellings only.
+        let exact = |e: &&super::pattern::Entry| e.form == Form::Exact;
         let mut names: Vec<PathBuf> = Vec::new();
-        let everywhere = names::ANYWHERE.iter().map(|e| PathBuf::from(e.path));
-        let claude = names::CLAUDE
-            .iter()
-            .map(|e| Path::new(".claude").join(e.path));
-        let local: Vec<PathBuf> = everywhere.chain(claude).collect();
+        let local: Vec<PathBuf> = (anywhere::ANYWHERE.iter().filter(exact))
+            .map(|e| PathBuf::from(e.path))
+            .collect();
         for anchor in self.anchors.iter().chain([&self.home]) {
             names.extend(local.iter().map(|n| anchor.join(n)));
         }
-        names.extend(names::HOME.iter().map(|e| self.home.join(e.path)));
-        if let Some(ch) = &self.config_home {
-            names.extend(names::HOME.iter().filter_map(|e| {
-                e.path
-                    .strip_prefix(names::CONFIG_PREFIX)
-                    .map(|rest| ch.join(rest))
-            }));
+        let home_entries = || names::HOME.iter().filter(exact);
+        names.extend(home_entries().map(|e| self.home.join(e.path)));
+        for (anchor, prefix) in self.xdg.anchors() {
+            names.extend(
+                home_entries()
+                    .filter_map(|e| e.path.strip_prefix(prefix).map(|rest| anchor.join(rest))),
+            );
         }
         let mut found = Protects::default();
         for name in names {
@@ -202,7 +203,8 @@ impl Knowledge {
 
     fn global_configs(&self) -> Vec<PathBuf> {
         let xdg = self
-            .config_home
+            .xdg
+            .config
             .clone()
             .unwrap_or_else(|| self.home.join(".config"));
         vec![
@@ -322,10 +324,10 @@ impl Knowledge {
 
     fn home_ids(&mut self, fs: &dyn GuardFs) -> &HashSet<(u64, u64)> {
         if self.memo.home_ids.is_none() {
-            let files = names::ANYWHERE
+            let files = anywhere::ANYWHERE
                 .iter()
                 .chain(names::HOME)
-                .filter(|e| !e.dir)
+                .filter(|e| !e.dir && e.form == Form::Exact)
                 .map(|e| self.home.join(e.path));
             let ids = files
                 .filter_map(|f| fs.lstat(&f))
