@@ -19,7 +19,8 @@
 //! comparisons per `allowWrite` entry.
 
 use crate::FilesystemPolicy;
-use crate::guard::{self, held::Anchors, names, pattern::Entry};
+use crate::guard::pattern::{Entry, Form};
+use crate::guard::{self, held::Anchors, names};
 use std::path::{Path, PathBuf};
 
 /// One place under the home whose content a host tool later runs.
@@ -274,8 +275,12 @@ fn listed(kept: &[(&'static Entry, PathBuf)], home: &Path) -> String {
     for tool in tools {
         let places: Vec<String> = (kept.iter().filter(|(e, _)| e.tool == tool))
             .map(|(e, p)| {
-                let slash = if e.dir { "/" } else { "" };
-                format!("{}{slash}", guard::held::shown_in_home(p, home))
+                let mark = match (e.form, e.dir) {
+                    (Form::Prefix, _) => "*",
+                    (_, true) => "/",
+                    _ => "",
+                };
+                format!("{}{mark}", guard::held::shown_in_home(p, home))
             })
             .collect();
         if shown >= LISTED {
@@ -372,6 +377,7 @@ mod tests {
             w[0].contains("inside it the guard still protects")
                 && w[0].contains("~/.cargo/config.toml")
                 && w[0].contains("~/.cargo/registry/")
+                && w[0].contains("~/.cargo/env*")
                 && w[0].contains("(cargo)"),
             "{w:?}"
         );

@@ -312,3 +312,16 @@ fn every_name_of_the_catalogue_is_refused_at_depth_one_and_nine() {
         }
     }
 }
+
+#[test]
+fn configuration_linked_from_elsewhere_is_protected_at_its_target() {
+    let tree = Tree::new()
+        .dirs(&["/h/.config", "/h/dotfiles/app", "/w"])
+        .files(&["/h/dotfiles/lesskey", "/h/dotfiles/notes"])
+        .link("/h/.lesskey2", "/h/dotfiles/lesskey")
+        .link("/h/.config/app", "/h/dotfiles/app");
+    let mut t = T::new(&["/h"], &[], tree);
+    assert!(!t.ok("/h/dotfiles/lesskey", Write));
+    assert!(!t.ok("/h/dotfiles/app/config.toml", Create(File)));
+    assert!(t.ok("/h/dotfiles/notes", Write));
+}

@@ -141,6 +141,7 @@ impl Knowledge {
                     .filter_map(|e| e.path.strip_prefix(prefix).map(|rest| anchor.join(rest))),
             );
         }
+        names.extend(self.configuration_entries(fs));
         let mut found = Protects::default();
         for name in names {
             if fs.lstat(&name).is_some_and(|s| s.kind == FileKind::Symlink)
@@ -153,6 +154,27 @@ impl Knowledge {
             }
         }
         self.set_source(Source::LinkTargets, found);
+    }
+
+    /// The home's configuration is protected by default under any name, so
+    /// its dot entries and the entries of its XDG directories that are links
+    /// (a dotfiles checkout linked with stow: `~/.lesskey ->
+    /// dotfiles/less/.lesskey`) protect their targets too. One listing of
+    /// the home and of each XDG directory, per memo lifetime.
+    fn configuration_entries(&self, fs: &dyn GuardFs) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = (fs.read_dir(&self.home).unwrap_or_default())
+            .into_iter()
+            .filter(|n| n.starts_with('.') && n != "." && n != "..")
+            .map(|n| self.home.join(n))
+            .collect();
+        let usual = [".config", ".local/share", ".local/state"].map(|d| self.home.join(d));
+        let set = self.xdg.anchors().into_iter().map(|(d, _)| d.to_path_buf());
+        for dir in usual.into_iter().chain(set) {
+            for n in fs.read_dir(&dir).unwrap_or_default() {
+                out.push(dir.join(n));
+            }
+        }
+        out
     }
 
     /// The repository git finds for `dir`; learning it loads what its
