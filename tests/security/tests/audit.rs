@@ -122,7 +122,7 @@ fn expect_blocked(report: &Value, ids: &[&str]) {
 
 #[test]
 fn audits_default_policy() {
-    let report = expect_counts("default.json", 155, 6);
+    let report = expect_counts("default.json", 157, 8);
     expect_blocked(
         &report,
         &[
@@ -138,12 +138,12 @@ fn audits_default_policy() {
 
 #[test]
 fn audits_dev_shell_policy() {
-    expect_counts("dev-shell.json", 164, 15);
+    expect_counts("dev-shell.json", 166, 17);
 }
 
 #[test]
 fn audits_globs_and_literals_policy() {
-    let report = expect_counts("globs-and-literals.json", 161, 9);
+    let report = expect_counts("globs-and-literals.json", 163, 11);
     expect_blocked(
         &report,
         &["A4-symlinked-write-root:./build", "I1-proxy-fails-to-start"],
@@ -154,7 +154,7 @@ fn audits_globs_and_literals_policy() {
 fn audits_mcp_server_policy() {
     // The server's own policy: exfiltration through the API host is refused
     // by its read-only HTTP rules inside the terminated tunnel.
-    let report = expect_counts("mcp-server.json", 160, 6);
+    let report = expect_counts("mcp-server.json", 162, 8);
     expect_blocked(
         &report,
         &[
@@ -166,12 +166,12 @@ fn audits_mcp_server_policy() {
 
 #[test]
 fn audits_srt_compat_policy() {
-    expect_counts("srt-compat.json", 160, 11);
+    expect_counts("srt-compat.json", 162, 13);
 }
 
 #[test]
 fn audits_strict_offline_policy() {
-    expect_counts("strict-offline.json", 159, 4);
+    expect_counts("strict-offline.json", 161, 6);
 }
 
 const WEAK: &str = r#"{
