@@ -10,10 +10,9 @@
 //! routine command (`npx x`, `cargo build`, `pip install`, `docker
 //! build`) without checking them against what the network served. The
 //! guard's catalogues (`guard::anywhere`, `guard::names`) hold
-//! configuration and start-up
-//! files; this table is the other half, kept apart so the guard can adopt
-//! entries from it without this check changing. Each entry names the tool,
-//! what it runs and when.
+//! configuration and start-up files; this table is the other half, kept
+//! apart so the guard can adopt entries from it without this check
+//! changing. Each entry names the tool, what it runs and when.
 //!
 //! Pure path arithmetic on the policy's entries bound to the home and
 //! working directory (no file system access): a run pays a few string
