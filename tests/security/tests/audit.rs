@@ -122,7 +122,7 @@ fn expect_blocked(report: &Value, ids: &[&str]) {
 
 #[test]
 fn audits_default_policy() {
-    let report = expect_counts("default.json", 157, 8);
+    let report = expect_counts("default.json", 174, 8);
     expect_blocked(
         &report,
         &[
@@ -138,12 +138,12 @@ fn audits_default_policy() {
 
 #[test]
 fn audits_dev_shell_policy() {
-    expect_counts("dev-shell.json", 166, 17);
+    expect_counts("dev-shell.json", 183, 17);
 }
 
 #[test]
 fn audits_globs_and_literals_policy() {
-    let report = expect_counts("globs-and-literals.json", 163, 11);
+    let report = expect_counts("globs-and-literals.json", 180, 11);
     expect_blocked(
         &report,
         &["A4-symlinked-write-root:./build", "I1-proxy-fails-to-start"],
@@ -154,7 +154,7 @@ fn audits_globs_and_literals_policy() {
 fn audits_mcp_server_policy() {
     // The server's own policy: exfiltration through the API host is refused
     // by its read-only HTTP rules inside the terminated tunnel.
-    let report = expect_counts("mcp-server.json", 162, 8);
+    let report = expect_counts("mcp-server.json", 179, 8);
     expect_blocked(
         &report,
         &[
@@ -166,12 +166,12 @@ fn audits_mcp_server_policy() {
 
 #[test]
 fn audits_srt_compat_policy() {
-    expect_counts("srt-compat.json", 162, 13);
+    expect_counts("srt-compat.json", 179, 13);
 }
 
 #[test]
 fn audits_strict_offline_policy() {
-    expect_counts("strict-offline.json", 161, 6);
+    expect_counts("strict-offline.json", 178, 6);
 }
 
 const WEAK: &str = r#"{
@@ -272,6 +272,32 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// A `denyWrite` directory inside a writable root: the audit plants it in
+/// the lab as a small project and tries the configuration its tools read
+/// from the parent; the guard holds each whatever the policy says.
+#[test]
+fn deny_write_projects_keep_what_their_tools_read_from_above() {
+    let policy = scratch("above").join("above.json");
+    std::fs::write(
+        &policy,
+        r#"{"network": {"allowedDomains": [], "deniedDomains": []},
+            "filesystem": {"denyRead": [], "allowWrite": ["."], "denyWrite": ["./docs"]}}"#,
+    )
+    .unwrap_or_else(|e| panic!("write policy: {e}"));
+    let p = policy.display().to_string();
+    let (_, report) = json_report(&["-s", &p, "--only", "B"]);
+    for id in [
+        "B1-above-cargo-config",
+        "B1-above-npmrc",
+        "B1-above-rust-toolchain",
+        "B1-above-go-work",
+    ] {
+        let f = finding(&report, &format!("{id}:./docs"));
+        assert_eq!(f["verdict"], "blocked", "{id}: {f:#}");
+    }
+    assert!(ids_with(&report, "escape").is_empty(), "{report:#}");
 }
 
 /// Absolute paths a policy names (`/home/alice/…`, `/etc/…`) get a canary
