@@ -1054,7 +1054,7 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "B1-home-gdbinit",
         'B',
-        "writable home: append to ~/.gdbinit (runs at every gdb start)",
+        "writable home: create ~/.gdbinit (runs at every gdb start)",
         "GD (mandatory deny)",
     ),
     a(
@@ -1078,7 +1078,7 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "B1-home-known-hosts",
         'B',
-        "writable home: append a host key to ~/.ssh/known_hosts",
+        "writable home: create ~/.ssh/known_hosts (a host key the next ssh trusts)",
         "NS (~/.ssh is a built-in secret store), GD (home configuration, by default)",
     ),
     a(
@@ -1102,7 +1102,7 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "B1-home-cargo-config-open",
         'B',
-        "~/.cargo named in allowWrite: create ~/.cargo/config.toml with a rustc-wrapper",
+        "~/.cargo named in allowWrite: append to ~/.cargo/config.toml (a rustc-wrapper)",
         "GD (mandatory deny inside an allowed entry)",
     ),
     a(
