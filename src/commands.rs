@@ -158,28 +158,42 @@ fn entry_origins(
     })
 }
 
-/// What the guard protects below its roots, in words (the tables of
-/// `policy::guard::names` and the git rules; docs/enforcement.md).
+/// What the guard protects below its roots, in words (the catalogues of
+/// `policy::guard::{anywhere, names, ABOVE}` and the git rules;
+/// docs/enforcement.md).
 fn guard_protects(plan: &oajail_policy::guard::GuardPlan) -> serde_json::Value {
-    use oajail_policy::guard::names::{ANYWHERE, CLAUDE, CONFIG_PREFIX, Entry, HOME};
-    let show = |e: &Entry, at: &str| {
-        let slash = if e.dir { "/" } else { "" };
-        format!("{at}{}{slash}  ({})", e.path, e.why)
-    };
+    use oajail_policy::guard::names::HOME;
+    use oajail_policy::guard::pattern::Entry;
+    use oajail_policy::guard::{ABOVE, anywhere::ANYWHERE};
+    let show = |e: &Entry, at: &str| format!("{at}{}  ({}: {})", e.shown(), e.tool, e.runs);
     let mut home: Vec<String> = HOME
         .iter()
         .map(|e| show(e, &format!("{}/", plan.home)))
         .collect();
-    if let Some(ch) = &plan.config_home {
+    for (dir, prefix) in plan.xdg().anchors() {
         home.extend(HOME.iter().filter_map(|e| {
-            let rest = e.path.strip_prefix(CONFIG_PREFIX)?;
-            Some(show(&Entry { path: rest, ..*e }, &format!("{ch}/")))
+            let rest = e.path.strip_prefix(prefix)?;
+            Some(show(
+                &Entry { path: rest, ..*e },
+                &format!("{}/", dir.display()),
+            ))
         }));
     }
+    let mut by_default = vec![format!(
+        "{}/.* (every entry of the home whose name starts with a dot), and everything under the XDG config, data and state directories, unless an allowWrite entry names it or a path inside it",
+        plan.home
+    )];
+    by_default.extend(
+        plan.xdg()
+            .anchors()
+            .iter()
+            .map(|(d, _)| d.display().to_string()),
+    );
     json!({
         "anywhere": ANYWHERE.iter().map(|e| show(e, "")).collect::<Vec<_>>(),
-        "inClaudeDirectories": CLAUDE.iter().map(|e| show(e, ".claude/")).collect::<Vec<_>>(),
         "home": home,
+        "homeByDefault": by_default,
+        "aboveDenyWriteDirectories": ABOVE.iter().map(|a| show(&a.entry, "<ancestor>/")).collect::<Vec<_>>(),
         "git": [
             "every git directory (named .git, or holding HEAD with objects, commondir or config): config (unless allowGitConfig), commondir, gitdir, hooks/ (new *.sample files allowed), info/ (a new info/exclude allowed)",
             "no directory other than a .git may come to hold HEAD with objects, commondir, config or gitdir",

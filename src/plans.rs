@@ -44,10 +44,18 @@ pub fn host_facts(origin: &Origin) -> Result<HostFacts, Fail> {
             .filter(|s| !s.is_empty())
             .map(PathBuf::from),
         mem_total_bytes: mem_total(),
-        xdg_config_home: std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute()),
+        xdg_config_home: absolute_var("XDG_CONFIG_HOME"),
+        xdg_data_home: absolute_var("XDG_DATA_HOME"),
+        xdg_state_home: absolute_var("XDG_STATE_HOME"),
     })
+}
+
+/// An environment variable naming an absolute directory (relative ones are
+/// ignored, as the XDG specification says).
+fn absolute_var(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
 }
 
 /// Compile mounts, Landlock, seccomp, limits, egress and environment.

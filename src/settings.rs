@@ -69,15 +69,20 @@ fn write_warnings(policy: &Policy) -> Vec<String> {
         return Vec::new();
     };
     let home = std::fs::canonicalize(&home).unwrap_or_else(|_| PathBuf::from(home));
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|c| c.is_absolute() && *c != home.join(".config"));
-    oajail_policy::host_runs::write_warnings(
-        &policy.filesystem,
+    let xdg = |name: &str| {
+        let dir = std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())?;
+        Some(std::fs::canonicalize(&dir).unwrap_or(dir))
+    };
+    let xdg = oajail_policy::guard::names::XdgDirs::elsewhere(
         &home,
-        &cwd,
-        config_home.as_deref(),
-    )
+        xdg("XDG_CONFIG_HOME"),
+        xdg("XDG_DATA_HOME"),
+        xdg("XDG_STATE_HOME"),
+    );
+    let at = oajail_policy::guard::held::Anchors { home, xdg };
+    oajail_policy::host_runs::write_warnings(&policy.filesystem, &at, &cwd)
 }
 
 fn find_and_load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {

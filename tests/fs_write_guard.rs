@@ -133,7 +133,8 @@ fn twins_of_shell_and_git_files_in_a_writable_home() {
         has(&o, &format!("{p}=fail"));
         assert!(!lab.home.join(p).exists(), "{p} made");
     }
-    has(&o, "known=ok");
+    // The rest of the home's configuration is protected by default.
+    has(&o, "known=fail");
     has(&o, "cfglink=fail");
 }
 

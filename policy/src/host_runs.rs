@@ -9,18 +9,19 @@
 //! directories whose files a tool executes or compiles on a later,
 //! routine command (`npx x`, `cargo build`, `pip install`, `docker
 //! build`) without checking them against what the network served. The
-//! guard's tables (`guard::names`) hold configuration and start-up
-//! files; this table is the other half, kept apart so the guard can adopt
-//! entries from it without this check changing. Each entry names the tool,
-//! what it runs and when.
+//! guard's catalogues (`guard::anywhere`, `guard::names`) hold
+//! configuration and start-up files; this table is the other half, kept
+//! apart so the guard can adopt entries from it without this check
+//! changing. Each entry names the tool, what it runs and when.
 //!
 //! Pure path arithmetic on the policy's entries bound to the home and
 //! working directory (no file system access): a run pays a few string
 //! comparisons per `allowWrite` entry.
 
 use crate::FilesystemPolicy;
-use crate::guard::names::{self, ANYWHERE, CLAUDE, HOME};
-use std::path::{Component, Path, PathBuf};
+use crate::guard::pattern::{Entry, Form};
+use crate::guard::{self, held::Anchors, names};
+use std::path::{Path, PathBuf};
 
 /// One place under the home whose content a host tool later runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,27 +203,44 @@ pub const HOST_RUNS: &[HostRun] = &[
     ),
 ];
 
-/// Warnings about the policy's `allowWrite` entries, bound to `home` and
-/// `cwd` (both canonical) and `config_home` (`$XDG_CONFIG_HOME`, when set
-/// elsewhere than `~/.config`): one line per entry, in the loader's
-/// `<json path>: <what>` form.
-pub fn write_warnings(
-    fs: &FilesystemPolicy,
-    home: &Path,
-    cwd: &Path,
-    config_home: Option<&Path>,
-) -> Vec<String> {
+/// Warnings about the policy's `allowWrite` entries, bound to `at` (the
+/// canonical home and the XDG directories set elsewhere) and `cwd`: one
+/// line per entry, in the loader's `<json path>: <what>` form, for an
+/// entry that has no effect (a mandatory protection holds it), one inside
+/// which mandatory protections stay (a tool there cannot do its work), a
+/// writable home whose configuration stays protected by default, and one
+/// that lets the command plant what a host tool runs later.
+pub fn write_warnings(fs: &FilesystemPolicy, at: &Anchors, cwd: &Path) -> Vec<String> {
+    let home = at.home.as_path();
+    let literal = fs.allow_write.iter().filter(|e| !e.is_glob());
+    let entries: Vec<(String, PathBuf)> = literal
+        .map(|e| (e.path.clone(), e.resolve(home, cwd)))
+        .collect();
+    let roots: Vec<PathBuf> = entries.iter().map(|(_, p)| p.clone()).collect();
     let mut out = Vec::new();
-    for entry in fs.allow_write.iter().filter(|e| !e.is_glob()) {
-        let path = entry.resolve(home, cwd);
-        let field = format!("filesystem.allowWrite: {:?}", entry.path);
-        if let Some(why) = always_protected(&path, home, config_home) {
+    for (raw, path) in &entries {
+        let field = format!("filesystem.allowWrite: {raw:?}");
+        if let Some(held) = guard::held::mandatory(path, at, fs.allow_git_config) {
             out.push(format!(
-                "{field} has no effect: the guard always protects {why}; the run goes on with that protection"
+                "{field} has no effect: the guard always protects {}; the run goes on with that protection",
+                held.describe(home)
             ));
             continue;
         }
-        let planted = planted(&path, home, config_home);
+        if home.starts_with(path) {
+            out.push(format!(
+                "{field} makes the home's visible files writable; its configuration (every ~/.* entry and the XDG config, data and state directories) stays protected unless allowWrite names it"
+            ));
+        } else if names::default_area(path, home, &at.xdg).is_some() {
+            let kept = guard::held::home_entries_inside(path, at);
+            if !kept.is_empty() {
+                out.push(format!(
+                    "{field}: inside it the guard still protects {}; the run goes on with those protections",
+                    listed(&kept, home)
+                ));
+            }
+        }
+        let planted = planted(path, at, &roots, fs.allow_git_config);
         if planted.is_empty() {
             continue;
         }
@@ -242,68 +260,65 @@ pub fn write_warnings(
     out
 }
 
-/// Why the guard always refuses writes at `path` itself (its name, or an
-/// ancestor's), or `None`.
-fn always_protected(path: &Path, home: &Path, config_home: Option<&Path>) -> Option<String> {
-    let mut anchors = vec![(home.to_path_buf(), "")];
-    anchors.extend(config_home.map(|c| (c.to_path_buf(), names::CONFIG_PREFIX)));
-    for (anchor, prefix) in &anchors {
-        let Some(rel) = relative(path, anchor) else {
+/// The mandatory entries an open directory keeps, grouped by tool:
+/// `~/.cargo/bin/, ~/.cargo/config.toml (cargo)`; at most [`LISTED`]
+/// places, then how many more.
+fn listed(kept: &[(&'static Entry, PathBuf)], home: &Path) -> String {
+    let mut tools: Vec<&str> = Vec::new();
+    for (e, _) in kept {
+        if !tools.contains(&e.tool) {
+            tools.push(e.tool);
+        }
+    }
+    let mut shown = 0;
+    let mut groups = Vec::new();
+    for tool in tools {
+        let places: Vec<String> = (kept.iter().filter(|(e, _)| e.tool == tool))
+            .map(|(e, p)| {
+                let mark = match (e.form, e.dir) {
+                    (Form::Prefix, _) => "*",
+                    (_, true) => "/",
+                    _ => "",
+                };
+                format!("{}{mark}", guard::held::shown_in_home(p, home))
+            })
+            .collect();
+        if shown >= LISTED {
             continue;
-        };
-        let rel = format!("{prefix}{rel}");
-        let hit = HOME
-            .iter()
-            .find(|e| rel == e.path || (e.dir && rel.starts_with(&format!("{}/", e.path))));
-        if let Some(e) = hit {
-            return Some(format!("~/{} ({})", e.path, e.why));
         }
+        shown += places.len();
+        groups.push(format!("{} ({tool})", places.join(", ")));
     }
-    let parts: Vec<&str> = (path.components())
-        .filter_map(|c| match c {
-            Component::Normal(n) => n.to_str(),
-            _ => None,
-        })
-        .collect();
-    let last = parts.len().saturating_sub(1);
-    for (i, part) in parts.iter().enumerate() {
-        if let Some(e) = names::find(ANYWHERE, part).filter(|e| e.dir || i == last) {
-            return Some(format!("every {} ({})", e.path, e.why));
-        }
-        let next = parts.get(i + 1).copied().unwrap_or("");
-        if *part == ".claude"
-            && let Some(e) = names::find(CLAUDE, next).filter(|e| e.dir || i + 1 == last)
-        {
-            return Some(format!(".claude/{} ({})", e.path, e.why));
-        }
-        if *part == ".git" && matches!(next, "hooks" | "config" | "info" | "commondir" | "gitdir") {
-            return Some(format!(
-                ".git/{next} (what git runs on the next git command)"
-            ));
-        }
+    let more = kept.len().saturating_sub(shown);
+    let mut text = groups.join("; ");
+    if more > 0 {
+        text.push_str(&format!("; and {more} more (`oajail explain` lists them)"));
     }
-    None
+    text
 }
 
+/// How many places [`listed`] names before counting.
+const LISTED: usize = 8;
+
 /// The catalogue's places that `path`, when writable, makes writable and
-/// the guard does not hold: `path` inside one, or one inside `path`.
-fn planted(path: &Path, home: &Path, config_home: Option<&Path>) -> Vec<&'static HostRun> {
+/// the guard does not hold (mandatorily, or by default given `roots`):
+/// `path` inside one, or one inside `path`.
+fn planted(
+    path: &Path,
+    at: &Anchors,
+    roots: &[PathBuf],
+    allow_git_config: bool,
+) -> Vec<&'static HostRun> {
     HOST_RUNS
         .iter()
         .filter(|r| {
-            let place = home.join(r.path);
+            let place = at.home.join(r.path);
             let inside = path.starts_with(&place);
             let covers = place.starts_with(path);
-            inside || (covers && always_protected(&place, home, config_home).is_none())
+            let held = || guard::held::held(&place, at, roots, allow_git_config).is_some();
+            inside || (covers && !held())
         })
         .collect()
-}
-
-/// `path` relative to `base` as a `/`-joined string (`None`: not under it).
-fn relative(path: &Path, base: &Path) -> Option<String> {
-    let rest: PathBuf = path.strip_prefix(base).ok()?.to_path_buf();
-    let text = rest.to_str()?.to_owned();
-    (!text.is_empty()).then_some(text)
 }
 
 #[cfg(test)]
@@ -323,19 +338,27 @@ mod tests {
             deny_write: Vec::new(),
             allow_git_config: false,
         };
-        let home = Path::new(HOME_DIR);
-        write_warnings(&fs, home, &home.join("src/app"), None)
+        let at = Anchors {
+            home: HOME_DIR.into(),
+            xdg: Default::default(),
+        };
+        write_warnings(&fs, &at, &Path::new(HOME_DIR).join("src/app"))
     }
 
     #[test]
     fn entries_the_guard_always_refuses_have_no_effect() {
         for (entry, why) in [
-            ("~/.cargo", "the guard always protects ~/.cargo (cargo"),
-            ("~/.cargo/registry", "the guard always protects ~/.cargo ("),
-            ("~/.bashrc", "every .bashrc (bash start-up file"),
-            ("./.vscode", "every .vscode"),
+            ("~/.rustup", "the guard always protects ~/.rustup/ (rustup"),
+            (
+                "~/.cargo/registry",
+                "the guard always protects ~/.cargo/registry/ (cargo",
+            ),
+            ("~/.bashrc", "every .bashrc (bash: a shell start-up file"),
+            ("./.vscode", "every .vscode/ (VS Code"),
+            ("./lefthook-local.yml", "every lefthook* (lefthook"),
             ("./.git/hooks", ".git/hooks"),
-            ("~/.config/systemd/user", "~/.config/systemd ("),
+            ("~/.config/systemd/user", "~/.config/systemd/ (systemd"),
+            ("~/.npm/_npx", "~/.npm/_npx/ (npx"),
         ] {
             let w = warn(&[entry]);
             assert_eq!(w.len(), 1, "{entry}: {w:?}");
@@ -347,21 +370,44 @@ mod tests {
     }
 
     #[test]
-    fn places_a_host_tool_runs_are_named_with_the_tool() {
-        let w = warn(&["~/.npm"]);
+    fn an_open_tool_directory_names_what_stays_protected() {
+        let w = warn(&["~/.cargo"]);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
-            w[0].contains("~/.npm/_npx (npx)") && w[0].contains("~/.npm/_cacache (npm)"),
+            w[0].contains("inside it the guard still protects")
+                && w[0].contains("~/.cargo/config.toml")
+                && w[0].contains("~/.cargo/registry/")
+                && w[0].contains("~/.cargo/env*")
+                && w[0].contains("(cargo)"),
             "{w:?}"
         );
+        // ~/.npm: _npx stays protected, and _cacache is a persistence path.
+        let w = warn(&["~/.npm"]);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("~/.npm/_npx/ (npx)"), "{w:?}");
+        assert!(w[1].contains("~/.npm/_cacache (npm:"), "{w:?}");
+    }
+
+    #[test]
+    fn places_a_host_tool_runs_are_named_with_the_tool() {
         let w = warn(&["~/.cache/pip/wheels"]);
         assert!(w[0].contains("~/.cache/pip (pip:"), "{w:?}");
-        // A writable home: every place not held by the guard, in one line;
-        // ~/.cargo/registry is held (the guard protects all of ~/.cargo).
+        // A writable home: its configuration stays protected by default,
+        // so only the places outside it are named.
         let w = warn(&["~"]);
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("~/go/pkg/mod (go)"), "{w:?}");
-        assert!(!w[0].contains("~/.cargo/registry"), "{w:?}");
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("stays protected unless allowWrite names it"),
+            "{w:?}"
+        );
+        assert!(w[1].contains("~/go/pkg/mod (go)"), "{w:?}");
+        assert!(
+            !w[1].contains("~/.npm") && !w[1].contains("~/.cargo"),
+            "{w:?}"
+        );
+        // Named next to the home, a cache is open again.
+        let w = warn(&["~", "~/.cache/pip"]);
+        assert!(w.iter().any(|l| l.contains("~/.cache/pip (pip:")), "{w:?}");
     }
 
     #[test]

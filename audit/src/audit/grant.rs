@@ -10,7 +10,7 @@
 use super::jailinfo::{JailInfo, rule_class};
 use super::{Case, Channel, Grant, Loc, Target};
 use crate::canary::SECRET_ENV;
-use oajail_policy::guard::names::{self, Entry};
+use oajail_policy::guard::held::{Anchors, held};
 use oajail_policy::host::canonicalize;
 use oajail_policy::{PathEntry, Policy};
 use std::path::{Path, PathBuf};
@@ -261,10 +261,7 @@ impl Grants<'_> {
         if self.covering(&fs.deny_write, &path).is_some() {
             return None;
         }
-        if path.ends_with(".git/config") && !fs.allow_git_config {
-            return None;
-        }
-        if protected(loc) {
+        if self.protected(&path) {
             return None;
         }
         Some(grant(
@@ -276,6 +273,23 @@ impl Grants<'_> {
                 loc.shown()
             ),
         ))
+    }
+
+    /// True when the guard protects `path` under this policy: srt's
+    /// mandatory denies and the guard's catalogues (names at any depth, the
+    /// home's tool files, git's), and the home's configuration unless an
+    /// `allowWrite` entry names it (`oajail_policy::guard::held`, the rules
+    /// the guard decides with).
+    fn protected(&self, path: &Path) -> bool {
+        let fs = &self.policy.filesystem;
+        let at = Anchors {
+            home: self.home.clone(),
+            xdg: Default::default(),
+        };
+        let roots: Vec<PathBuf> = (fs.allow_write.iter())
+            .map(|e| e.matcher(&self.home, &self.ws).base().to_path_buf())
+            .collect();
+        held(path, &at, &roots, fs.allow_git_config).is_some()
     }
 
     fn domain(&self, name: &str, port: u16) -> Option<Grant> {
@@ -332,32 +346,6 @@ impl Grants<'_> {
             Some(_) => None,
         }
     }
-}
-
-/// True when the guard protects `loc` whatever the policy says: srt's
-/// mandatory denies and their twins (the guard's own tables), and git
-/// directories (`.git/config` aside, which `allowGitConfig` opens).
-fn protected(loc: &Loc) -> bool {
-    let (rel, home) = match loc {
-        Loc::Home(r) => (r.as_str(), true),
-        Loc::Ws(r) => (r.as_str(), false),
-        Loc::Abs(_) => return false,
-    };
-    let covers =
-        |e: &Entry, rel: &str| rel == e.path || (e.dir && rel.starts_with(&format!("{}/", e.path)));
-    if home && names::HOME.iter().any(|e| covers(e, rel)) {
-        return true;
-    }
-    let parts: Vec<&str> = rel.split('/').collect();
-    parts.iter().enumerate().any(|(i, part)| {
-        let rest = parts[i..].join("/");
-        let git = *part == ".git" && !rest.ends_with(".git/config");
-        let claude = *part == ".claude" && {
-            let below = parts[i + 1..].join("/");
-            names::CLAUDE.iter().any(|e| covers(e, &below))
-        };
-        git || claude || names::ANYWHERE.iter().any(|e| covers(e, &rest))
-    })
 }
 
 fn grant(field: &str, entry: Option<&str>, why: &str) -> Grant {

@@ -174,6 +174,11 @@ pub struct Stage {
     /// A path of the workspace planted as a symlink to the home before the
     /// run (a previous run's leftover).
     pub symlink_to_home: Option<String>,
+    /// A directory planted as a small project (`Cargo.toml`,
+    /// `package.json`) before the run: a `denyWrite` directory of the
+    /// policy, whose tools read configuration from above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<Loc>,
     /// What a refusal by oajail (no probe verdict, an `oajail:` line, a
     /// non-zero status) means for this attack.
     pub refusal: Refusal,

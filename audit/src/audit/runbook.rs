@@ -197,6 +197,8 @@ fn persistence() -> Vec<Case> {
             vec!["open-write", "@LAB@/policy.json"],
         ),
     ];
+    let mut rows = rows;
+    rows.extend(defaults());
     let mut out: Vec<Case> = rows
         .into_iter()
         .filter_map(|(id, t, p)| row(id, Kind::Persistence, t, &p))
@@ -221,10 +223,106 @@ fn persistence() -> Vec<Case> {
     out.push(own(
         "B8-audit-home-file",
         "create a new file in the home",
-        ".oaj-audit-planted",
+        "oaj-audit-planted",
         "create",
     ));
     out
+}
+
+/// Protection by default for what no list names: the home's tool files
+/// (only an `allowWrite` entry naming one opens it, and the mandatory ones
+/// never open), project files by family at any depth, metadata through a
+/// read-only descriptor.
+fn defaults() -> Vec<(&'static str, Target, Vec<&'static str>)> {
+    let home = |r: &str| Target::Write(Loc::Home(r.into()));
+    let write = |mode: &'static str, path: &'static str| vec!["write-file", mode, path];
+    vec![
+        (
+            "B1-home-lesskey",
+            home(".lesskey"),
+            write("create", "@HOME@/.lesskey"),
+        ),
+        (
+            "B1-home-gdbinit",
+            home(".gdbinit"),
+            write("create", "@HOME@/.gdbinit"),
+        ),
+        (
+            "B1-home-docker-cli-plugin",
+            home(".docker/cli-plugins/docker-buildx"),
+            write("mkdirs", "@HOME@/.docker/cli-plugins/docker-buildx"),
+        ),
+        (
+            "B1-home-terminal",
+            home(".config/kitty/kitty.conf"),
+            write("mkdirs", "@HOME@/.config/kitty/kitty.conf"),
+        ),
+        (
+            "B1-home-agent-mcp",
+            home(".gemini/settings.json"),
+            write("mkdirs", "@HOME@/.gemini/settings.json"),
+        ),
+        (
+            "B1-home-known-hosts",
+            home(".ssh/known_hosts"),
+            write("create", "@HOME@/.ssh/known_hosts"),
+        ),
+        (
+            "B1-home-unknown-dotfile",
+            home(".newtoolrc"),
+            write("create", "@HOME@/.newtoolrc"),
+        ),
+        (
+            "B1-home-xdg-data",
+            home(".local/share/newtool/plugin.sh"),
+            write("mkdirs", "@HOME@/.local/share/newtool/plugin.sh"),
+        ),
+        (
+            "B1-home-cargo-config-open",
+            home(".cargo/config.toml"),
+            write("append", "@HOME@/.cargo/config.toml"),
+        ),
+        (
+            "B2-family-lefthook-local",
+            Target::Never,
+            write("create", "@WS@/lefthook-local.yml"),
+        ),
+        (
+            "B2-family-lefthook-toml-deep",
+            Target::Never,
+            write("mkdirs", "@WS@/a/b/c/d/e/f/g/h/lefthook.toml"),
+        ),
+        (
+            "B2-family-devcontainer-json",
+            Target::Never,
+            write("create", "@WS@/.devcontainer.json"),
+        ),
+        (
+            "B2-family-agent-dir-deep",
+            Target::Never,
+            write("mkdirs", "@WS@/a/b/c/d/e/f/g/h/.gemini/settings.json"),
+        ),
+        (
+            "B2-family-code-workspace",
+            Target::Never,
+            write("create", "@WS@/project.code-workspace"),
+        ),
+        (
+            "B6-fd-acl-hook",
+            Target::Never,
+            vec!["fd-meta", "acl-exec", "@WS@/.git/hooks/post-merge"],
+        ),
+        (
+            "B6-fd-acl-bashrc",
+            home(".bashrc"),
+            vec!["fd-meta", "acl-world", "@HOME@/.bashrc"],
+        ),
+        (
+            "B6-fd-xattr-bashrc",
+            home(".bashrc"),
+            vec!["fd-meta", "xattr", "@HOME@/.bashrc"],
+        ),
+    ]
 }
 
 fn isolation() -> Vec<Case> {

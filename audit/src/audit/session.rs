@@ -135,6 +135,17 @@ impl Setup {
             std::os::unix::fs::symlink(lab.dir.join("home"), &link)
                 .map_err(|e| LabError::new(format!("plant ./{rel} -> home"), e))?;
         }
+        let project = stage.project.as_ref().and_then(|loc| match loc {
+            Loc::Home(r) => Some((loc, lab.dir.join("home").join(r))),
+            Loc::Ws(r) => Some((loc, lab.dir.join("ws").join(r))),
+            Loc::Abs(_) => None,
+        });
+        if let Some((loc, dir)) = project {
+            for (file, text) in [("Cargo.toml", "[package]\n"), ("package.json", "{}\n")] {
+                canary::plant(&dir.join(file), text)
+                    .map_err(|e| LabError::new(format!("plant the project {}", loc.shown()), e))?;
+            }
+        }
         self.write_policy(lab)?;
         lab.give_to_owner()?;
         lab.rebaseline_home();

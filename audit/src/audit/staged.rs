@@ -16,6 +16,8 @@ use oajail_policy::{PathEntry, Policy};
 
 /// At most this many writable workspace roots get a planted symlink (A4).
 const MAX_SYMLINK_ROOTS: usize = 4;
+/// At most this many `denyWrite` directories get planted as projects.
+const MAX_PROJECTS: usize = 2;
 
 fn staged(id: &str, kind: Kind, target: Target, probe: &[&str], stage: Stage) -> Option<Case> {
     let mut c = row(id, kind, target, probe)?;
@@ -28,6 +30,7 @@ pub fn cases(policy: &Policy) -> Vec<Case> {
     let mut out = terminal_keyring_daemons();
     out.extend(fail_closed(policy));
     out.extend(symlinked_write_roots(policy));
+    out.extend(above_deny_write_projects(policy));
     out
 }
 
@@ -194,4 +197,91 @@ fn workspace_root(entry: &PathEntry) -> Option<String> {
         return None;
     }
     Some(p.to_owned())
+}
+
+/// B1-above: each `denyWrite` entry of the home or the workspace that is a
+/// directory on this machine (as the guard's rule needs: tools run in
+/// directories) and lies strictly inside a writable entry is planted in the
+/// lab as a small project, and the command plants configuration its tools
+/// read from the parent directory (cargo's `.cargo/config.toml`, npm's
+/// `.npmrc`, rustup's `rust-toolchain.toml`, go's `go.work`). The guard
+/// protects these whatever the policy says, so any success is an escape.
+fn above_deny_write_projects(policy: &Policy) -> Vec<Case> {
+    let fs = &policy.filesystem;
+    let writable: Vec<Loc> = fs.allow_write.iter().filter_map(lab_loc).collect();
+    let projects = (fs.deny_write.iter())
+        .filter(|e| is_a_directory_here(e))
+        .filter_map(lab_loc)
+        .filter(|d| writable.iter().any(|w| strictly_inside(d, w)))
+        .take(MAX_PROJECTS);
+    let mut out = Vec::new();
+    for project in projects {
+        let (anchor, rel) = match &project {
+            Loc::Home(r) => ("@HOME@", r.as_str()),
+            Loc::Ws(r) => ("@WS@", r.as_str()),
+            Loc::Abs(_) => continue,
+        };
+        let parent = rel.rsplit_once('/').map_or("", |(p, _)| p);
+        let at = |f: &str| match parent {
+            "" => format!("{anchor}/{f}"),
+            p => format!("{anchor}/{p}/{f}"),
+        };
+        for (id, mode, file) in [
+            ("B1-above-cargo-config", "mkdirs", ".cargo/config.toml"),
+            ("B1-above-npmrc", "create", ".npmrc"),
+            ("B1-above-rust-toolchain", "create", "rust-toolchain.toml"),
+            ("B1-above-go-work", "create", "go.work"),
+        ] {
+            let stage = Stage {
+                project: Some(project.clone()),
+                ..Stage::default()
+            };
+            let probe = ["write-file", mode, &at(file)];
+            if let Some(mut c) = staged(id, Kind::Persistence, Target::Never, &probe, stage) {
+                c.id = format!("{id}:{}", project.shown());
+                c.title = format!(
+                    "plant {file} above the denyWrite project {}",
+                    project.shown()
+                );
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Whether the entry names a directory on this machine, outside any git
+/// directory (the caller's home and working directory).
+fn is_a_directory_here(entry: &PathEntry) -> bool {
+    let (Some(home), Ok(cwd)) = (std::env::var_os("HOME"), std::env::current_dir()) else {
+        return false;
+    };
+    let path = entry.resolve(std::path::Path::new(&home), &cwd);
+    !path.iter().any(|c| c == ".git") && path.is_dir()
+}
+
+/// A policy path as a place of the lab: `~/…` in the fake home, `./…` or
+/// relative in the workspace; globs and absolute paths are not planted.
+fn lab_loc(entry: &PathEntry) -> Option<Loc> {
+    let p = entry.path.as_str();
+    if (p.contains(['*', '?', '[']) && !entry.literal) || p.split('/').any(|c| c == "..") {
+        return None;
+    }
+    let clean = |r: &str| r.trim_start_matches("./").trim_end_matches('/').to_owned();
+    match p {
+        "~" => Some(Loc::Home(String::new())),
+        "." | "./" => Some(Loc::Ws(String::new())),
+        _ if p.starts_with("~/") => Some(Loc::Home(clean(&p[2..]))),
+        _ if p.starts_with('/') || p.starts_with('~') => None,
+        _ => Some(Loc::Ws(clean(p))),
+    }
+}
+
+/// Whether `inner` lies strictly inside `outer` (same anchor).
+fn strictly_inside(inner: &Loc, outer: &Loc) -> bool {
+    let (i, o) = match (inner, outer) {
+        (Loc::Home(i), Loc::Home(o)) | (Loc::Ws(i), Loc::Ws(o)) => (i, o),
+        _ => return false,
+    };
+    !i.is_empty() && i != o && (o.is_empty() || i.starts_with(&format!("{o}/")))
 }

@@ -64,6 +64,15 @@ impl Decider {
         }
     }
 
+    /// Refuse a call that no path can be decided for, saying why like a
+    /// denial.
+    /// The refusal is reported on `what` like a denial of a name.
+    pub(crate) fn refuse(&mut self, op: Op<'_>, what: &str, rule: &'static str) -> Errno {
+        self.seen.decided(op, std::path::Path::new(what));
+        self.seen.denied(rule);
+        Errno::ACCESS
+    }
+
     /// Forget what the decision kept once it is too old; learn the primed
     /// directories before the first decision.
     fn refresh(&mut self) {

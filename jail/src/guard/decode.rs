@@ -198,6 +198,7 @@ fn metadata(nr: i64, a: [u64; 6]) -> Option<Call> {
         },
         libc::SYS_setxattr => set_xattr(follow(a[0]), a),
         libc::SYS_lsetxattr => set_xattr(nofollow(a[0]), a),
+        libc::SYS_fsetxattr => set_xattr(Obj::Fd(a[0]), a),
         libc::SYS_removexattr => Call::RemoveXattr {
             obj: follow(a[0]),
             name: a[1],
@@ -364,6 +365,31 @@ mod tests {
             Some(Call::Chmod {
                 obj: Obj::Fd(1),
                 mode: 2
+            })
+        );
+        assert_eq!(
+            decode(libc::SYS_fsetxattr, a),
+            Some(Call::SetXattr {
+                obj: Obj::Fd(1),
+                name: 2,
+                value: 3,
+                size: 4,
+                flags: 5
+            })
+        );
+        assert_eq!(
+            decode(libc::SYS_fremovexattr, a),
+            Some(Call::RemoveXattr {
+                obj: Obj::Fd(1),
+                name: 2
+            })
+        );
+        assert_eq!(
+            decode(libc::SYS_fchown, a),
+            Some(Call::Chown {
+                obj: Obj::Fd(1),
+                uid: 2,
+                gid: 3
             })
         );
         assert!(decode(libc::SYS_read, a).is_none());

@@ -542,11 +542,20 @@ fn meta(
             }
         }
     };
-    if let Some(real) = &target.object.real {
-        d.check(
-            "changing",
-            &request(real, Op::Meta, Some(target.object.stat)),
-        )?;
+    let stat = target.object.stat;
+    match &target.object.real {
+        Some(real) => d.check("changing", &request(real, Op::Meta, Some(stat)))?,
+        // A file whose name was removed while other names of it remain
+        // (a descriptor kept across an unlink of one of its hard links):
+        // the change would reach those names, which cannot be decided.
+        None if stat.kind != FileKind::Other && stat.nlink > 0 => {
+            return Err(d.refuse(
+                Op::Meta,
+                "a descriptor's file",
+                "its name was removed but other links to it remain",
+            ));
+        }
+        None => {}
     }
     call(&target)?;
     Ok(Answer::Value(0))

@@ -12,6 +12,7 @@
 
 use super::rules::{Rules, TMP};
 use crate::Policy;
+use crate::guard::names::XdgDirs;
 use crate::guard::{FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs};
 use std::path::{Path, PathBuf};
 
@@ -26,8 +27,10 @@ const NOTIFY: &[&str] = &[
     "truncate",
     "setxattr",
     "lsetxattr",
+    "fsetxattr",
     "removexattr",
     "lremovexattr",
+    "fremovexattr",
 ];
 
 /// x86_64-only calls always sent to pid 1.
@@ -43,7 +46,7 @@ pub(crate) fn build(
     policy: &Policy,
     rules: &Rules,
     home: &Path,
-    config_home: Option<&Path>,
+    xdg: &XdgDirs,
     ids: Ids,
 ) -> GuardPlan {
     let strings = |it: &mut dyn Iterator<Item = &PathBuf>| {
@@ -57,9 +60,14 @@ pub(crate) fn build(
     if rules.private.contains(Path::new(TMP)) {
         private.push(TMP.to_owned());
     }
-    let config_home = config_home
-        .filter(|c| *c != home.join(".config"))
-        .map(|c| c.display().to_string());
+    // Each XDG directory only when set elsewhere than its place in the home.
+    let xdg = XdgDirs::elsewhere(
+        home,
+        xdg.config.clone(),
+        xdg.data.clone(),
+        xdg.state.clone(),
+    );
+    let shown = |d: &Option<PathBuf>| d.as_ref().map(|d| d.display().to_string());
     let arg = |syscall: &str, flags_arg: u8, legacy: bool| FlagsArg {
         syscall: syscall.into(),
         flags_arg,
@@ -91,7 +99,9 @@ pub(crate) fn build(
         private,
         deny_write: strings(&mut deny_write.iter()),
         home: home.display().to_string(),
-        config_home,
+        config_home: shown(&xdg.config),
+        data_home: shown(&xdg.data),
+        state_home: shown(&xdg.state),
         allow_git_config: policy.filesystem.allow_git_config,
         filter: FilterShape {
             notify,
@@ -104,6 +114,7 @@ pub(crate) fn build(
             ],
             notify_unless_owner: vec![
                 owner("fchownat", 2, false),
+                owner("fchown", 1, false),
                 owner("chown", 1, true),
                 owner("lchown", 1, true),
             ],

@@ -67,6 +67,13 @@ pub struct HostFacts {
     /// protects the configuration files there as it does under `~/.config`.
     #[serde(default)]
     pub xdg_config_home: Option<PathBuf>,
+    /// `$XDG_DATA_HOME` of the caller, if set (absolute): the home's data,
+    /// protected by default like its configuration.
+    #[serde(default)]
+    pub xdg_data_home: Option<PathBuf>,
+    /// `$XDG_STATE_HOME` of the caller, if set (absolute).
+    #[serde(default)]
+    pub xdg_state_home: Option<PathBuf>,
 }
 
 impl HostFacts {
@@ -86,6 +93,8 @@ impl HostFacts {
             ssh_auth_sock: None,
             mem_total_bytes: None,
             xdg_config_home: None,
+            xdg_data_home: None,
+            xdg_state_home: None,
         }
     }
 }
@@ -160,15 +169,17 @@ pub fn compile(
     let rules = rules::Rules::build(policy, facts, fs)?;
     let mounts = mounts::build(&rules, policy, facts, fs)?;
     let landlock = landlock::build(&rules, policy, fs)?;
-    let config_home = facts
-        .xdg_config_home
-        .as_ref()
-        .and_then(|p| fsview::canonicalize(fs, p).ok());
+    let real = |p: &Option<PathBuf>| p.as_ref().and_then(|p| fsview::canonicalize(fs, p).ok());
+    let xdg = crate::guard::names::XdgDirs {
+        config: real(&facts.xdg_config_home),
+        data: real(&facts.xdg_data_home),
+        state: real(&facts.xdg_state_home),
+    };
     let ids = crate::guard::Ids {
         uid: facts.uid,
         gid: facts.gid,
     };
-    let guard = guard::build(policy, &rules, &rules.home, config_home.as_deref(), ids);
+    let guard = guard::build(policy, &rules, &rules.home, &xdg, ids);
     Ok(CompiledPolicy {
         policy_sha256: policy.sha256(),
         mounts,

@@ -6,16 +6,17 @@
 //! the path itself. Reads: the path itself, carved out of a broader deny.
 //! Never proposed: the home directory, `/` or a top-level system
 //! directory; a path that is, lies inside or contains a secret store (the
-//! built-in list and the policy's own `denyRead`) or a mandatory
-//! protection (the guard's home paths: shell and tool configuration,
-//! `~/.local/bin`, `~/.cargo` …), whose deeper rule would either refuse the
-//! access anyway or widen what the user meant to allow (no collapsing
-//! `~/.config/tool` into `~/.config`); a name the guard protects at any
-//! depth (`.vscode`, `.bashrc` …); a path the settings deny by name.
+//! built-in list and the policy's own `denyRead`); a path inside a
+//! mandatory protection (the guard's home catalogue: shell and tool
+//! configuration, `~/.local/bin`, `~/.cargo` …), which the guard refuses
+//! anyway; a home container (no collapsing `~/.config/tool` into
+//! `~/.config`); a name the guard protects at any depth (`.vscode`,
+//! `lefthook*` …); a path the settings deny by name.
 
 use super::rules::Rules;
 use super::{FsView, HostFacts};
-use crate::guard::names::{ANYWHERE, CONFIG_PREFIX, HOME};
+use crate::guard::anywhere;
+use crate::guard::names::{XdgDirs, components, mandatory_at};
 use crate::{DEFAULT_DENY_READ, PathEntry, Policy};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -70,8 +71,9 @@ pub struct Suggestion {
 pub struct Protections {
     /// Secret stores (the built-in list, the policy's `denyRead`), with why.
     secrets: Vec<(PathBuf, String)>,
-    /// The guard's home paths, with why.
-    mandatory: Vec<(PathBuf, &'static str)>,
+    /// Where `$XDG_*_HOME` put the home's configuration, for the guard's
+    /// home catalogue.
+    xdg: XdgDirs,
     /// `denyWrite` entries, the settings file, the oajail binary.
     deny_write: BTreeSet<PathBuf>,
 }
@@ -95,18 +97,15 @@ impl Protections {
                 secrets.push((path, why));
             }
         }
-        let mut mandatory = Vec::new();
-        for e in HOME {
-            mandatory.push((home.join(e.path), e.why));
-            // `$XDG_CONFIG_HOME` stands for `~/.config`, as for the guard.
-            let config = (facts.xdg_config_home.as_ref()).zip(e.path.strip_prefix(CONFIG_PREFIX));
-            if let Some((config_home, rest)) = config {
-                mandatory.push((config_home.join(rest), e.why));
-            }
-        }
+        let xdg = XdgDirs::elsewhere(
+            home,
+            facts.xdg_config_home.clone(),
+            facts.xdg_data_home.clone(),
+            facts.xdg_state_home.clone(),
+        );
         Protections {
             secrets,
-            mandatory,
+            xdg,
             deny_write: rules.deny_write.clone(),
         }
     }
@@ -128,26 +127,26 @@ impl Protections {
                 ));
             }
         }
-        for (protected, why) in &self.mandatory {
-            if c.starts_with(protected) {
-                return Some(format!(
-                    "{} is a mandatory protection ({why})",
-                    shown(home, protected)
-                ));
-            }
-            if protected.starts_with(c) {
-                return Some(format!(
-                    "{} would contain {}, a mandatory protection ({why})",
-                    shown(home, c),
-                    shown(home, protected)
-                ));
-            }
+        if let Some(e) = mandatory_at(c, home, &self.xdg) {
+            return Some(format!(
+                "{} is a mandatory protection ({}: {})",
+                shown(home, c),
+                e.tool,
+                e.runs
+            ));
         }
-        if let Some(name) = c
-            .iter()
-            .filter_map(|n| n.to_str())
-            .find(|n| ANYWHERE.iter().any(|e| e.path == *n) || *n == ".git" || *n == ".claude")
-        {
+        // A directory above an entry of the catalogue (`~/.npm` above
+        // `~/.npm/_npx`) may be proposed: the guard keeps refusing the entry
+        // whatever the settings say, and the home's containers (`~/.config`)
+        // are never proposed (`too_wide`).
+        let parts = c
+            .strip_prefix("/")
+            .ok()
+            .and_then(components)
+            .unwrap_or_default();
+        let anywhere_hit = anywhere::index().find(&parts).map(|(e, _)| e.shown());
+        let named = parts.iter().find(|n| **n == ".git" || **n == ".claude");
+        if let Some(name) = anywhere_hit.or(named.map(|n| (*n).to_owned())) {
             return Some(format!(
                 "{name} is protected wherever it is (the guard refuses writes there whatever the settings say)"
             ));

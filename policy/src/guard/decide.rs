@@ -16,11 +16,12 @@
 //! read again, and pid 1 empties everything on a timer ([`Guard::forget`])
 //! for changes made outside the jail.
 
+use super::above::Above;
 use super::git::{self, Inside};
 use super::knowledge::Knowledge;
-use super::names::{self, Entry};
-use super::{FileKind, GuardFs, GuardPlan, Stat};
-use std::collections::{HashMap, HashSet};
+use super::names::{self, XdgDirs};
+use super::{FileKind, GuardFs, GuardPlan, Stat, anywhere};
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -70,8 +71,20 @@ pub struct Request<'a> {
 /// Why a call was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Denial {
-    /// The rule, as shown to the user.
+    /// The rule, as shown to the user (for a catalogue entry: the tool).
     pub rule: &'static str,
+    /// What the protected path does, when the rule alone does not say it
+    /// (a catalogue entry's `runs`).
+    pub detail: Option<&'static str>,
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.detail {
+            Some(d) => write!(f, "{}: {d}", self.rule),
+            None => f.write_str(self.rule),
+        }
+    }
 }
 
 /// The guard's answer.
@@ -84,21 +97,44 @@ pub enum Verdict {
 }
 
 fn deny(rule: &'static str) -> Verdict {
-    Verdict::Deny(Denial { rule })
+    Verdict::Deny(Denial { rule, detail: None })
 }
 
 /// What protects a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Hit {
-    why: &'static str,
+    why: Denial,
     inside: Option<Inside>,
 }
 
 impl Hit {
-    fn plain(why: &'static str) -> Self {
-        Hit { why, inside: None }
+    fn plain(rule: &'static str) -> Self {
+        Hit::detailed(rule, None)
+    }
+
+    fn detailed(rule: &'static str, detail: Option<&'static str>) -> Self {
+        Hit {
+            why: Denial { rule, detail },
+            inside: None,
+        }
+    }
+
+    fn entry(e: &'static super::pattern::Entry) -> Self {
+        Hit::detailed(e.tool, Some(e.runs))
+    }
+
+    fn verdict(self) -> Verdict {
+        Verdict::Deny(self.why)
     }
 }
+
+/// The rule shown when the default protection of the home's configuration
+/// refuses a call.
+pub const DEFAULT_RULE: &str = "the home's configuration, protected by default";
+/// What to do about it.
+pub const DEFAULT_HINT: &str = "name it (or a path inside it) in allowWrite to make it writable";
+/// The rule shown for configuration planted above a protected directory.
+pub const ABOVE_RULE: &str = "read from above by a denyWrite directory";
 
 /// Entries of a git directory a link or a moved directory must not replace.
 const GIT_SHIELDED: &[&str] = &[
@@ -120,11 +156,13 @@ pub struct Guard {
     private: Vec<PathBuf>,
     deny_write: Vec<PathBuf>,
     home: PathBuf,
-    config_home: Option<PathBuf>,
-    anywhere: HashMap<&'static str, &'static Entry>,
-    home_table: HashMap<&'static str, &'static Entry>,
-    /// Every strict prefix of a [`names::HOME`] entry (`.config`, `.ssh`…).
+    xdg: XdgDirs,
+    /// Every strict prefix of a [`names::HOME`] entry (`.config`, `.ssh`…),
+    /// and the first component of every multi-component entry of
+    /// [`anywhere::ANYWHERE`] (`.claude`, `.hg`, `.jj`).
     home_prefixes: HashSet<String>,
+    shield_names: HashSet<&'static str>,
+    above: Above,
     know: Knowledge,
 }
 
@@ -135,15 +173,7 @@ impl Guard {
         let mut home_prefixes = HashSet::new();
         for e in names::HOME {
             let mut prefix = String::new();
-            for part in e
-                .path
-                .split('/')
-                .collect::<Vec<_>>()
-                .iter()
-                .rev()
-                .skip(1)
-                .rev()
-            {
+            for part in e.leading() {
                 if !prefix.is_empty() {
                     prefix.push('/');
                 }
@@ -151,19 +181,23 @@ impl Guard {
                 home_prefixes.insert(prefix.clone());
             }
         }
+        let shield_names = (anywhere::ANYWHERE.iter())
+            .filter(|e| e.path.contains('/'))
+            .filter_map(|e| e.leading().next())
+            .collect();
+        let roots = paths(&plan.roots);
+        let deny_write = paths(&plan.deny_write);
+        let xdg = plan.xdg();
         Guard {
-            roots: paths(&plan.roots),
+            above: Above::new(&deny_write, &roots),
+            roots,
             private: paths(&plan.private),
-            deny_write: paths(&plan.deny_write),
+            deny_write,
             home: PathBuf::from(&plan.home),
-            config_home: plan.config_home.as_ref().map(PathBuf::from),
-            anywhere: names::ANYWHERE.iter().map(|e| (e.path, e)).collect(),
-            home_table: names::HOME.iter().map(|e| (e.path, e)).collect(),
             home_prefixes,
-            know: Knowledge::new(
-                PathBuf::from(&plan.home),
-                plan.config_home.as_ref().map(PathBuf::from),
-            ),
+            shield_names,
+            know: Knowledge::new(PathBuf::from(&plan.home), xdg.clone()),
+            xdg,
             plan,
         }
     }
@@ -188,6 +222,7 @@ impl Guard {
     /// Empty the memo (changes made outside the jail are seen again).
     pub fn forget(&mut self) {
         self.know.forget();
+        self.above.forget();
     }
 
     /// Learn about these directories ahead of the first call (the working
@@ -266,61 +301,43 @@ impl Guard {
         let known = &self.know.known();
         let covered =
             known.dirs.iter().any(|d| p.starts_with(d)) || known.files.iter().any(|f| f == p);
-        covered.then(|| Hit::plain("a hook directory, included configuration or program git runs"))
+        if covered {
+            return Some(Hit::plain(
+                "a hook directory, included configuration or program git runs",
+            ));
+        }
+        self.by_default(p).or_else(|| self.read_from_above(fs, p))
     }
 
-    /// [`names::ANYWHERE`] and [`names::CLAUDE`], at any depth.
+    /// [`anywhere::ANYWHERE`], at any depth.
     fn by_name(&self, p: &Path) -> Option<Hit> {
         let parts: Vec<&str> = p.iter().skip(1).map(|c| c.to_str().unwrap_or("")).collect();
-        for (i, part) in parts.iter().enumerate() {
-            let last = i + 1 == parts.len();
-            if let Some(e) = self.anywhere.get(part)
-                && (e.dir || last)
-            {
-                return Some(Hit::plain(e.why));
-            }
-            if *part == ".claude"
-                && let Some(next) = parts.get(i + 1)
-                && let Some(e) = names::find(names::CLAUDE, next)
-                && (e.dir || i + 2 == parts.len())
-            {
-                return Some(Hit::plain(e.why));
-            }
-        }
-        None
+        anywhere::index().find(&parts).map(|(e, _)| Hit::entry(e))
     }
 
-    /// [`names::HOME`], relative to the home directory (and `.config/`
-    /// entries relative to `$XDG_CONFIG_HOME`).
+    /// [`names::HOME`], relative to the home directory (and the XDG
+    /// directories set elsewhere).
     fn by_home(&self, p: &Path) -> Option<Hit> {
-        let mut found = None;
-        if let Ok(rel) = p.strip_prefix(&self.home) {
-            found = self.home_entry(rel, "");
-        }
-        if found.is_none()
-            && let Some(ch) = &self.config_home
-            && let Ok(rel) = p.strip_prefix(ch)
-        {
-            found = self.home_entry(rel, names::CONFIG_PREFIX);
-        }
-        found.map(|e| Hit::plain(e.why))
+        names::mandatory_at(p, &self.home, &self.xdg).map(Hit::entry)
     }
 
-    fn home_entry(&self, rel: &Path, prefix: &str) -> Option<&'static Entry> {
-        let mut key = prefix.trim_end_matches('/').to_owned();
-        let parts: Vec<&OsStr> = rel.iter().collect();
-        for (i, part) in parts.iter().enumerate() {
-            if !key.is_empty() {
-                key.push('/');
-            }
-            key.push_str(part.to_str()?);
-            if let Some(e) = self.home_table.get(key.as_str())
-                && (e.dir || i + 1 == parts.len())
-            {
-                return Some(e);
-            }
+    /// The home's configuration ([`names::default_area`]), unless the
+    /// writable root nearest to `p` names it explicitly.
+    fn by_default(&self, p: &Path) -> Option<Hit> {
+        let area = names::default_area(p, &self.home, &self.xdg)?;
+        if names::explicitly_writable(&area, p, &self.roots) {
+            return None;
         }
-        None
+        Some(Hit::detailed(DEFAULT_RULE, Some(DEFAULT_HINT)))
+    }
+
+    /// Configuration a `denyWrite` directory below `p` reads from above
+    /// (`above.rs`).
+    fn read_from_above(&mut self, fs: &dyn GuardFs, p: &Path) -> Option<Hit> {
+        let know = &mut self.know;
+        let mut no_repo = |d: &Path| know.repo_for(fs, d).is_none();
+        let e = self.above.hit(fs, p, &mut no_repo)?;
+        Some(Hit::detailed(ABOVE_RULE, Some(e.runs)))
     }
 
     /// Inside a git directory: its configuration, hooks, info and redirects.
@@ -331,7 +348,7 @@ impl Guard {
             .find(|a| self.know.is_git_dir(fs, a))?;
         let rel = p.strip_prefix(git_dir).ok()?;
         let inside = git::inside(rel);
-        let why = match inside {
+        let rule = match inside {
             Inside::Data => return None,
             Inside::Config if self.plan.allow_git_config => return None,
             Inside::Config => "a git directory's config (allowGitConfig is off)",
@@ -343,15 +360,15 @@ impl Guard {
             }
         };
         Some(Hit {
-            why,
             inside: Some(inside),
+            ..Hit::plain(rule)
         })
     }
 
     /// Whether replacing `p` by a symlink or a moved directory would change
     /// what a protected path below it resolves to.
     fn shields(&mut self, fs: &dyn GuardFs, p: &Path, name: &str) -> bool {
-        if matches!(name, ".git" | ".claude") {
+        if matches!(name, ".git") || self.shield_names.contains(name) {
             return true;
         }
         let strictly_above = |q: &Path| q != p && q.starts_with(p);
@@ -360,16 +377,15 @@ impl Guard {
         {
             return true;
         }
-        if let Some(ch) = &self.config_home
-            && (ch.starts_with(p)
-                || p.strip_prefix(ch)
-                    .ok()
-                    .and_then(Path::to_str)
-                    .is_some_and(|r| {
-                        self.home_prefixes
-                            .contains(&format!("{}{r}", names::CONFIG_PREFIX))
-                    }))
-        {
+        for (anchor, prefix) in self.xdg.anchors() {
+            let twin = p.strip_prefix(anchor).ok().and_then(Path::to_str);
+            if anchor.starts_with(p)
+                || twin.is_some_and(|r| self.home_prefixes.contains(&format!("{prefix}{r}")))
+            {
+                return true;
+            }
+        }
+        if self.above.shields(fs, p) {
             return true;
         }
         let known = &self.know.known();
@@ -411,7 +427,7 @@ impl Guard {
                 _ => false,
             };
             if !template {
-                return deny(hit.why);
+                return hit.verdict();
             }
         }
         if kind == FileKind::Symlink && self.shields(fs, p, name) {
@@ -469,8 +485,11 @@ impl Guard {
         }
         match stat.kind {
             FileKind::Dir => {
-                if name == ".git" || hit.is_some() {
-                    return deny(hit.map_or("a .git that is not a new directory", |h| h.why));
+                if let Some(h) = hit {
+                    return h.verdict();
+                }
+                if name == ".git" {
+                    return deny("a .git that is not a new directory");
                 }
                 if self.shields(fs, req.path, name) {
                     return deny("a directory moved in place of one that holds protected paths");
@@ -500,7 +519,7 @@ impl Guard {
     fn change(&mut self, fs: &dyn GuardFs, req: &Request<'_>, hit: Option<Hit>) -> Verdict {
         match hit {
             Some(h) if h.inside == Some(Inside::Template { sample: true }) => {}
-            Some(h) => return deny(h.why),
+            Some(h) => return h.verdict(),
             None => {}
         }
         if let Some(stat) = req.existing
@@ -520,7 +539,7 @@ fn movable(name: &str, hit: Option<Hit>) -> Verdict {
         return deny("moves a .git directory");
     }
     match hit {
-        Some(h) if h.inside != Some(Inside::Template { sample: true }) => deny(h.why),
+        Some(h) if h.inside != Some(Inside::Template { sample: true }) => h.verdict(),
         _ => Verdict::Allow,
     }
 }

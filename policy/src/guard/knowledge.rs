@@ -20,8 +20,9 @@
 //! calls it on a timer, for changes made outside the jail).
 
 use super::git::{self, Protects, Repo};
-use super::names;
+use super::names::{self, XdgDirs};
 use super::{FileKind, GuardFs, Stat};
+use super::{anywhere, pattern::Form};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -44,7 +45,7 @@ enum Source {
 #[derive(Debug)]
 pub(super) struct Knowledge {
     home: PathBuf,
-    config_home: Option<PathBuf>,
+    xdg: XdgDirs,
     /// Directories whose protected names are looked at as links: the
     /// writable roots and the command's working directory.
     anchors: Vec<PathBuf>,
@@ -72,10 +73,10 @@ struct Memo {
 }
 
 impl Knowledge {
-    pub(super) fn new(home: PathBuf, config_home: Option<PathBuf>) -> Self {
+    pub(super) fn new(home: PathBuf, xdg: XdgDirs) -> Self {
         Knowledge {
             home,
-            config_home,
+            xdg,
             anchors: Vec::new(),
             memo: Memo::default(),
         }
@@ -123,23 +124,24 @@ impl Knowledge {
     /// A protected name that is a link makes its target protected: tools
     /// read the target through it (`~/.bashrc -> dotfiles/bashrc`).
     fn load_link_targets(&mut self, fs: &dyn GuardFs) {
+        // Families have no one name to look at: their exact spellings only.
+        let exact = |e: &&super::pattern::Entry| e.form == Form::Exact;
         let mut names: Vec<PathBuf> = Vec::new();
-        let everywhere = names::ANYWHERE.iter().map(|e| PathBuf::from(e.path));
-        let claude = names::CLAUDE
-            .iter()
-            .map(|e| Path::new(".claude").join(e.path));
-        let local: Vec<PathBuf> = everywhere.chain(claude).collect();
+        let local: Vec<PathBuf> = (anywhere::ANYWHERE.iter().filter(exact))
+            .map(|e| PathBuf::from(e.path))
+            .collect();
         for anchor in self.anchors.iter().chain([&self.home]) {
             names.extend(local.iter().map(|n| anchor.join(n)));
         }
-        names.extend(names::HOME.iter().map(|e| self.home.join(e.path)));
-        if let Some(ch) = &self.config_home {
-            names.extend(names::HOME.iter().filter_map(|e| {
-                e.path
-                    .strip_prefix(names::CONFIG_PREFIX)
-                    .map(|rest| ch.join(rest))
-            }));
+        let home_entries = || names::HOME.iter().filter(exact);
+        names.extend(home_entries().map(|e| self.home.join(e.path)));
+        for (anchor, prefix) in self.xdg.anchors() {
+            names.extend(
+                home_entries()
+                    .filter_map(|e| e.path.strip_prefix(prefix).map(|rest| anchor.join(rest))),
+            );
         }
+        names.extend(self.configuration_entries(fs));
         let mut found = Protects::default();
         for name in names {
             if fs.lstat(&name).is_some_and(|s| s.kind == FileKind::Symlink)
@@ -152,6 +154,27 @@ impl Knowledge {
             }
         }
         self.set_source(Source::LinkTargets, found);
+    }
+
+    /// The home's configuration is protected by default under any name, so
+    /// its dot entries and the entries of its XDG directories that are links
+    /// (a dotfiles checkout linked with stow: `~/.lesskey ->
+    /// dotfiles/less/.lesskey`) protect their targets too. One listing of
+    /// the home and of each XDG directory, per memo lifetime.
+    fn configuration_entries(&self, fs: &dyn GuardFs) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = (fs.read_dir(&self.home).unwrap_or_default())
+            .into_iter()
+            .filter(|n| n.starts_with('.') && n != "." && n != "..")
+            .map(|n| self.home.join(n))
+            .collect();
+        let usual = [".config", ".local/share", ".local/state"].map(|d| self.home.join(d));
+        let set = self.xdg.anchors().into_iter().map(|(d, _)| d.to_path_buf());
+        for dir in usual.into_iter().chain(set) {
+            for n in fs.read_dir(&dir).unwrap_or_default() {
+                out.push(dir.join(n));
+            }
+        }
+        out
     }
 
     /// The repository git finds for `dir`; learning it loads what its
@@ -202,7 +225,8 @@ impl Knowledge {
 
     fn global_configs(&self) -> Vec<PathBuf> {
         let xdg = self
-            .config_home
+            .xdg
+            .config
             .clone()
             .unwrap_or_else(|| self.home.join(".config"));
         vec![
@@ -324,10 +348,10 @@ impl Knowledge {
 
     fn home_ids(&mut self, fs: &dyn GuardFs) -> &HashSet<(u64, u64)> {
         if self.memo.home_ids.is_none() {
-            let files = names::ANYWHERE
+            let files = anywhere::ANYWHERE
                 .iter()
                 .chain(names::HOME)
-                .filter(|e| !e.dir)
+                .filter(|e| !e.dir && e.form == Form::Exact)
                 .map(|e| self.home.join(e.path));
             let ids = files
                 .filter_map(|f| fs.lstat(&f))

@@ -21,6 +21,8 @@ fn plan(allow_git_config: bool) -> GuardPlan {
         deny_write: Vec::new(),
         home: "/h".into(),
         config_home: None,
+        data_home: None,
+        state_home: None,
         allow_git_config,
         filter: FilterShape {
             notify: Vec::new(),

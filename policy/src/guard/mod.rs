@@ -16,7 +16,9 @@
 //! This module owns the plain data ([`GuardPlan`], built by
 //! `compile::guard` from the resolved rules) and the pure decision
 //! ([`Guard`], which sees the filesystem only through [`GuardFs`]): what is
-//! protected by name ([`names`]), what git would run (`git`, `gitconfig`),
+//! protected by name at any depth ([`anywhere`]) and in the home
+//! ([`names`], with the default protection of the home's configuration),
+//! what tools read from above a `denyWrite` directory (`above.rs`), what git would run (`git`, `gitconfig`),
 //! what the decision has learnt about the tree (`knowledge`), and the
 //! user's `denyWrite` entries. It depends on nothing in `compile`.
 //!
@@ -30,15 +32,20 @@
 //! - nothing is decided from a walk of the tree: start-up costs the same for
 //!   an empty workspace and for a million files.
 
+mod above;
+pub mod anywhere;
 mod decide;
 mod git;
 mod gitconfig;
+pub mod held;
 mod knowledge;
 pub mod names;
+pub mod pattern;
 mod plan;
 
 pub use crate::stat::{FileKind, Stat};
-pub use decide::{Denial, Guard, Op, Request, Verdict};
+pub use above::{ABOVE, AboveEntry, Needs};
+pub use decide::{ABOVE_RULE, DEFAULT_HINT, DEFAULT_RULE, Denial, Guard, Op, Request, Verdict};
 pub use plan::{
     ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, RISKY_MODE, WRITE_FLAGS,
 };
@@ -59,6 +66,8 @@ pub trait GuardFs {
     fn canonical(&self, path: &Path) -> Option<std::path::PathBuf>;
 }
 
+#[cfg(test)]
+mod defaults_tests;
 #[cfg(test)]
 mod knowledge_tests;
 #[cfg(test)]

@@ -131,8 +131,26 @@ pub struct GuardPlan {
     pub home: String,
     /// `$XDG_CONFIG_HOME` when set to another place than `~/.config`.
     pub config_home: Option<String>,
+    /// `$XDG_DATA_HOME` when set to another place than `~/.local/share`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_home: Option<String>,
+    /// `$XDG_STATE_HOME` when set to another place than `~/.local/state`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_home: Option<String>,
     /// `.git/config` may be written (`allowGitConfig`).
     pub allow_git_config: bool,
     /// The notification filter's shape.
     pub filter: FilterShape,
+}
+
+impl GuardPlan {
+    /// The XDG directories set elsewhere than their place in the home.
+    pub fn xdg(&self) -> super::names::XdgDirs {
+        let path = |v: &Option<String>| v.as_ref().map(std::path::PathBuf::from);
+        super::names::XdgDirs {
+            config: path(&self.config_home),
+            data: path(&self.data_home),
+            state: path(&self.state_home),
+        }
+    }
 }

@@ -10,6 +10,8 @@ fn plan(allow_git_config: bool) -> GuardPlan {
         deny_write: vec!["/w/locked".into(), "/w/later/out.txt".into()],
         home: "/h".into(),
         config_home: Some("/h/cfg".into()),
+        data_home: None,
+        state_home: None,
         allow_git_config,
         filter: FilterShape {
             notify: Vec::new(),
@@ -346,9 +348,12 @@ fn home_twins_and_config_home() {
     ] {
         assert!(!t.ok(p, Create(File)), "{p}");
     }
-    assert!(t.ok("/h/.ssh/known_hosts", Create(File)));
-    assert!(t.ok("/h/.config/other/x", Create(File)));
-    assert!(t.ok("/h/.local/share/x", Create(File)));
+    // The rest of the home's configuration: protected by default (the
+    // home is a writable root; `defaults_tests.rs` opens it explicitly).
+    assert!(!t.ok("/h/.ssh/known_hosts", Create(File)));
+    assert!(!t.ok("/h/.config/other/x", Create(File)));
+    assert!(!t.ok("/h/.local/share/x", Create(File)));
+    assert!(t.ok("/h/notes.txt", Create(File)));
     for p in [
         "/h/.config",
         "/h/.ssh",

@@ -130,7 +130,7 @@ fn expect_blocked(report: &Value, ids: &[&str]) {
 
 #[test]
 fn audits_default_policy() {
-    let report = expect_counts("default.json", 157, 8);
+    let report = expect_counts("default.json", 174, 8);
     // The jail the attacks ran in, as oajail reports it inside the lab.
     let jail = &report["jail"];
     assert_eq!(jail["tier"], "namespaces", "{jail:#}");
@@ -154,7 +154,7 @@ fn audits_default_policy() {
 
 #[test]
 fn audits_dev_shell_policy() {
-    let report = expect_counts("dev-shell.json", 162, 13);
+    let report = expect_counts("dev-shell.json", 179, 13);
     // Every allowed domain is either the target of exfiltration attacks
     // or listed as untested, with the reason.
     let policy: Value = serde_json::from_str(
@@ -200,7 +200,7 @@ fn audits_dev_shell_policy() {
 
 #[test]
 fn audits_globs_and_literals_policy() {
-    let report = expect_counts("globs-and-literals.json", 163, 11);
+    let report = expect_counts("globs-and-literals.json", 180, 11);
     expect_blocked(
         &report,
         &["A4-symlinked-write-root:./build", "I1-proxy-fails-to-start"],
@@ -216,7 +216,7 @@ fn audits_mcp_server_policy() {
     // fits under the bound (allowed by policy); unprivileged there is no
     // cgroup and the jail refuses both calls (blocked).
     let root = nix::unistd::geteuid().is_root();
-    let report = expect_counts("mcp-server.json", 162, if root { 8 } else { 6 });
+    let report = expect_counts("mcp-server.json", 179, if root { 8 } else { 6 });
     for id in ["H9-memfd-whole-jail", "H10-sysv-whole-jail"] {
         let verdict = if root { "allowed" } else { "blocked" };
         assert!(
@@ -235,12 +235,12 @@ fn audits_mcp_server_policy() {
 
 #[test]
 fn audits_srt_compat_policy() {
-    expect_counts("srt-compat.json", 160, 11);
+    expect_counts("srt-compat.json", 177, 11);
 }
 
 #[test]
 fn audits_strict_offline_policy() {
-    expect_counts("strict-offline.json", 161, 6);
+    expect_counts("strict-offline.json", 178, 6);
 }
 
 const WEAK: &str = r#"{
@@ -371,6 +371,32 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// A `denyWrite` directory inside a writable root: the audit plants it in
+/// the lab as a small project and tries the configuration its tools read
+/// from the parent; the guard holds each whatever the policy says.
+#[test]
+fn deny_write_projects_keep_what_their_tools_read_from_above() {
+    let policy = scratch("above").join("above.json");
+    std::fs::write(
+        &policy,
+        r#"{"network": {"allowedDomains": [], "deniedDomains": []},
+            "filesystem": {"denyRead": [], "allowWrite": ["."], "denyWrite": ["./docs"]}}"#,
+    )
+    .unwrap_or_else(|e| panic!("write policy: {e}"));
+    let p = policy.display().to_string();
+    let (_, report) = json_report(&["-s", &p, "--only", "B"]);
+    for id in [
+        "B1-above-cargo-config",
+        "B1-above-npmrc",
+        "B1-above-rust-toolchain",
+        "B1-above-go-work",
+    ] {
+        let f = finding(&report, &format!("{id}:./docs"));
+        assert_eq!(f["verdict"], "blocked", "{id}: {f:#}");
+    }
+    assert!(ids_with(&report, "escape").is_empty(), "{report:#}");
 }
 
 /// Absolute paths a policy names (`/home/alice/…`, `/etc/…`) get a canary

@@ -404,3 +404,57 @@ pub fn append_text(attack: &str, path: &str, text: &str) -> Outcome {
         Err(e) => Outcome::failed(attack, "append", io_errno(&e), WRITE_DENIED),
     }
 }
+
+/// `fd-meta OP PATH`: open PATH read-only and change its metadata through
+/// the descriptor: `acl-exec` (a POSIX access ACL `u::rwx g::r-x o::r-x`:
+/// a disabled hook becomes executable), `acl-world` (`o::rw-`: anyone may
+/// write it), `xattr` (`user.oajail`), `chmod` (`fchmod 0777`). Succeeds
+/// when the call is accepted; for the ACLs, when the mode shows it.
+pub fn fd_meta(attack: &str, op: &str, path: &str) -> Outcome {
+    let fd = match open(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) {
+        Ok(fd) => fd,
+        // Not even readable (a denied home): nothing to change through it.
+        Err(e) => return Outcome::failed(attack, "open read-only", e, WRITE_DENIED),
+    };
+    let acl = |user: u16, group: u16, other: u16| {
+        // Version 2, then (tag, perm, id) per entry: USER_OBJ, GROUP_OBJ, OTHER.
+        let mut v = 2u32.to_le_bytes().to_vec();
+        for (tag, perm) in [(0x01u16, user), (0x04, group), (0x20, other)] {
+            v.extend(tag.to_le_bytes());
+            v.extend(perm.to_le_bytes());
+            v.extend(u32::MAX.to_le_bytes());
+        }
+        v
+    };
+    use std::os::fd::AsFd;
+    let (res, shows) = match op {
+        "acl-exec" => (
+            crate::raw::fsetxattr(fd.as_fd(), "system.posix_acl_access", &acl(7, 5, 5)),
+            0o111,
+        ),
+        "acl-world" => (
+            crate::raw::fsetxattr(fd.as_fd(), "system.posix_acl_access", &acl(6, 6, 6)),
+            0o002,
+        ),
+        "xattr" => (
+            crate::raw::fsetxattr(fd.as_fd(), "user.oajail", b"planted"),
+            0,
+        ),
+        "chmod" => (
+            nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(0o777)),
+            0o111,
+        ),
+        other => return Outcome::unexpected(attack, None, format!("unknown fd-meta op {other}")),
+    };
+    if let Err(e) = res {
+        return Outcome::failed(attack, op, e, WRITE_DENIED);
+    }
+    let mode = fstat(&fd).map(|s| s.st_mode).unwrap_or(0);
+    if shows != 0 && mode & shows == 0 {
+        return Outcome::unexpected(attack, None, format!("{op} accepted, mode {mode:o}"));
+    }
+    Outcome::succeeded(
+        attack,
+        format!("{op} through a read-only descriptor, mode {mode:o}"),
+    )
+}

@@ -227,6 +227,7 @@ fn ids() -> Vec<&'static str> {
         "deputy-open",
         "race-link-hook",
         "append-text",
+        "fd-meta",
     ]
     .into_iter()
     .chain(host::IDS.iter().copied())
@@ -347,6 +348,7 @@ fn dispatch_guard(id: &str, p: &[String]) -> Outcome {
         "deputy-open" => guard::deputy_open(id, a(0), a(1)),
         "race-link-hook" => guard::race_link_hook(id, a(0), a(1), a(2), a(3)),
         "append-text" => guard::append_text(id, a(0), a(1)),
+        "fd-meta" => guard::fd_meta(id, a(0), a(1)),
         other => host::dispatch(other, p).unwrap_or_else(|| {
             Outcome::unexpected(other, None, "unknown attack id (oajail-probe list)")
         }),
@@ -360,7 +362,7 @@ fn arity_ok(id: &str, n: usize) -> bool {
         | "rename-away" | "metadata" | "mount-bind" | "tcp-connect" | "udp-send" | "dns-query" => 2,
         "symlink-parent" | "symlink-rename" | "link-symlink" => 3,
         "implicit-git-dir" | "race-link-hook" => 4,
-        "opath-dir-create" | "deputy-open" | "append-text" => 2,
+        "opath-dir-create" | "deputy-open" | "append-text" | "fd-meta" => 2,
         "opath-reopen" => 1,
         "proxy-connect" | "proxy-get" | "socks" | "fill-file" => 2,
         "alloc" | "daemonize-wait" | "tty-ioctl" | "proc-keys" | "memfd-fill" | "sysv-fill" => 1,

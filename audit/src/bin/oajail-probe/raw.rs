@@ -423,3 +423,20 @@ pub fn sysv_remove_all() {
         }
     }
 }
+
+/// `fsetxattr(fd, name, value, 0)` (nix has no extended attributes).
+pub fn fsetxattr(fd: BorrowedFd<'_>, name: &str, value: &[u8]) -> Result<(), Errno> {
+    let name = CString::new(name).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: `name` is a NUL-terminated string and `value` a slice, both
+    // alive for the whole call; the kernel reads at most `value.len()` bytes.
+    let ret = unsafe {
+        libc::fsetxattr(
+            fd.as_raw_fd(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    check(ret.into()).map(|_| ())
+}
