@@ -231,7 +231,7 @@ impl State {
         let path = Path::new(&r.path);
         let fs = &oajail_jail::HostFs;
         Some(match (r.kind, &r.rule) {
-            (RefusalKind::Guard, Some(rule)) => explainer.guard(path, rule),
+            (RefusalKind::Guard, Some(rule)) => explainer.guard(fs, path, rule, r.op == "mkdir"),
             (RefusalKind::UnixSocket, _) => explainer.unix_socket(),
             (RefusalKind::Read, _) => explainer.read(fs, path),
             _ => explainer.write(fs, path, r.op == "mkdir"),

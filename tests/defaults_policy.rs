@@ -395,8 +395,9 @@ fn policy_check_and_a_run_warn_about_entries_that_cannot_work_or_plant_what_tool
     );
     let want = [
         "filesystem.allowWrite: \"~/.bashrc\" has no effect: the guard always protects every .bashrc",
-        "filesystem.allowWrite: \"~/.cargo\" has no effect: the guard always protects ~/.cargo (",
-        "filesystem.allowWrite: \"~/.npm\" lets the command plant what a host tool runs later: ~/.npm/_npx (npx); ~/.npm/_cacache (npm)",
+        "filesystem.allowWrite: \"~/.cargo\": inside it the guard still protects ~/.cargo/config, ~/.cargo/config.toml, ~/.cargo/bin/",
+        "filesystem.allowWrite: \"~/.npm\": inside it the guard still protects ~/.npm/_npx/ (npx)",
+        "filesystem.allowWrite: \"~/.npm\" lets the command plant what a host tool runs later: ~/.npm/_cacache (npm",
     ];
     let check = ok(s.oajail(&settings, &["policy", "check"]).output().unwrap());
     let warnings: Vec<&str> = check

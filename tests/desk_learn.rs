@@ -243,7 +243,7 @@ fn pip_install_user_into_site_packages_is_never_proposed_and_a_user_base_of_its_
         declined.push_str(&err(&o));
     }
     assert!(
-        declined.contains("~/.local/lib is a mandatory protection (user site-packages"),
+        declined.contains("~/.local/lib is a mandatory protection (python: user site-packages"),
         "{declined}"
     );
     assert!(

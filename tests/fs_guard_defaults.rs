@@ -132,7 +132,14 @@ fn a_writable_home_keeps_its_configuration() {
     assert!(!lab.home.join(".newlink").exists());
     // Each refusal says which rule, and what to do about the default one.
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("oajail: guard: denied"), "{err}");
+    assert!(
+        err.contains(".lesskey (create): a mandatory protection: less"),
+        "{err}"
+    );
+    assert!(
+        err.contains(".config (mkdir): the home's configuration, protected by default"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -68,6 +68,13 @@ impl Drop for Workspace {
     }
 }
 
+fn no_writes() -> serde_json::Value {
+    serde_json::json!({
+        "network": {"allowedDomains": [], "deniedDomains": []},
+        "filesystem": {"denyRead": ["~/secret"], "allowWrite": [], "denyWrite": []}
+    })
+}
+
 fn write_dot() -> serde_json::Value {
     serde_json::json!({
         "network": {"allowedDomains": [], "deniedDomains": []},
@@ -145,7 +152,9 @@ fn the_rules_landlock_leaves_hold_on_every_abi() {
 
 #[test]
 fn strict_refuses_an_older_abi_from_the_flag_or_the_settings() {
-    let ws = Workspace::new("strict", write_dot());
+    // No writes: `.` here holds the test's home, which `--strict` refuses
+    // on its own (a writable home), before the ABI is looked at.
+    let ws = Workspace::new("strict", no_writes());
     let o = ws.run(Some(2), &["--strict", "--", "/bin/true"]);
     assert_eq!(o.status.code(), Some(125), "{}", err(&o));
     assert!(
@@ -161,7 +170,7 @@ fn strict_refuses_an_older_abi_from_the_flag_or_the_settings() {
         "{}",
         err(&full)
     );
-    let mut policy = write_dot();
+    let mut policy = no_writes();
     policy["oajail"] = serde_json::json!({"strict": true});
     let strict = Workspace::new("strict-key", policy);
     let o = strict.run(Some(4), &["--", "/bin/true"]);

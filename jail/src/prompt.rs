@@ -43,8 +43,11 @@ impl Prompter {
     pub fn ask(&self, question: &str, keys: &str, limit: Duration) -> Option<char> {
         let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
         let (tx, rx) = mpsc::channel::<Vec<u8>>();
-        *self.lock_divert() = Some(tx);
+        // The question is on the screen (and the command's output held)
+        // before keys are taken from the jail: a key typed earlier was
+        // not typed at the question.
         self.screen.hold(question.as_bytes());
+        *self.lock_divert() = Some(tx);
         let deadline = Instant::now() + limit;
         let answer = loop {
             let left = deadline.saturating_duration_since(Instant::now());

@@ -251,10 +251,12 @@ pub fn error_code(result: &Value) -> String {
 /// Pids of a process's children (a server's pooled workers).
 pub fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
+    // A process that ended meanwhile (a worker between two reads) has no
+    // children any more.
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
         let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
         out.extend(
             text.split_whitespace()

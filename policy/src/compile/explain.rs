@@ -143,10 +143,25 @@ impl Explainer {
         explained("outside_allow_write", rule, fix)
     }
 
-    /// A write-like call the guard refused, with the guard's rule.
-    pub fn guard(&self, path: &Path, rule: &str) -> Explanation {
+    /// A write-like call the guard refused, with the guard's rule. The
+    /// default protection of the home's configuration yields to an
+    /// `allowWrite` entry that names the configuration, so that one gets a
+    /// proposal like any write outside the writable roots.
+    pub fn guard(&self, fs: &dyn FsView, path: &Path, rule: &str, dir: bool) -> Explanation {
         if rule == "denyWrite" || rule == "moves a denyWrite path" {
             return self.denied_write(path);
+        }
+        if rule == crate::guard::DEFAULT_RULE {
+            let fix = match suggest::write(&self.protections, fs, &self.rules.home, path, dir) {
+                Ok(s) => Fix::Add {
+                    field: "filesystem.allowWrite",
+                    value: s.value,
+                    exists: s.exists,
+                    dir: s.dir,
+                },
+                Err(why) => Fix::None { why },
+            };
+            return explained("home_configuration", rule.to_owned(), fix);
         }
         let why = "the guard holds it whatever the settings say".to_owned();
         let rule = format!("a mandatory protection: {rule}");

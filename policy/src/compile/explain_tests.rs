@@ -155,15 +155,31 @@ fn writes_the_policy_allows_are_not_its_refusals() {
 #[test]
 fn guard_refusals_name_the_deny_write_entry_or_the_protection() {
     let e = explainer(r#"{"denyRead":[],"allowWrite":["."],"denyWrite":["./src"]}"#);
-    let x = e.guard(Path::new("/home/u/ws/src/a"), "denyWrite");
+    let x = e.guard(&fs(), Path::new("/home/u/ws/src/a"), "denyWrite", false);
     assert_eq!(x.reason, "deny_write");
     assert_eq!(x.rule, "filesystem.denyWrite \"src\"");
-    let x = e.guard(Path::new("/home/u/.srt-settings.json"), "denyWrite");
+    let x = e.guard(
+        &fs(),
+        Path::new("/home/u/.srt-settings.json"),
+        "denyWrite",
+        false,
+    );
     assert!(none_why(&x).contains("settings file"));
-    let x = e.guard(Path::new("/home/u/ws/.bashrc"), "bash start-up file");
+    let x = e.guard(
+        &fs(),
+        Path::new("/home/u/ws/.bashrc"),
+        "bash start-up file",
+        false,
+    );
     assert_eq!(x.reason, "mandatory");
     assert_eq!(x.rule, "a mandatory protection: bash start-up file");
     assert!(none_why(&x).contains("whatever the settings say"));
+    // The default protection of the home's configuration yields to an
+    // entry naming the tool's own directory: that is the proposal.
+    let rule = crate::guard::DEFAULT_RULE;
+    let x = e.guard(&fs(), Path::new("/home/u/.npm/_cacache/index"), rule, false);
+    assert_eq!(x.reason, "home_configuration");
+    assert_eq!(x.fix, add("filesystem.allowWrite", "~/.npm", true));
 }
 
 #[test]
