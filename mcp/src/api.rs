@@ -74,6 +74,16 @@ impl ApiClient {
         })
     }
 
+    /// The same client (connections, roots, base) with `key` instead of
+    /// its own: one execute's exchanged token ([`crate::access`]).
+    pub fn with_key(&self, key: String) -> Self {
+        Self {
+            http: self.http.clone(),
+            base: self.base.clone(),
+            key: Some(key).filter(|k| !k.is_empty()),
+        }
+    }
+
     /// Replaces the key in `text`.
     pub fn redact(&self, text: &str) -> String {
         match &self.key {
@@ -190,7 +200,7 @@ impl ApiClient {
     }
 }
 
-fn without_url(e: &reqwest::Error) -> String {
+pub(crate) fn without_url(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
@@ -201,7 +211,7 @@ fn without_url(e: &reqwest::Error) -> String {
     text
 }
 
-fn tls_config(
+pub(crate) fn tls_config(
     roots_file: Option<&Path>,
     extra_ca: Option<&Path>,
 ) -> Result<rustls::ClientConfig, McpError> {

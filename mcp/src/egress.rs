@@ -59,6 +59,9 @@ pub struct Needs {
     pub extra_ca: Option<PathBuf>,
     /// The request rules for the API host.
     pub rules: ApiRules,
+    /// Other hosts the server itself talks to (the OAuth issuer, its key
+    /// set, the token exchange), allowed without request rules.
+    pub hosts: Vec<String>,
 }
 
 impl Needs {
@@ -90,7 +93,17 @@ impl Needs {
             files,
             extra_ca,
             rules,
+            hosts: Vec::new(),
         })
+    }
+
+    /// These needs plus `hosts` (sorted, without the API host).
+    pub fn with_hosts(mut self, hosts: Vec<String>) -> Self {
+        self.hosts = hosts;
+        self.hosts.retain(|h| *h != self.api_host);
+        self.hosts.sort();
+        self.hosts.dedup();
+        self
     }
 }
 
@@ -121,9 +134,11 @@ pub fn srt_settings(needs: &Needs) -> Value {
     if !needs.rules.deny.is_empty() {
         rules["deny"] = json!(needs.rules.deny);
     }
+    let mut domains = vec![needs.api_host.clone()];
+    domains.extend(needs.hosts.iter().cloned());
     json!({
         "network": {
-            "allowedDomains": [needs.api_host],
+            "allowedDomains": domains,
             "deniedDomains": [],
             "tlsTerminate": tls
         },

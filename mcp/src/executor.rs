@@ -128,6 +128,21 @@ impl Executor {
         code: &str,
         cancel: &CancellationToken,
     ) -> Result<ExecOutput, ExecError> {
+        self.execute_as(code, cancel, None).await
+    }
+
+    /// [`Executor::execute`] with `token` replacing the API client's key
+    /// for this run's calls ([`crate::access`]).
+    pub async fn execute_as(
+        &self,
+        code: &str,
+        cancel: &CancellationToken,
+        token: Option<String>,
+    ) -> Result<ExecOutput, ExecError> {
+        let api = match token {
+            Some(t) => Arc::new(self.api.with_key(t)),
+            None => self.api.clone(),
+        };
         let _permit = self.admit().await?;
         let worker = self
             .pool
@@ -138,7 +153,7 @@ impl Executor {
         let mut calls = Calls::default();
         let mut worker = worker;
         let outcome = tokio::select! {
-            r = self.exchange(&mut worker, code, &mut calls) => r,
+            r = self.exchange(&mut worker, code, &mut calls, &api) => r,
             () = tokio::time::sleep(deadline) => Err(timeout_error(self.limits.timeout)),
             () = cancel.cancelled() => Err(ExecError::new("cancelled", "the request was cancelled by the client")),
         };
@@ -181,6 +196,7 @@ impl Executor {
         w: &mut Worker,
         code: &str,
         calls: &mut Calls,
+        api: &Arc<ApiClient>,
     ) -> Result<ExecOutput, ExecError> {
         let exec = ToWorker::Exec {
             code: code.to_owned(),
@@ -229,7 +245,7 @@ impl Executor {
             while running.len() < MAX_IN_FLIGHT
                 && let Some((id, op, args)) = queued.pop_front()
             {
-                let api = self.api.clone();
+                let api = api.clone();
                 let catalogue = self.catalogue.clone();
                 running.spawn(async move { (id, api.call(&catalogue.ops[op], &args).await) });
             }

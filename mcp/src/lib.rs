@@ -30,15 +30,22 @@
 #![deny(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod access;
 pub mod api;
+pub mod audit;
+pub mod callers;
 pub mod config;
+pub mod early_id;
 pub mod egress;
 pub mod error;
 pub mod executor;
+pub mod http;
 pub mod http_rules;
 pub mod log;
 pub mod mcp;
+pub mod oauth;
 pub mod relaunch;
+pub mod remote;
 pub mod render;
 pub mod search;
 pub mod spec;
