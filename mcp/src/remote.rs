@@ -45,6 +45,7 @@ pub const HTTP_ONLY: &[&str] = &[
     "OA_OAUTH_RESOURCE",
     "OA_OAUTH_JWKS_URL",
     "OA_OAUTH_SCOPES",
+    "OA_OAUTH_JWKS_REFRESH_SECS",
     "OA_TOKEN_EXCHANGE_URL",
     "OA_TOKEN_EXCHANGE_CLIENT_ID",
     "OA_TOKEN_EXCHANGE_CLIENT_SECRET",
@@ -124,7 +125,7 @@ impl Args {
                     .into(),
             });
         }
-        let oauth = oauth::Settings::parse(
+        let mut oauth = oauth::Settings::parse(
             get("OA_OAUTH_ISSUER").as_deref(),
             get("OA_OAUTH_RESOURCE").as_deref(),
             get("OA_OAUTH_JWKS_URL").as_deref(),
@@ -136,6 +137,13 @@ impl Args {
                       and this server's resource identifier): there is no unauthenticated HTTP mode"
                 .into(),
         })?;
+        if let Some(v) = get("OA_OAUTH_JWKS_REFRESH_SECS") {
+            let secs = v.trim().parse::<u64>().ok().filter(|n| *n > 0);
+            oauth.jwks_min_refresh = Duration::from_secs(secs.ok_or(McpError::Env {
+                name: "OA_OAUTH_JWKS_REFRESH_SECS".into(),
+                message: format!("{v:?} is not a positive number of seconds"),
+            })?);
+        }
         let exchange = exchange::Settings::parse(
             get("OA_TOKEN_EXCHANGE_URL").as_deref(),
             get("OA_TOKEN_EXCHANGE_CLIENT_ID").as_deref(),

@@ -32,6 +32,25 @@ pub struct Front {
     metadata: Bytes,
     metadata_paths: Vec<String>,
     challenge: String,
+    /// `/mcp` requests being served (not event streams): what SIGTERM
+    /// waits for.
+    in_flight: tokio::sync::watch::Sender<usize>,
+}
+
+/// Counts one request in flight until dropped.
+struct InFlight<'a>(&'a tokio::sync::watch::Sender<usize>);
+
+impl<'a> InFlight<'a> {
+    fn new(counter: &'a tokio::sync::watch::Sender<usize>) -> Self {
+        counter.send_modify(|n| *n += 1);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
 }
 
 /// The `Host` values rmcp accepts: loopback names, the resource's host,
@@ -89,7 +108,14 @@ impl Front {
             metadata: Bytes::from(metadata.to_string()),
             metadata_paths,
             verifier,
+            in_flight: tokio::sync::watch::channel(0).0,
         }
+    }
+
+    /// Resolves when no `/mcp` request is being served.
+    pub async fn idle(&self) {
+        let mut rx = self.in_flight.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     /// The resource identifier served.
@@ -123,6 +149,8 @@ impl Front {
     }
 
     async fn mcp(&self, req: Request<Incoming>, peer: SocketAddr) -> Resp {
+        // An event stream (GET) lasts as long as its session: not counted.
+        let _counted = (req.method() != Method::GET).then(|| InFlight::new(&self.in_flight));
         let caller = match bearer(req.headers()) {
             Ok(Some(token)) => match self.verifier.verify(token).await {
                 Ok(c) => c,

@@ -83,12 +83,7 @@ pub async fn run(
     use crate::oauth::{client::Client, exchange::Exchanger, jwks::KeyCache};
     let client = Client::new(roots, extra_ca, CLIENT_TIMEOUT)?;
     let o = &config.oauth;
-    let keys = KeyCache::new(
-        client.clone(),
-        o.issuer.clone(),
-        o.issuer_id(),
-        o.jwks_url.clone(),
-    );
+    let keys = KeyCache::new(client.clone(), o);
     let verifier = Arc::new(Verifier::new(o.clone(), keys));
     let access = match &config.exchange {
         Some(x) => crate::access::Access::Exchange(Arc::new(Exchanger::new(x.clone(), client))),
@@ -179,13 +174,9 @@ async fn accept_loop(
         });
     }
     drop(listener);
-    // Sessions end (their event streams close), so only requests in
-    // flight hold the drain.
-    cancel.cancel();
-    if tokio::time::timeout(DRAIN, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    // Requests in flight finish and are answered; then the sessions end
+    // (their event streams close) and the connections with them.
+    if tokio::time::timeout(DRAIN, front.idle()).await.is_err() {
         crate::log::line(
             "warning",
             &format!(
@@ -194,4 +185,9 @@ async fn accept_loop(
             ),
         );
     }
+    cancel.cancel();
+    let _ = tokio::time::timeout(CLOSE, graceful.shutdown()).await;
 }
+
+/// How long connections get to close once the requests are answered.
+const CLOSE: Duration = Duration::from_secs(2);

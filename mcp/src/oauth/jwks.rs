@@ -5,7 +5,7 @@
 //! `Cache-Control: max-age` (1 hour when absent; between 1 minute and
 //! 1 day). A token naming a `kid` the cache does not hold triggers one
 //! refresh, so a rotated key is picked up at once, but refreshes are at
-//! least [`MIN_REFRESH`] apart: a stream of tokens with made-up `kid`s
+//! least [`MIN_REFRESH`] apart (`OA_OAUTH_JWKS_REFRESH_SECS`): a stream of tokens with made-up `kid`s
 //! costs the issuer one request per interval, not one per token. One
 //! refresh runs at a time; the others wait for its result. When a refresh
 //! fails, the keys already held keep serving (logged), and with none the
@@ -23,7 +23,7 @@ use serde_json::Value;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-/// Shortest interval between two key set fetches.
+/// Shortest interval between two key set fetches, by default.
 pub const MIN_REFRESH: Duration = Duration::from_secs(30);
 const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 const TTL_RANGE: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(86_400));
@@ -96,17 +96,17 @@ pub struct KeyCache {
     issuer_id: String,
     set: RwLock<Arc<KeySet>>,
     refresh: tokio::sync::Mutex<Refresh>,
+    min_refresh: Duration,
 }
 
 impl KeyCache {
-    /// An empty cache; `jwks_uri` skips discovery when given.
-    pub fn new(
-        client: Client,
-        issuer: url::Url,
-        issuer_id: String,
-        jwks_uri: Option<url::Url>,
-    ) -> Self {
+    /// An empty cache for `settings`' issuer; its `jwks_url` skips
+    /// discovery when given.
+    pub fn new(client: Client, settings: &super::Settings) -> Self {
+        let (issuer, issuer_id) = (settings.issuer.clone(), settings.issuer_id());
+        let jwks_uri = settings.jwks_url.clone();
         Self {
+            min_refresh: settings.jwks_min_refresh,
             client,
             issuer,
             issuer_id,
@@ -141,7 +141,7 @@ impl KeyCache {
         {
             return Ok(key);
         }
-        if refresh.last.is_some_and(|t| t.elapsed() < MIN_REFRESH) {
+        if refresh.last.is_some_and(|t| t.elapsed() < self.min_refresh) {
             return match set.find(kid, alg) {
                 Ok(k) => Ok(k),
                 Err(_) if set.fetched.is_none() => Err(KeyError::Unavailable(

@@ -44,6 +44,9 @@ pub struct Settings {
     pub jwks_url: Option<url::Url>,
     /// Scopes every token must carry (none by default).
     pub scopes: Vec<String>,
+    /// Shortest interval between two key set fetches
+    /// (`OA_OAUTH_JWKS_REFRESH_SECS`, default [`jwks::MIN_REFRESH`]).
+    pub jwks_min_refresh: std::time::Duration,
 }
 
 impl Settings {
@@ -73,6 +76,7 @@ impl Settings {
             resource,
             jwks_url,
             scopes,
+            jwks_min_refresh: jwks::MIN_REFRESH,
         }))
     }
 

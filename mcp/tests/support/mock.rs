@@ -127,7 +127,7 @@ impl Mock {
     }
 }
 
-fn certificates(
+pub fn certificates(
     ip: std::net::Ipv4Addr,
 ) -> (
     String,
