@@ -261,6 +261,8 @@ async fn handle(req: Request<Incoming>, s: &State) -> Response<Full<Bytes>> {
         "issuer": s.issuer,
         "jwks_uri": format!("{}/jwks", s.issuer),
         "token_endpoint": format!("{}/token", s.issuer),
+        "authorization_endpoint": format!("{}/authorize", s.issuer),
+        "code_challenge_methods_supported": ["S256"],
         "grant_types_supported": ["client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "response_types_supported": ["code"],
