@@ -11,7 +11,8 @@ Exit 1 with one line per breach.
     jail     → policy, bpf
     proxy    → policy
     mcp      → policy, bpf
-    security → policy
+    audit    → policy (oajail audit's catalogue, probe, lab and judging)
+    security → audit, policy (the security suite: tests only, not shipped)
     oajail   → anything (the binary: thin glue)
 """
 import json
@@ -25,7 +26,8 @@ ALLOWED = {
     "oajail-jail": {"oajail-policy", "oajail-bpf"},
     "oajail-proxy": {"oajail-policy"},
     "openagenda-mcp": {"oajail-policy", "oajail-bpf"},
-    "oajail-security-tests": {"oajail-policy"},
+    "oajail-audit": {"oajail-policy"},
+    "oajail-security-tests": {"oajail-audit", "oajail-policy"},
     "oajail": None,
 }
 # Crates whose lib.rs must say `#![forbid(unsafe_code)]`.

@@ -13,10 +13,10 @@ use crate::audit_format::{self, Report};
 use crate::cli::{AuditArgs, Common, FailOn};
 use crate::settings::{self, Origin};
 use anyhow::{Context, anyhow};
-use oajail_security::audit::session::{self, Setup};
-use oajail_security::audit::{Case, Finding, Kind, Verdict, runbook};
-use oajail_security::catalog::FAMILIES;
-use oajail_security::lab::Tools;
+use oajail_audit::audit::session::{self, Setup};
+use oajail_audit::audit::{Case, Finding, Kind, Verdict, runbook};
+use oajail_audit::catalog::FAMILIES;
+use oajail_audit::lab::Tools;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -157,16 +157,20 @@ fn tools() -> anyhow::Result<Tools> {
             Ok(p)
         } else {
             Err(anyhow!(
-                "audit: {name} not found at {} (install it beside oajail: `cargo install --locked --path tests/security --bin oajail-probe --bin oajail-lab`, or set {env})",
+                "audit: {name} not found at {} (install it beside oajail: `cargo install --locked --path audit`, or set {env})",
                 p.display()
             ))
         }
     };
-    Ok(Tools {
+    let tools = Tools {
         oajail: me.clone(),
         probe: find("OAJAIL_PROBE_BIN", "oajail-probe")?,
         lab: find("OAJAIL_LAB_BIN", "oajail-lab")?,
-    })
+    };
+    tools.same_build().map_err(|e| {
+        anyhow!("audit: {e}; install the probe and lab of this oajail: `cargo install --locked --path audit`")
+    })?;
+    Ok(tools)
 }
 
 /// Labs wait on sinks and timeouts more than they compute: twice the CPUs.

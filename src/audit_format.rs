@@ -8,8 +8,8 @@
 use crate::audit::fails;
 use crate::cli::{AuditFormat, FailOn};
 use crate::settings::Origin;
-use oajail_security::audit::{Finding, Grant, Verdict, runbook};
-use oajail_security::catalog::FAMILIES;
+use oajail_audit::audit::{Finding, Grant, Verdict, runbook};
+use oajail_audit::catalog::FAMILIES;
 use serde_json::{Value, json};
 use std::fmt::Write;
 

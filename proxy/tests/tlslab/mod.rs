@@ -1,5 +1,5 @@
 //! An HTTPS upstream for the termination tests: the security suite's HTTPS
-//! sink (`oajail_security::tlssink`: its own test CA, written to a file the
+//! sink (`oajail_audit::tlssink`: its own test CA, written to a file the
 //! proxy is told to trust through `extraCaCertPaths`; HTTP/1.1 and HTTP/2 by
 //! ALPN) with a record of every request it served. It echoes
 //! `METHOD PATH VERSION host body-bytes`, or serves files under `/files/`
@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Response;
-use oajail_security::tlssink::{self, ConnInfo, Handler};
+use oajail_audit::tlssink::{self, ConnInfo, Handler};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

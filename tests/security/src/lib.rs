@@ -1,15 +1,11 @@
 //! oajail-security-tests: the exfiltration suite's shared code.
 //!
-//! Owns: the probe's verdict contract ([`verdict`]), the attack catalogue
-//! ([`catalog`]), the fake home and canaries ([`canary`]), the lab's
-//! contract and listeners ([`labspec`], [`sinks`], [`tlssink`], [`dns`]), the host-side
-//! harness ([`lab`]), the stage of the guard's attacks and the host's own
-//! git afterwards ([`plant`]), judging and result records ([`judge`]) and
-//! the report ([`report`]), and `oajail audit`'s runbook, grants and
-//! judging relative to a user's policy ([`audit`]). The binaries
-//! `oajail-probe`, `oajail-lab` and `oajail-security-report` live in
-//! `src/bin/`; `oajail-probe` and `oajail-lab` also ship beside `oajail`
-//! for `oajail audit`.
+//! Owns: the stage of the guard's attacks and the host's own git
+//! afterwards ([`plant`]), judging and result records ([`judge`]) and the
+//! report ([`report`], written by the `oajail-security-report` binary in
+//! `src/bin/`). The catalogue, the probe, the lab and the audit's judging
+//! are product code in `oajail-audit` (`audit/`), which ships beside
+//! `oajail`; they are re-exported here so the suite's tests name one crate.
 //!
 //! Invariants:
 //! - a test passes only when the probe reports `blocked` (or the kernel
@@ -22,15 +18,8 @@
 //!   the lab's dummy interface inside its own network namespace.
 #![deny(missing_docs)]
 
-pub mod audit;
-pub mod canary;
-pub mod catalog;
-pub mod dns;
+pub use oajail_audit::{audit, canary, catalog, dns, lab, labspec, sinks, tlssink, verdict};
+
 pub mod judge;
-pub mod lab;
-pub mod labspec;
 pub mod plant;
 pub mod report;
-pub mod sinks;
-pub mod tlssink;
-pub mod verdict;

@@ -423,10 +423,12 @@ fn a_lab_that_cannot_be_built_fails_naming_the_step() {
     assert!(out.stdout.is_empty());
     // A lab binary that runs but builds nothing (as when namespaces are
     // refused before it can write its result): the preflight says so.
+    let tools = Tools::locate();
+    let empty_lab = fake_tool("empty-lab", &tools.lab, true);
     let out = audit_with(
-        &Tools::locate().oajail,
+        &tools.oajail,
         &["-s", "examples/policies/strict-offline.json"],
-        &[("OAJAIL_LAB_BIN", "/bin/true")],
+        &[("OAJAIL_LAB_BIN", empty_lab.to_str().unwrap_or_default())],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{err}");
@@ -435,6 +437,58 @@ fn a_lab_that_cannot_be_built_fails_naming_the_step() {
         "{err}"
     );
     assert!(out.stdout.is_empty());
+}
+
+/// A script standing in for `real` (the lab or the probe): it answers
+/// `--build-id` as `real` does when `same_build`, else with another id,
+/// and otherwise exits 0 having done nothing.
+fn fake_tool(name: &str, real: &Path, same_build: bool) -> PathBuf {
+    let id = if same_build {
+        format!("exec {} --build-id", real.display())
+    } else {
+        "echo 0123456789abcdef".to_string()
+    };
+    let path = scratch(name).join(name);
+    let text = format!("#!/bin/sh\nif [ \"$1\" = --build-id ]; then {id}; fi\nexit 0\n");
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&path, mode)
+        .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+    path
+}
+
+/// A probe or lab from another build (an older tree's `cargo install`, a
+/// stale `target/`) is refused before any attack runs, naming the binary:
+/// it would answer this catalogue with another's verdicts.
+#[test]
+fn a_probe_or_lab_from_another_build_is_refused_naming_it() {
+    let tools = Tools::locate();
+    for (env, real) in [
+        ("OAJAIL_PROBE_BIN", &tools.probe),
+        ("OAJAIL_LAB_BIN", &tools.lab),
+    ] {
+        let stale = fake_tool("stale", real, false);
+        let out = audit_with(
+            &tools.oajail,
+            &["-s", "examples/policies/strict-offline.json"],
+            &[(env, stale.to_str().unwrap_or_default())],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{err}");
+        let name = real
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with(&format!(
+                "oajail: audit: {name} at {} is from another build",
+                stale.display()
+            )),
+            "{err}"
+        );
+        assert!(err.contains("cargo install --locked --path audit"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
 }
 
 /// Make user namespaces unavailable to this thread and every process it

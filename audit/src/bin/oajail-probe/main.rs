@@ -26,7 +26,7 @@ mod raw;
 mod report;
 mod sys;
 
-use oajail_security::verdict::{EXIT_PROBE_ERROR, ProbeReport};
+use oajail_audit::verdict::{EXIT_PROBE_ERROR, ProbeReport};
 use report::Outcome;
 
 /// Marker argument for the re-executed attack child.
@@ -78,6 +78,10 @@ fn main() {
         },
         Some((id, _)) if id == "list" => {
             println!("{}", ids().join("\n"));
+            0
+        }
+        Some((id, _)) if id == oajail_audit::BUILD_ID_FLAG => {
+            println!("{}", oajail_audit::BUILD_ID);
             0
         }
         Some((id, _)) if id == "sleeper" => lifecycle::sleeper(),

@@ -75,7 +75,7 @@ pub fn spin(attack: &str) -> Outcome {
 /// (so the lab can kill oajail while the jail is still running).
 pub fn daemonize_wait(attack: &str, marker: &str) -> Outcome {
     let started = crate::lifecycle::daemonize(attack, marker);
-    if started.0.verdict != oajail_security::verdict::Verdict::Succeeded {
+    if started.0.verdict != oajail_audit::verdict::Verdict::Succeeded {
         return started;
     }
     println!("{}", started.0.to_line());

@@ -21,11 +21,9 @@ mod overlay;
 
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, unshare};
-use oajail_security::dns::Responder;
-use oajail_security::labspec::{
-    LAB_ADDRESSES, LabConfig, LabResult, TCP_SINK_PORTS, UDP_SINK_PORTS,
-};
-use oajail_security::sinks::{self, EventLog};
+use oajail_audit::dns::Responder;
+use oajail_audit::labspec::{LAB_ADDRESSES, LabConfig, LabResult, TCP_SINK_PORTS, UDP_SINK_PORTS};
+use oajail_audit::sinks::{self, EventLog};
 use std::fs;
 use std::net::{TcpListener, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -42,6 +40,10 @@ fn main() {
             0
         }
         Some("run") if args.len() == 2 => run(Path::new(&args[1])),
+        Some(flag) if flag == oajail_audit::BUILD_ID_FLAG => {
+            println!("{}", oajail_audit::BUILD_ID);
+            0
+        }
         _ => {
             eprintln!("usage: oajail-lab run CONFIG.json | oajail-lab sleeper MARKER");
             2
@@ -161,7 +163,7 @@ fn bind_resolv_conf(dir: &Path) -> Result<()> {
             // The search domain is for E8: an allowed name that does not
             // exist must not be retried as `<name>.corp.test`.
             "nameserver {}\nsearch corp.test\noptions timeout:1 attempts:1\n",
-            oajail_security::labspec::DNS_V4
+            oajail_audit::labspec::DNS_V4
         ),
     )?;
     let hosts = etc.join("hosts");
@@ -236,7 +238,7 @@ fn configure_network(dir: &Path, in_userns: bool) -> Result<()> {
     // F19: addresses the lab accepts through a local route, on no interface.
     batch.push_str(&format!(
         "route add local {} dev lo\n",
-        oajail_security::labspec::LOCAL_ROUTE_NET
+        oajail_audit::labspec::LOCAL_ROUTE_NET
     ));
     let file = dir.join("etc/ip.batch");
     fs::write(&file, batch)?;
@@ -299,7 +301,7 @@ fn icmp_loop(sock: OwnedFd, log: EventLog) {
                 .map(|b| format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3]))
                 .unwrap_or_default();
             let data = String::from_utf8_lossy(&buf[ihl.min(n)..n]).into_owned();
-            log.record(&oajail_security::labspec::SinkEvent {
+            log.record(&oajail_audit::labspec::SinkEvent {
                 sink: "icmp".into(),
                 local: dst,
                 peer,
@@ -372,7 +374,7 @@ fn leak_fds(config: &LabConfig, log: &EventLog) -> Result<(Leaks, String)> {
             if n == 0 {
                 break;
             }
-            log.record(&oajail_security::labspec::SinkEvent {
+            log.record(&oajail_audit::labspec::SinkEvent {
                 sink: "leak".into(),
                 local: "socketpair".into(),
                 peer: String::new(),

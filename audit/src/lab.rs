@@ -63,19 +63,48 @@ impl Tools {
             );
             p
         };
-        Tools {
+        let tools = Tools {
             oajail: find("OAJAIL_BIN", "oajail", "cargo build -p oajail"),
             probe: find(
                 "OAJAIL_PROBE_BIN",
                 "oajail-probe",
-                "cargo build -p oajail-security-tests",
+                "cargo build -p oajail-audit",
             ),
             lab: find(
                 "OAJAIL_LAB_BIN",
                 "oajail-lab",
-                "cargo build -p oajail-security-tests",
+                "cargo build -p oajail-audit",
             ),
+        };
+        if let Err(e) = tools.same_build() {
+            panic!("security suite: {e} (build it with `cargo build -p oajail-audit`)");
         }
+        tools
+    }
+
+    /// Err naming the binary when `oajail-probe` or `oajail-lab` was built
+    /// from other sources than this library ([`crate::BUILD_ID`]): a stale
+    /// probe would answer a newer catalogue with wrong verdicts.
+    pub fn same_build(&self) -> Result<(), String> {
+        for (name, path) in [("oajail-probe", &self.probe), ("oajail-lab", &self.lab)] {
+            let out = Command::new(path)
+                .arg(crate::BUILD_ID_FLAG)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("{name} at {}: {e}", path.display()))?;
+            let id = String::from_utf8_lossy(&out.stdout);
+            if !out.status.success() || id.trim() != crate::BUILD_ID {
+                return Err(format!(
+                    "{name} at {} is from another build (its sources {}, expected {})",
+                    path.display(),
+                    Some(id.trim())
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or("unknown"),
+                    crate::BUILD_ID
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -593,7 +622,7 @@ fn chown_tree(root: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
 
 /// `tests/fixtures/` of the workspace.
 pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
 }
 
 /// Every regular file under `root` with its content (the fake home is small).

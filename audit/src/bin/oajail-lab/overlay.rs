@@ -2,7 +2,7 @@
 //! overlays in the lab's own mount namespace (the host is only read).
 
 use anyhow::{Context, Result};
-use oajail_security::labspec::LabConfig;
+use oajail_audit::labspec::LabConfig;
 
 /// The audit's canaries at a policy's absolute paths: each host directory
 /// in `overlays` is covered, in this mount namespace only, by an overlay

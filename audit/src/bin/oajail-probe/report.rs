@@ -6,7 +6,7 @@
 //! a failure we did not predict must never be silently read as a defence.
 
 use nix::errno::Errno;
-use oajail_security::verdict::{ProbeReport, Verdict, errno_name};
+use oajail_audit::verdict::{ProbeReport, Verdict, errno_name};
 
 /// The marker every canary secret starts with; the probe never prints it.
 pub const CANARY_MARKER: &[u8] = b"OAJ-CANARY-";
