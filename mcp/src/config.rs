@@ -110,8 +110,11 @@ impl Config {
         catalogue: &crate::spec::Catalogue,
     ) -> Result<crate::egress::Needs, McpError> {
         let exe = crate::egress::current_exe()?;
-        let rules =
+        let mut rules =
             crate::http_rules::ApiRules::derive(&self.base_url, catalogue, self.allow_writes)?;
+        if let crate::remote::Transport::Http(h) = &self.transport {
+            rules = rules.with_extra(&h.rules(), "the OAuth settings")?;
+        }
         let needs = crate::egress::Needs::of(
             &self.api_host()?,
             &exe,
@@ -120,7 +123,9 @@ impl Config {
             rules,
         )?;
         Ok(match &self.transport {
-            crate::remote::Transport::Http(h) => needs.with_hosts(h.hosts()),
+            crate::remote::Transport::Http(h) => {
+                needs.for_http(h.hosts(), h.masked(), h.env_keep())
+            }
             crate::remote::Transport::Stdio => needs,
         })
     }

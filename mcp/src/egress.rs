@@ -62,6 +62,13 @@ pub struct Needs {
     /// Other hosts the server itself talks to (the OAuth issuer, its key
     /// set, the token exchange), allowed without request rules.
     pub hosts: Vec<String>,
+    /// Masked variables and the hosts that get their real value: the API
+    /// key to the API host on stdio, the token exchange's client secret to
+    /// its host over HTTP.
+    pub masked: Vec<(String, String)>,
+    /// Configuration variables whose names look secret to oajail but are
+    /// not (`OA_OAUTH_ISSUER`…): kept by the policy (`oajail.envKeep`).
+    pub env_keep: Vec<String>,
 }
 
 impl Needs {
@@ -92,17 +99,28 @@ impl Needs {
             exe: exe.to_path_buf(),
             files,
             extra_ca,
+            masked: vec![(KEY_VAR.to_owned(), api_host.to_owned())],
             rules,
             hosts: Vec::new(),
+            env_keep: Vec::new(),
         })
     }
 
-    /// These needs plus `hosts` (sorted, without the API host).
-    pub fn with_hosts(mut self, hosts: Vec<String>) -> Self {
+    /// The needs of the HTTP transport: `hosts` allowed beside the API's,
+    /// `masked` instead of the API key (which HTTP never uses), and the
+    /// configuration variables kept.
+    pub fn for_http(
+        mut self,
+        hosts: Vec<String>,
+        masked: Vec<(String, String)>,
+        env_keep: Vec<String>,
+    ) -> Self {
         self.hosts = hosts;
         self.hosts.retain(|h| *h != self.api_host);
         self.hosts.sort();
         self.hosts.dedup();
+        self.masked = masked;
+        self.env_keep = env_keep;
         self
     }
 }
@@ -136,6 +154,13 @@ pub fn srt_settings(needs: &Needs) -> Value {
     }
     let mut domains = vec![needs.api_host.clone()];
     domains.extend(needs.hosts.iter().cloned());
+    let masked: Vec<Value> = (needs.masked.iter())
+        .map(|(name, host)| json!({"name": name, "mode": "mask", "injectHosts": [host]}))
+        .collect();
+    let mut oajail = json!({"httpRules": rules});
+    if !needs.env_keep.is_empty() {
+        oajail["envKeep"] = json!(needs.env_keep);
+    }
     json!({
         "network": {
             "allowedDomains": domains,
@@ -148,10 +173,8 @@ pub fn srt_settings(needs: &Needs) -> Value {
             "allowWrite": [],
             "denyWrite": []
         },
-        "credentials": {
-            "envVars": [{"name": KEY_VAR, "mode": "mask", "injectHosts": [needs.api_host]}]
-        },
-        "oajail": {"httpRules": rules}
+        "credentials": {"envVars": masked},
+        "oajail": oajail
     })
 }
 

@@ -201,7 +201,16 @@ fn run(cli: Cli) -> Result<()> {
         if let Some(p) = &cfg.extra_ca_certs {
             files.push(("OA_EXTRA_CA_CERTS", egress::absolute(p)?));
         }
-        return Err(relaunch::exec_under_oajail(&oajail, &needs, &args, &files).into());
+        // HTTP: the port is bound here, on the host's network, and handed
+        // to the jailed server as its stdin (http/listen.rs).
+        let listener = match &cfg.transport {
+            remote::Transport::Http(h) => match &h.http.listen {
+                http::listen::Listen::Addr(a) => Some(http::listen::bind(*a)?),
+                http::listen::Listen::Stdin => None,
+            },
+            remote::Transport::Stdio => None,
+        };
+        return Err(relaunch::exec_under_oajail(&oajail, &needs, &args, &files, listener).into());
     }
     let host = cfg.api_host()?;
     let stdio = matches!(cfg.transport, remote::Transport::Stdio);

@@ -75,6 +75,50 @@ impl Http {
     }
 }
 
+impl Http {
+    /// Masked variables (name, host that gets the real value): the token
+    /// exchange's client secret, to the exchange's host only.
+    pub fn masked(&self) -> Vec<(String, String)> {
+        (self.exchange.iter())
+            .filter_map(|e| e.url.host_str())
+            .map(|h| ("OA_TOKEN_EXCHANGE_CLIENT_SECRET".to_owned(), h.to_owned()))
+            .collect()
+    }
+
+    /// The request rules of the server's own OAuth traffic, so that a host
+    /// it shares with the API (whose rules govern the whole host) still
+    /// answers it, and a governed issuer answers nothing else: any GET on
+    /// the issuer's origin (metadata, discovery and, usually, keys) and on
+    /// the key set's, one POST to the token exchange.
+    pub fn rules(&self) -> Vec<String> {
+        let origin = |u: &url::Url| u.origin().ascii_serialization();
+        let mut out = vec![format!("GET {}/**", origin(&self.oauth.issuer))];
+        if let Some(j) = &self.oauth.jwks_url {
+            out.push(format!("GET {}/**", origin(j)));
+        }
+        if let Some(x) = &self.exchange {
+            out.push(format!("POST {}{}", origin(&x.url), x.url.path()));
+        }
+        out
+    }
+
+    /// The variables of this configuration that the jailed server must
+    /// get although oajail's secret-name rule would drop them (the names
+    /// contain `OAUTH` or `TOKEN`, the values are not secret). The client
+    /// secret is not among them: it is masked.
+    pub fn env_keep(&self) -> Vec<String> {
+        let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        (HTTP_ONLY.iter())
+            .filter(|n| {
+                (n.starts_with("OA_OAUTH_") || n.starts_with("OA_TOKEN_EXCHANGE_"))
+                    && **n != "OA_TOKEN_EXCHANGE_CLIENT_SECRET"
+                    && set(n)
+            })
+            .map(|n| (*n).to_owned())
+            .collect()
+    }
+}
+
 /// Which transport, with its settings.
 #[derive(Clone, Debug)]
 pub enum Transport {

@@ -1,0 +1,215 @@
+//! The HTTP transport under `--jail`: the port is bound on the host and
+//! handed to the jailed server as stdin, the issuer and the API are
+//! reached through the jail's proxy (TLS terminated, the run's CA), and
+//! the policy names the issuer's host beside the API's.
+//!
+//! Needs the `oajail` binary (as tests/jail.rs): `OA_MCP_OAJAIL`, else
+//! `oajail` next to the server binary; missing under `OAJAIL_TEST_STRICT`
+//! is a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod support;
+
+use serde_json::{Value, json};
+use std::process::Command;
+use std::time::Duration;
+use support::authz::{Authz, Discovery};
+use support::http::HttpServer;
+use support::mock::{Mock, TempDir};
+
+/// The issuer and the API on this host's own address (the jail's loopback
+/// is its own), one CA bundle for both, an empty home.
+struct Lab {
+    oajail: std::path::PathBuf,
+    mock: Mock,
+    authz: Authz,
+    ip: std::net::Ipv4Addr,
+    bundle: std::path::PathBuf,
+    home: TempDir,
+    _dir: TempDir,
+}
+
+impl Lab {
+    fn new() -> Option<Self> {
+        let oajail = support::oajail_binary()?;
+        let ip = support::host_ip();
+        let mock = Mock::start_on(ip);
+        let authz = Authz::start_tls(Discovery::OAuth, ip);
+        let bin_dir = std::path::Path::new(support::BIN)
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let mut bases = vec![bin_dir];
+        bases.extend(std::env::var_os("HOME").map(std::path::PathBuf::from));
+        bases.push("/var/tmp".into());
+        let dir = TempDir::new_in(&bases, "http-jail");
+        let bundle = dir.0.join("cas.pem");
+        let mut pem = std::fs::read_to_string(&mock.ca_path).unwrap();
+        pem.push_str(authz.ca_pem.as_deref().unwrap());
+        std::fs::write(&bundle, pem).unwrap();
+        Some(Self {
+            oajail,
+            mock,
+            authz,
+            ip,
+            bundle,
+            home: TempDir::new("http-jail-home"),
+            _dir: dir,
+        })
+    }
+
+    fn env(&self, port: u16) -> Vec<(String, String)> {
+        vec![
+            ("HOME".into(), self.home.0.display().to_string()),
+            (
+                "OA_BASE_URL".into(),
+                format!("https://{}:{}/v3", self.ip, self.mock.port),
+            ),
+            (
+                "OA_EXTRA_CA_CERTS".into(),
+                self.bundle.display().to_string(),
+            ),
+            ("OA_OAUTH_ISSUER".into(), self.authz.issuer()),
+            ("OA_OAUTH_RESOURCE".into(), support::http::resource(port)),
+            ("OA_SANDBOX_TIMEOUT_MS".into(), "2000".into()),
+            ("OA_OAJAIL".into(), self.oajail.display().to_string()),
+        ]
+    }
+
+    /// `openagenda-mcp --jail --transport http --listen 127.0.0.1:PORT`.
+    fn serve(&self, extra: &[(String, String)]) -> HttpServer {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = probe.local_addr().unwrap().port();
+        drop(probe);
+        let mut cmd = Command::new(support::BIN);
+        cmd.args(["--jail", "--transport", "http", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .envs(self.env(port))
+            .envs(extra.iter().cloned())
+            .stdin(std::process::Stdio::null());
+        let s = HttpServer::spawn(cmd, port);
+        assert!(
+            s.wait_log("listening on", Duration::from_secs(60)),
+            "the jailed server did not start:\n{}",
+            s.log()
+        );
+        s
+    }
+}
+
+#[test]
+fn the_jailed_http_server_is_reached_and_reaches_out_only_through_the_proxy() {
+    let Some(lab) = Lab::new() else { return };
+    let s = lab.serve(&[]);
+    let log = s.log();
+    assert!(log.contains("listening on http://127.0.0.1:"), "{log}");
+    assert_eq!(
+        s.request("GET", "/health", &[], b"").json(),
+        json!({"status": "ok"})
+    );
+    let token = lab
+        .authz
+        .token_for("alice", &support::http::resource(s.port));
+    let r = s.call_tool(
+        &token,
+        1,
+        "execute",
+        json!({"code": "const a = await oa.agendas.events.list({ path: { agendaUid: 3 } });\n\
+                        const b = await oa.agendas.get({ path: { agendaUid: 3 } });\n\
+                        return [a.error, b.error, a.data && a.data.data.length, b.data && b.data.uid];"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["result"],
+        json!([null, null, 2, 3]),
+        "{r}\n{}",
+        s.log()
+    );
+    assert_eq!(lab.mock.seen.lock().unwrap().len(), 2);
+    // The keys came through the proxy from the issuer the policy names.
+    assert!(lab.authz.jwks_fetches() >= 1);
+    // The server inside is confined: its egress check passed.
+    let log = s.log();
+    assert!(!log.contains("NOT bounded"), "{log}");
+    let audit: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v.get("audit").cloned())
+        .collect();
+    assert_eq!(audit.len(), 1, "{log}");
+    assert_eq!(audit[0]["transport"], json!("http"));
+    // A token for another resource is refused inside the jail as outside.
+    let other = lab
+        .authz
+        .token_for("alice", "https://elsewhere.example/mcp");
+    let msg = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": support::meta()}});
+    assert_eq!(s.post_modern(Some(&other), &msg).status, 401);
+}
+
+#[test]
+fn the_printed_policy_names_the_issuer_and_the_exchange_beside_the_api() {
+    let out = support::command(
+        &[
+            ("OA_TRANSPORT", "http"),
+            ("OA_OAUTH_ISSUER", "https://auth.example.com/tenant"),
+            ("OA_OAUTH_RESOURCE", "https://mcp.example.com/mcp"),
+            ("OA_OAUTH_JWKS_URL", "https://keys.example.com/jwks.json"),
+            (
+                "OA_TOKEN_EXCHANGE_URL",
+                "https://auth.example.com/tenant/token",
+            ),
+            ("OA_TOKEN_EXCHANGE_CLIENT_ID", "openagenda-mcp"),
+            ("OA_TOKEN_EXCHANGE_CLIENT_SECRET", "s3cret"),
+        ],
+        &["print-egress-policy"],
+    )
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let policy: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        policy["network"]["allowedDomains"],
+        json!(["api.openagenda.com", "auth.example.com", "keys.example.com"])
+    );
+    // The server's own OAuth requests have rules of their own: GETs on the
+    // issuer's and the key set's origins, one POST to the exchange.
+    let rules: Vec<&str> = policy["oajail"]["httpRules"]["allow"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .filter(|r| !r.contains("//api.openagenda.com/"))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "GET https://auth.example.com/**",
+            "GET https://keys.example.com/**",
+            "POST https://auth.example.com/tenant/token"
+        ]
+    );
+    // The client secret is masked for the exchange's host; the API key is
+    // not in the policy (HTTP never uses it); the non-secret settings whose
+    // names look secret are kept.
+    assert_eq!(
+        policy["credentials"]["envVars"],
+        json!([{"name": "OA_TOKEN_EXCHANGE_CLIENT_SECRET", "mode": "mask", "injectHosts": ["auth.example.com"]}])
+    );
+    assert_eq!(
+        policy["oajail"]["envKeep"],
+        json!([
+            "OA_OAUTH_ISSUER",
+            "OA_OAUTH_RESOURCE",
+            "OA_OAUTH_JWKS_URL",
+            "OA_TOKEN_EXCHANGE_URL",
+            "OA_TOKEN_EXCHANGE_CLIENT_ID"
+        ])
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("s3cret"));
+}
