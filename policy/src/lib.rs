@@ -46,6 +46,7 @@ mod env_values;
 pub mod error;
 pub mod hash;
 pub mod host;
+pub mod issued;
 mod json;
 pub mod l7;
 mod model;

@@ -124,6 +124,10 @@ pub struct OajailSettings {
     /// for (same as `--strict`), not merely every rule held by some layer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub strict: bool,
+    /// Token endpoints whose issued tokens are masked as they arrive
+    /// (`crate::issued`); absent from the canonical form when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issued_tokens: Vec<crate::issued::IssuedTokens>,
 }
 
 /// Resource limits; `None` leaves the inherited limit in place.

@@ -48,6 +48,7 @@ pub(crate) struct Draft {
     pub(crate) strict: bool,
     pub(crate) masks: Vec<crate::credentials::MaskDraft>,
     pub(crate) file_masks: Vec<crate::credentials::MaskDraft>,
+    pub(crate) issued: Vec<crate::issued::IssuedDraft>,
 }
 
 impl Draft {
@@ -97,6 +98,7 @@ impl Draft {
             allow_private_destinations: addresses(&self.allow_private_destinations)?,
             http_rules,
             strict: self.strict,
+            issued_tokens: crate::issued::build(&self.issued, &network)?,
         };
         let credentials = crate::credentials::build(&self.masks, &network, &oajail.env_deny)?;
         let credential_files = crate::credentials::build_files(&self.file_masks, &network)?;

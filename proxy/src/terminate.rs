@@ -29,7 +29,6 @@ use rustls::pki_types::ServerName;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tokio_rustls::client::TlsStream;
@@ -61,7 +60,7 @@ struct Conn {
     sender: Mutex<Sender>,
 }
 
-/// Why the tunnel ended before serving (logged, then a TLS alert).
+/// Why the tunnel ended before serving (logged, then said to the client).
 pub(crate) struct Failed {
     pub reason: &'static str,
     pub message: String,
@@ -163,7 +162,7 @@ async fn prepare(
 pub(crate) async fn run(
     shared: &Arc<Shared>,
     ctx: &Ctx,
-    mut client: crate::conn::BufConn,
+    client: crate::conn::BufConn,
     route: crate::route::Route,
     t: Tunnel,
 ) -> Result<&'static str, Failed> {
@@ -172,12 +171,9 @@ pub(crate) async fn run(
     let (_permit, sender, config) = match prepare(shared, &t.host, route.stream).await {
         Ok(ready) => ready,
         Err(f) => {
-            // The client is still in its handshake: a TLS alert, never
-            // plaintext.
-            let _ = client
-                .stream
-                .write_all(&crate::tls::ALERT_ACCESS_DENIED)
-                .await;
+            // The client is still in its handshake: never plaintext; the
+            // reason inside TLS (unreached.rs), or an alert.
+            crate::unreached::answer(mitm, client, &t.host, t.port, t.counters, &f).await;
             return Err(f);
         }
     };
@@ -254,7 +250,8 @@ impl Idle {
     }
 }
 
-fn answer(
+/// A plain-text answer of the proxy's own.
+pub(crate) fn answer(
     status: u16,
     extra: Option<(&'static str, &'static str)>,
     message: &str,
@@ -301,10 +298,19 @@ impl Conn {
             Ok(rule) => rule,
             Err(refused) => return self.refuse(rec, refused),
         };
-        let (parts, body, hit) = match self.mask_check(req) {
+        let issuer = (self.shared.creds)
+            .issuer(&method, &self.host, self.port, req.uri().path())
+            .cloned();
+        let (mut parts, body, hit) = match self.mask_check(req) {
             Ok(checked) => checked,
             Err(leak) => return self.refuse(rec, self.leaked(&leak)),
         };
+        if issuer.is_some() {
+            let identity = HeaderValue::from_static("identity");
+            parts
+                .headers
+                .insert(http::header::ACCEPT_ENCODING, identity);
+        }
         rec.decision = Some("allow");
         rec.entry = rule;
         let resp = match self.forward(parts, body).await {
@@ -325,6 +331,27 @@ impl Conn {
                 self.shared.log.write(rec);
                 return answer(502, None, &message);
             }
+        };
+        let resp = match issuer {
+            Some(rule) => match crate::issued::mask(&self.shared.creds, &rule, resp).await {
+                Ok(masked) => masked,
+                Err(why) => {
+                    eprintln!(
+                        "oajail: proxy refused the answer of {}: {why}",
+                        rule.token_url
+                    );
+                    rec.decision = Some("deny");
+                    rec.reason = "issued_token_unreadable".into();
+                    rec.message = Some(why.clone());
+                    self.shared.log.write(rec);
+                    return answer(
+                        502,
+                        Some(("x-proxy-error", "issued-token-unreadable")),
+                        &why,
+                    );
+                }
+            },
+            None => resp,
         };
         rec.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.shared.log.write(rec);
