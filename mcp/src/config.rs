@@ -124,7 +124,7 @@ impl Config {
         )?;
         Ok(match &self.transport {
             crate::remote::Transport::Http(h) => {
-                needs.for_http(h.hosts(), h.masked(), h.env_keep())
+                needs.for_http(h.hosts(), h.masked(), h.env_keep(), h.issuers())
             }
             crate::remote::Transport::Stdio => needs,
         })

@@ -69,6 +69,10 @@ pub struct Needs {
     /// Configuration variables whose names look secret to oajail but are
     /// not (`OA_OAUTH_ISSUER`…): kept by the policy (`oajail.envKeep`).
     pub env_keep: Vec<String>,
+    /// Token endpoints whose issued tokens the wrapper masks, and the host
+    /// that gets the real token (`oajail.issuedTokens`): the token
+    /// exchange, for the API host.
+    pub issued: Vec<(String, String)>,
 }
 
 impl Needs {
@@ -103,6 +107,7 @@ impl Needs {
             rules,
             hosts: Vec::new(),
             env_keep: Vec::new(),
+            issued: Vec::new(),
         })
     }
 
@@ -114,7 +119,11 @@ impl Needs {
         hosts: Vec<String>,
         masked: Vec<(String, String)>,
         env_keep: Vec<String>,
+        issued: Vec<String>,
     ) -> Self {
+        self.issued = (issued.into_iter())
+            .map(|url| (url, self.api_host.clone()))
+            .collect();
         self.hosts = hosts;
         self.hosts.retain(|h| *h != self.api_host);
         self.hosts.sort();
@@ -160,6 +169,12 @@ pub fn srt_settings(needs: &Needs) -> Value {
     let mut oajail = json!({"httpRules": rules});
     if !needs.env_keep.is_empty() {
         oajail["envKeep"] = json!(needs.env_keep);
+    }
+    if !needs.issued.is_empty() {
+        let list: Vec<Value> = (needs.issued.iter())
+            .map(|(url, host)| json!({"tokenUrl": url, "injectHosts": [host]}))
+            .collect();
+        oajail["issuedTokens"] = json!(list);
     }
     json!({
         "network": {

@@ -85,6 +85,18 @@ impl Http {
             .collect()
     }
 
+    /// The token endpoint whose issued tokens the wrapper masks: the
+    /// exchange's (its query left out, as the proxy matches the path).
+    pub fn issuers(&self) -> Vec<String> {
+        (self.exchange.iter())
+            .map(|x| {
+                let mut u = x.url.clone();
+                u.set_query(None);
+                u.to_string()
+            })
+            .collect()
+    }
+
     /// The request rules of the server's own OAuth traffic, so that a host
     /// it shares with the API (whose rules govern the whole host) still
     /// answers it, and a governed issuer answers nothing else: any GET on

@@ -211,5 +211,106 @@ fn the_printed_policy_names_the_issuer_and_the_exchange_beside_the_api() {
             "OA_TOKEN_EXCHANGE_CLIENT_ID"
         ])
     );
+    // Tokens the exchange issues reach the jail as stand-ins, swapped for
+    // the API host only.
+    assert_eq!(
+        policy["oajail"]["issuedTokens"],
+        json!([{"tokenUrl": "https://auth.example.com/tenant/token", "injectHosts": ["api.openagenda.com"]}])
+    );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("s3cret"));
+    // oajail loads it.
+    let hash = support::command(
+        &[
+            ("OA_TRANSPORT", "http"),
+            ("OA_OAUTH_ISSUER", "https://auth.example.com/tenant"),
+            ("OA_OAUTH_RESOURCE", "https://mcp.example.com/mcp"),
+            ("OA_OAUTH_JWKS_URL", "https://keys.example.com/jwks.json"),
+            (
+                "OA_TOKEN_EXCHANGE_URL",
+                "https://auth.example.com/tenant/token",
+            ),
+            ("OA_TOKEN_EXCHANGE_CLIENT_ID", "openagenda-mcp"),
+            ("OA_TOKEN_EXCHANGE_CLIENT_SECRET", "s3cret"),
+        ],
+        &["print-egress-policy", "--format", "json"],
+    )
+    .stdin(std::process::Stdio::null())
+    .output()
+    .unwrap();
+    assert!(
+        hash.status.success(),
+        "{}",
+        String::from_utf8_lossy(&hash.stderr)
+    );
+}
+
+#[test]
+fn exchanged_tokens_are_masked_by_the_wrapper() {
+    let Some(lab) = Lab::new() else { return };
+    let (id, secret) = support::authz::EXCHANGE_CLIENT;
+    let s = lab.serve(&[
+        (
+            "OA_TOKEN_EXCHANGE_URL".into(),
+            format!("{}/token", lab.authz.issuer()),
+        ),
+        ("OA_TOKEN_EXCHANGE_CLIENT_ID".into(), id.into()),
+        ("OA_TOKEN_EXCHANGE_CLIENT_SECRET".into(), secret.into()),
+    ]);
+    let aud = support::http::resource(s.port);
+    let code = "const b = await oa.agendas.get({ path: { agendaUid: 5 } }); return b.data.uid;";
+    for (i, who) in ["alice", "bob", "alice"].into_iter().enumerate() {
+        let token = lab.authz.token_for(who, &aud);
+        let r = s.call_tool(&token, i as i64 + 1, "execute", json!({"code": code}));
+        assert_eq!(
+            r["result"]["structuredContent"]["result"],
+            json!(5),
+            "{r}\n{}",
+            s.log()
+        );
+    }
+    // The issuer saw the real client secret (the wrapper swapped it into
+    // the Basic credentials) and issued one token per caller.
+    let issued = lab.authz.exchanges();
+    assert_eq!(
+        issued.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(),
+        ["alice", "bob"]
+    );
+    // The API saw each caller's real exchanged token...
+    let seen: Vec<String> = (lab.mock.seen.lock().unwrap().iter())
+        .map(|x| x.authorization.clone().unwrap_or_default())
+        .collect();
+    let want: Vec<String> = [&issued[0].1, &issued[1].1, &issued[0].1]
+        .iter()
+        .map(|t| format!("Bearer {t}"))
+        .collect();
+    assert_eq!(seen, want);
+    // ...while the jailed server only ever held stand-ins: its audit
+    // records fingerprint what it sent, which is not the real token.
+    let log = s.log();
+    let fingerprints: Vec<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            v["audit"]["credential"]["fingerprint"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(fingerprints.len(), 3, "{log}");
+    for (_, real) in &issued {
+        assert!(
+            !log.contains(real.as_str()),
+            "a real token in the server's log"
+        );
+        let fp = openagenda_mcp::oauth::fingerprint(real);
+        assert!(
+            !fingerprints.contains(&fp),
+            "the jailed server held the real token"
+        );
+    }
+    assert_eq!(
+        fingerprints[0], fingerprints[2],
+        "alice's stand-in is reused"
+    );
+    assert_ne!(fingerprints[0], fingerprints[1]);
 }
