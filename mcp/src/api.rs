@@ -100,7 +100,7 @@ impl ApiClient {
         };
         let method =
             reqwest::Method::from_bytes(op.method.as_bytes()).unwrap_or(reqwest::Method::GET);
-        let mut req = self.http.request(method, url);
+        let mut req = self.http.request(method, url.clone());
         if let Some(key) = &self.key
             && let Ok(mut v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
         {
@@ -123,12 +123,29 @@ impl ApiClient {
         }
         match req.send().await {
             Ok(resp) => self.read(resp).await,
-            Err(e) => self.failure(0, format!("request failed: {}", without_url(&e)), None),
+            Err(e) => self.unsent(&e, &url, &op.id).await,
         }
+    }
+
+    /// A request that got no response: the jail's proxy's reason when it
+    /// has one (`egress_reason`), said to the script and on stderr.
+    async fn unsent(&self, e: &reqwest::Error, url: &Url, op: &str) -> ApiReply {
+        let mut message = format!("request failed: {}", without_url(e));
+        if e.is_connect()
+            && let Some(why) = crate::egress_reason::ask_proxy(url).await
+        {
+            message = format!("request failed: {why}");
+        }
+        let message = self.redact(&message);
+        crate::log::line("warning", &format!("api {op}: {message}"));
+        self.failure(0, message, None)
     }
 
     async fn read(&self, mut resp: reqwest::Response) -> ApiReply {
         let status = resp.status().as_u16();
+        let proxy_error = (resp.headers().get("x-proxy-error"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let mut body = Vec::new();
         loop {
             match resp.chunk().await {
@@ -154,6 +171,13 @@ impl ApiClient {
         }
         // The key never reaches the script, not even when a server echoes it.
         let text = self.redact(&String::from_utf8_lossy(&body));
+        if let Some(code) = proxy_error {
+            // The jail's proxy answered itself (a request rule, a failed
+            // upstream): its words, to the script and to stderr.
+            let why = crate::egress_reason::from_response(status, &code, &text);
+            crate::log::line("warning", &format!("api: {why}"));
+            return self.failure(status, why, Some(Value::String(text)));
+        }
         let parsed: Value =
             serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.to_string()));
         if (200..300).contains(&status) {

@@ -37,6 +37,7 @@ pub mod callers;
 pub mod config;
 pub mod early_id;
 pub mod egress;
+pub mod egress_reason;
 pub mod error;
 pub mod executor;
 pub mod http;
