@@ -59,7 +59,11 @@ impl ApiClient {
     ) -> Result<Self, McpError> {
         let base = Url::parse(base_url).map_err(McpError::ClientUrl)?;
         let tls = tls_config(roots, extra_ca)?;
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(proxy) = crate::egress::wrapper_proxy(roots)? {
+            builder = builder.proxy(proxy);
+        }
+        let http = builder
             .use_preconfigured_tls(tls)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)

@@ -167,6 +167,11 @@ pub fn srt_settings(needs: &Needs) -> Value {
         .map(|(name, host)| json!({"name": name, "mode": "mask", "injectHosts": [host]}))
         .collect();
     let mut oajail = json!({"httpRules": rules});
+    if is_loopback_host(&needs.api_host) {
+        // A local mock of the API: the proxy (on the host) may dial the
+        // host's loopback, and only because the API host is there.
+        oajail["allowPrivateDestinations"] = json!(["127.0.0.1", "::1"]);
+    }
     if !needs.env_keep.is_empty() {
         oajail["envKeep"] = json!(needs.env_keep);
     }
@@ -191,6 +196,37 @@ pub fn srt_settings(needs: &Needs) -> Value {
         "credentials": {"envVars": masked},
         "oajail": oajail
     })
+}
+
+/// Under an oajail wrapper (`roots` given: the wrapper's bundle), the
+/// proxy every request of this server must use, whatever `NO_PROXY` says.
+///
+/// oajail sets `NO_PROXY=localhost,127.0.0.1,::1` for the programs it
+/// jails: a loopback address is the jail's own. This server never wants
+/// the jail's loopback: an API (or issuer) on `localhost` is the host's,
+/// reachable only through the proxy, which dials from the host and
+/// admits loopback only when the policy does (the printed policy does for
+/// a loopback API host). Without this a local mock is refused with
+/// "connection refused" and no line from oajail.
+pub fn wrapper_proxy(roots: Option<&Path>) -> Result<Option<reqwest::Proxy>, McpError> {
+    if roots.is_none() {
+        return Ok(None);
+    }
+    let raw = std::env::var("HTTPS_PROXY")
+        .or_else(|_| std::env::var("https_proxy"))
+        .map_err(|_| McpError::Egress("the wrapper set no HTTPS_PROXY".into()))?;
+    reqwest::Proxy::all(&raw)
+        .map(Some)
+        .map_err(|e| McpError::Egress(format!("HTTPS_PROXY {raw:?}: {e}")))
+}
+
+/// `localhost`, `127.0.0.0/8` or `::1`.
+fn is_loopback_host(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// This binary, canonical (what `/proc/self/exe` names).

@@ -41,7 +41,11 @@ impl Client {
         timeout: Duration,
     ) -> Result<Self, McpError> {
         let tls = crate::api::tls_config(roots, extra_ca)?;
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(proxy) = crate::egress::wrapper_proxy(roots)? {
+            builder = builder.proxy(proxy);
+        }
+        let http = builder
             .use_preconfigured_tls(tls)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
