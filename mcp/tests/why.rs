@@ -30,6 +30,19 @@ fn jailed(base_url: &str, extra: &[(&str, &str)]) -> Option<(Server, TempDir)> {
     Some((Server::start_command(cmd), home))
 }
 
+/// Whether the server's stderr gets `line` within a few seconds (stderr
+/// is read by its own thread, after the answer may have arrived).
+fn logs(s: &Server, line: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        if s.stderr.lock().unwrap().contains(line) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
 /// The `error` of one call, and the server's stderr.
 fn error_of(s: &mut Server, call: &str) -> (Value, String) {
     let r = s.execute(&format!("return (await {call}).error"));
@@ -50,12 +63,8 @@ fn a_name_the_proxy_cannot_resolve() {
         "{e}\n{log}"
     );
     assert!(!message.contains("tunnel error"), "{message}");
-    assert!(
-        log.contains(&format!(
-            "openagenda-mcp: warning: api agendas.get: {message}"
-        )),
-        "{log}"
-    );
+    let line = format!("openagenda-mcp: warning: api agendas.get: {message}");
+    assert!(logs(&s, &line), "{log}");
 }
 
 #[test]
@@ -76,10 +85,8 @@ fn an_upstream_the_proxy_cannot_verify() {
             && message.contains("certificate"),
         "{e}\n{log}"
     );
-    assert!(
-        log.contains(&format!("openagenda-mcp: warning: api: {message}")),
-        "{log}"
-    );
+    let line = format!("openagenda-mcp: warning: api: {message}");
+    assert!(logs(&s, &line), "{log}");
     assert!(mock.seen.lock().unwrap().is_empty());
     // Uncaught, it is the execute's error, with the reason.
     let r = s.execute("const r = await oa.agendas.get({ path: { agendaUid: 1 } }); if (r.error) throw new Error(r.error.message); return 1;");
@@ -109,5 +116,5 @@ fn a_request_the_proxy_refuses() {
         message.starts_with("the jail's proxy answered 403 (blocked-by-http-rules)"),
         "{e}"
     );
-    assert!(log.contains(message), "{log}");
+    assert!(logs(&s, message), "{log}");
 }
