@@ -10,11 +10,11 @@
 
 use crate::Fail;
 use crate::audit_format::{self, Report};
-use crate::cli::{AuditArgs, Common, FailOn};
+use crate::cli::{AuditArgs, Common};
 use crate::settings::{self, Origin};
 use anyhow::{Context, anyhow};
 use oajail_audit::audit::session::{self, Setup};
-use oajail_audit::audit::{Case, Finding, Kind, Verdict, runbook};
+use oajail_audit::audit::{Case, Finding, Verdict, runbook};
 use oajail_audit::catalog::FAMILIES;
 use oajail_audit::lab::Tools;
 use std::io::{IsTerminal, Write};
@@ -85,18 +85,6 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     }
     eprintln!("oajail: audit: {}", report.summary_line());
     Ok(i32::from(report.fails()))
-}
-
-/// Does a finding fail the run under `fail_on`?
-pub fn fails(f: &Finding, fail_on: Option<FailOn>) -> bool {
-    match (f.verdict, fail_on) {
-        (Verdict::Escape | Verdict::Inconclusive, _) => true,
-        (Verdict::Allowed, Some(FailOn::AnyAllowed)) => true,
-        (Verdict::Allowed, Some(FailOn::Allowed)) => {
-            matches!(f.case.kind, Kind::SecretRead | Kind::Exfiltration)
-        }
-        _ => false,
-    }
 }
 
 /// Keep the cases of the named families (letters or names).

@@ -5,13 +5,24 @@
 //! SARIF than one run with rules and results; tests validate both against
 //! the published schemas (tests/schemas/).
 
-use crate::audit::fails;
 use crate::cli::{AuditFormat, FailOn};
 use crate::settings::Origin;
-use oajail_audit::audit::{Finding, Grant, Verdict, runbook};
+use oajail_audit::audit::{Finding, Grant, Kind, Verdict, runbook};
 use oajail_audit::catalog::FAMILIES;
 use serde_json::{Value, json};
 use std::fmt::Write;
+
+/// Does a finding fail the run under `fail_on`?
+pub fn fails(f: &Finding, fail_on: Option<FailOn>) -> bool {
+    match (f.verdict, fail_on) {
+        (Verdict::Escape | Verdict::Inconclusive, _) => true,
+        (Verdict::Allowed, Some(FailOn::AnyAllowed)) => true,
+        (Verdict::Allowed, Some(FailOn::Allowed)) => {
+            matches!(f.case.kind, Kind::SecretRead | Kind::Exfiltration)
+        }
+        _ => false,
+    }
+}
 
 /// Everything a report is rendered from.
 pub struct Report<'a> {

@@ -58,6 +58,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
     let value = json!({
         "origin": origin.to_string(),
         "policySha256": plans.compiled.policy_sha256,
+        "entryOrigins": entry_origins(&loaded, &origin),
         "mounts": plans.compiled.mounts,
         "landlock": plans.compiled.landlock,
         "seccomp": plans.compiled.seccomp,
@@ -82,6 +83,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
     }
     println!("policy: {origin}\nsha256: {}", plans.compiled.policy_sha256);
     for name in [
+        "entryOrigins",
         "mounts",
         "landlock",
         "seccomp",
@@ -106,10 +108,32 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
     Ok(0)
 }
 
+/// Where each `denyRead` entry comes from: the settings file, or the
+/// built-in secret list (with its reason), which holds under every file.
+fn entry_origins(
+    loaded: &oajail_policy::srt::Loaded,
+    origin: &settings::Origin,
+) -> serde_json::Value {
+    let deny: Vec<String> = (loaded.policy.filesystem.deny_read.iter())
+        .map(|e| {
+            let builtin = loaded.builtin_deny_read.contains(e);
+            match oajail_policy::builtin_reason(&e.path) {
+                Some(why) if builtin => format!("{}  (built-in: {why})", e.path),
+                Some(_) => format!("{}  ({origin}; also built in)", e.path),
+                None => format!("{}  ({origin})", e.path),
+            }
+        })
+        .collect();
+    json!({
+        "denyRead": deny,
+        "otherLists": format!("from {origin}"),
+    })
+}
+
 /// What the guard protects below its roots, in words (the tables of
-/// `policy::compile::guard::names` and the git rules; docs/enforcement.md).
-fn guard_protects(plan: &oajail_policy::compile::guard::GuardPlan) -> serde_json::Value {
-    use oajail_policy::compile::guard::names::{ANYWHERE, CLAUDE, CONFIG_PREFIX, Entry, HOME};
+/// `policy::guard::names` and the git rules; docs/enforcement.md).
+fn guard_protects(plan: &oajail_policy::guard::GuardPlan) -> serde_json::Value {
+    use oajail_policy::guard::names::{ANYWHERE, CLAUDE, CONFIG_PREFIX, Entry, HOME};
     let show = |e: &Entry, at: &str| {
         let slash = if e.dir { "/" } else { "" };
         format!("{at}{}{slash}  ({})", e.path, e.why)

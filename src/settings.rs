@@ -31,9 +31,17 @@ impl std::fmt::Display for Origin {
 
 /// Find and load the effective policy, with the warnings that depend on
 /// where it runs (an `allowRead` that re-opens a whole denied region here).
+/// A settings file keeps the built-in secret stores denied (those it does
+/// not re-allow: `Policy::deny_builtin_secret_stores`); the re-open check
+/// looks at the file's own entries only.
 pub fn load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
     let (mut loaded, origin) = find_and_load(flag)?;
     loaded.warnings.extend(reopen_warnings(&loaded.policy));
+    loaded.warnings.extend(write_warnings(&loaded.policy));
+    loaded.builtin_deny_read = match origin {
+        Origin::File(_) => loaded.policy.deny_builtin_secret_stores(),
+        Origin::Builtin => loaded.policy.filesystem.deny_read.clone(),
+    };
     Ok((loaded, origin))
 }
 
@@ -48,6 +56,28 @@ fn reopen_warnings(policy: &Policy) -> Vec<String> {
     };
     let home = std::fs::canonicalize(&home).unwrap_or_else(|_| PathBuf::from(home));
     oajail_policy::reopen::reopened_regions(&policy.filesystem, &home, &cwd)
+}
+
+/// `oajail_policy::host_runs::write_warnings` bound to this caller: an
+/// `allowWrite` entry the guard always refuses, or one that lets the
+/// command plant what a host tool runs later.
+fn write_warnings(policy: &Policy) -> Vec<String> {
+    let (Some(home), Ok(cwd)) = (
+        std::env::var_os("HOME").filter(|h| !h.is_empty()),
+        std::env::current_dir(),
+    ) else {
+        return Vec::new();
+    };
+    let home = std::fs::canonicalize(&home).unwrap_or_else(|_| PathBuf::from(home));
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|c| c.is_absolute() && *c != home.join(".config"));
+    oajail_policy::host_runs::write_warnings(
+        &policy.filesystem,
+        &home,
+        &cwd,
+        config_home.as_deref(),
+    )
 }
 
 fn find_and_load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
@@ -76,6 +106,7 @@ fn find_and_load(flag: Option<&Path>) -> Result<(Loaded, Origin)> {
     let loaded = Loaded {
         policy: Policy::builtin_default(),
         warnings: Vec::new(),
+        builtin_deny_read: Vec::new(),
     };
     Ok((loaded, Origin::Builtin))
 }

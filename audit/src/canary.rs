@@ -75,6 +75,36 @@ pub const SECRET_ENV: &[&str] = &[
     "DEPLOY_KEY",
 ];
 
+/// Credentials under plain names, recognised only by their value (and a
+/// `_PW` name), given a canary in every run: `{}` in the template is the
+/// canary. A connection string's password is as much a secret as a
+/// `*_PASSWORD` variable (`oajail audit` runs them under the user's
+/// policy, through `G1-secret-env`).
+pub const SECRET_ENV_VALUES: &[(&str, &str)] = &[
+    (
+        "APP_DB",
+        "postgresql://db:5432/app?sslmode=require&password={}",
+    ),
+    (
+        "STORAGE_CONN",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={};EndpointSuffix=core.windows.net",
+    ),
+    (
+        "SQL_CONN",
+        "Server=tcp:db,1433;Database=app;User ID=app;Password={};",
+    ),
+    ("PG_CONN", "host=db dbname=app user=app password={}"),
+    (
+        "JDBC_CONN",
+        "jdbc:sqlserver://db:1433;databaseName=app;user=sa;pwd={}",
+    ),
+    (
+        "BLOB_URL",
+        "https://acct.blob.core.windows.net/c/x?sv=2022-11-02&sp=r&sig={}",
+    ),
+    ("DB_PW", "{}"),
+];
+
 /// A fresh random token (hex), from the kernel's CSPRNG.
 pub fn token() -> String {
     let mut b = [0u8; 8];

@@ -92,6 +92,12 @@ pub const ATTACKS: &[Attack] = &[
         "NS, LL",
     ),
     a(
+        "A2-settings-file-secret-stores",
+        'A',
+        "read ~/.aws, ~/.config/gh, ~/.git-credentials, ~/.docker/config.json, ~/.kube, the keyrings and shell history under a settings file with denyRead: [] (the built-in secret stores must hold under every file)",
+        "NS, LL (built-in stores kept under every settings file)",
+    ),
+    a(
         "A3-symlink-in-workspace",
         'A',
         "symlink in the workspace to a secret, read through it",
@@ -1137,6 +1143,12 @@ pub const ATTACKS: &[Attack] = &[
         "ENV (names and value detection)",
     ),
     a(
+        "G5-credential-values",
+        'G',
+        "passwords and keys in connection strings and query strings under plain names (ADO.NET Password=, Azure AccountKey=, libpq password=, JDBC pwd=, ?password=, ?sig=) and a DB_PW name",
+        "ENV (value rules: key=value assignments whose key names a secret)",
+    ),
+    a(
         "I2-env-keep-bad",
         'I',
         "--env-keep '*', 'a=b' and '' on the command line",
@@ -1199,8 +1211,20 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "H9-memfd-whole-jail",
         'H',
-        "1 GiB in memfds under a 512 MiB RLIMIT_AS: memory no per-process limit counts (root: memory cgroup; unprivileged: documented residual)",
-        "RL, SUP (memory cgroup for host root)",
+        "1 GiB in memfds under a 512 MiB RLIMIT_AS: memory no per-process limit counts",
+        "RL, SUP (memory cgroup; without one, memfd_create refused by a second seccomp filter)",
+    ),
+    a(
+        "H10-sysv-whole-jail",
+        'H',
+        "1 GiB in SysV segments (made, mapped, filled, unmapped) under a 512 MiB RLIMIT_AS",
+        "RL, SUP (memory cgroup; without one, shmget refused by a second seccomp filter)",
+    ),
+    a(
+        "H10-tmp-past-limit",
+        'H',
+        "1 GiB into the default-sized /tmp (a tmpfs: pages RLIMIT_AS does not count) under a 512 MiB RLIMIT_AS",
+        "NS (/tmp and /dev/shm sized at most to the limit), RL",
     ),
     a(
         "B8-trust-bundle-tamper",
@@ -1357,6 +1381,18 @@ pub const ATTACKS: &[Attack] = &[
         'F',
         "clients that do not trust the run's CA (curl with the system roots, python ssl with the system roots, node 22 fetch without NODE_EXTRA_CA_CERTS) through a terminated tunnel",
         "PX (the proxy only speaks TLS with its own leaf: a handshake error, never plaintext)",
+    ),
+    a(
+        "F27-rules-path-spelling",
+        'F',
+        "oajail.httpRules: a forbidden path spelt to look allowed (/ok/..;/admin, /ok/%2e%2e/admin, /ok/%252e%252e/admin, /ok/x%2f..%2f..%2fadmin), read by servers that drop ; parameters or decode twice as /admin",
+        "PX (rules match the path decoded once; ambiguous spellings refused)",
+    ),
+    a(
+        "F28-rules-method-override",
+        'F',
+        "oajail.httpRules: GET allowed, then X-HTTP-Method-Override: DELETE, X-HTTP-Method: PUT and ?_method=DELETE on an allowed path",
+        "PX (every method a request asks for must be allowed)",
     ),
 ];
 

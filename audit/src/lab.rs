@@ -372,6 +372,10 @@ impl Lab {
                 canary::canary(&self.token, &format!("env-{name}")),
             ));
         }
+        for (name, template) in canary::SECRET_ENV_VALUES {
+            let value = canary::canary(&self.token, &format!("env-{name}"));
+            env.push(((*name).into(), template.replace("{}", &value)));
+        }
         env
     }
 

@@ -31,7 +31,7 @@ use crate::arch::{
     AUDIT_ARCH, JEQ, JGE, JSET, LD_W_ABS, OFFSET_ARCH, OFFSET_ARGS, OFFSET_NR, RET, X32_SYSCALL_BIT,
 };
 use crate::asm::{Ins, Target, jump, resolve, stmt, tree};
-use oajail_policy::compile::guard::{FilterShape, RISKY_MODE, WRITE_FLAGS};
+use oajail_policy::guard::{FilterShape, RISKY_MODE, WRITE_FLAGS};
 use seccompiler::BpfProgram;
 
 /// The program's labelled instructions: the start of the per-call chain and

@@ -58,6 +58,9 @@ const SYSCALL_TABLE: &[(&str, i64)] = syscalls![
     SYS_fsmount,
     SYS_fspick,
     SYS_mount_setattr,
+    // Memory RLIMIT_AS does not count (limits::SharedMemory).
+    SYS_memfd_create,
+    SYS_shmget,
 ];
 
 /// The number of a call the deny list may name, on this architecture.

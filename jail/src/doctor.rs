@@ -93,10 +93,10 @@ pub fn whole_jail_bounds(rlimits: &[RlimitEntry]) -> String {
                 parent.display()
             ),
             None => format!(
-                "memory and pids: bounded per process only ({numbers}; RLIMIT_AS, RLIMIT_NPROC): \
-                 memfd, tmpfs and page-cache pages are not counted; the whole jail gets \
-                 cgroups as root or inside a cgroup v2 subtree delegated to the user \
-                 (a systemd user session), and there is none here"
+                "memory and pids: bounded per process only ({numbers}; RLIMIT_AS, RLIMIT_NPROC){}; \
+                 the whole jail gets cgroups as root or inside a cgroup v2 subtree delegated to \
+                 the user (a systemd user session), and there is none here",
+                shared_memory(mem)
             ),
         };
     }
@@ -110,11 +110,32 @@ pub fn whole_jail_bounds(rlimits: &[RlimitEntry]) -> String {
             "memory and pids: bounded for the whole jail ({numbers}; memory cgroup without swap, pids cgroup), as root"
         )
     } else {
+        let shared = if missing.contains(&"memory") {
+            shared_memory(mem)
+        } else {
+            String::new()
+        };
         format!(
-            "memory and pids: no {} cgroup hierarchy is mounted: {numbers} bounded per process only",
+            "memory and pids: no {} cgroup hierarchy is mounted: {numbers} bounded per process only{shared}",
             missing.join(" or ")
         )
     }
+}
+
+/// How shared memory is bounded when no cgroup holds the jail's memory
+/// (`limits::SharedMemory`), for a run with `addressSpaceBytes`.
+fn shared_memory(mem: Option<u64>) -> String {
+    let Some(bytes) = mem else {
+        return String::new();
+    };
+    let shm = bytes.min(oajail_policy::compile::mounts::DEFAULT_SHM_BYTES);
+    let calls = oajail_policy::compile::limits::UNCOUNTED_MEMORY_CALLS.join(" and ");
+    format!(
+        ", and shared memory, which RLIMIT_AS does not count, by the jail itself: /dev/shm holds \
+         at most {shm} bytes, /tmp its tmpSizeBytes (by default at most addressSpaceBytes), \
+         {calls} are refused (ENOSYS: programs fall back to /dev/shm); page-cache pages stay \
+         uncounted"
+    )
 }
 
 fn sysctl(name: &str) -> Option<u64> {

@@ -453,6 +453,7 @@ mod tests {
                 },
             ],
             warnings: vec![],
+            shm_size_bytes: None,
         }
     }
 
@@ -599,6 +600,7 @@ mod tests {
         let none = MountPlan {
             steps: vec![],
             warnings: vec![],
+            shm_size_bytes: None,
         };
         let rules = vec![
             rule(&dir, &[READ]),

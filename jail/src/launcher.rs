@@ -151,6 +151,18 @@ impl Jail {
             limit(Resource::RlimitNproc),
             limit(Resource::RlimitAs),
         )?;
+        // A memory cgroup counts memfd and SysV pages: their filter is
+        // left out (a copy only in that case, a root run with a limit).
+        let trimmed;
+        let spec = if spec.memory_seccomp.is_some() && self.bounds.holds_memory() {
+            trimmed = JailSpec {
+                memory_seccomp: None,
+                ..spec.clone()
+            };
+            &trimmed
+        } else {
+            spec
+        };
         let byte = if self.terminal {
             sync::SPEC_TERMINAL
         } else {
@@ -479,6 +491,7 @@ fn pid1_copy(spec: &JailSpec) -> JailSpec {
         env,
         cwd,
         seccomp,
+        memory_seccomp,
         guard,
         rlimits,
         mounts,
@@ -496,6 +509,7 @@ fn pid1_copy(spec: &JailSpec) -> JailSpec {
         env: env.clone(),
         cwd: cwd.clone(),
         seccomp: seccomp.clone(),
+        memory_seccomp: memory_seccomp.clone(),
         guard: guard.clone(),
         rlimits: rlimits.clone(),
         mounts: mounts.clone(),

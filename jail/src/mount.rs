@@ -105,8 +105,10 @@ impl Prepared {
     /// Steps 3 and 4: build the jail's root from `plan` and pivot into it.
     pub fn apply(self, plan: &MountPlan, masked: &[MaskedFileSpec]) -> Result<(), MountError> {
         let stage = self.stage;
+        let shm =
+            (plan.shm_size_bytes).unwrap_or(oajail_policy::compile::mounts::DEFAULT_SHM_BYTES);
         for step in &plan.steps {
-            stage.apply(step)?;
+            stage.apply(step, shm)?;
         }
         let hidden: Vec<std::path::PathBuf> = plan
             .steps
@@ -170,12 +172,13 @@ impl Stage {
         Ok(Stage { base, host, root })
     }
 
-    fn apply(&self, step: &MountStep) -> Result<(), MountError> {
+    /// One step (`shm`: the size of `/dev/shm` for [`MountStep::Dev`]).
+    fn apply(&self, step: &MountStep, shm: u64) -> Result<(), MountError> {
         match step {
             // The root clone was made and attached by `Stage::new`.
             MountStep::RootBind => Ok(()),
             MountStep::Proc => dev::proc(self),
-            MountStep::Dev => dev::dev(self),
+            MountStep::Dev => dev::dev(self, shm),
             MountStep::Bind { path, writable, .. } => self.bind(path, *writable),
             MountStep::MaskDir { path, skeleton, .. } => self.mask_dir(path, skeleton),
             MountStep::MaskFile { path, .. } => self.mask_file(path),

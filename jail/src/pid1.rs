@@ -114,6 +114,9 @@ fn setup(
     if let Some(program) = spec.seccomp.as_ref().filter(|_| layers.seccomp) {
         at(Step::Seccomp, program.install())?;
     }
+    if let Some(program) = spec.memory_seccomp.as_ref().filter(|_| layers.seccomp) {
+        at(Step::Seccomp, program.install())?;
+    }
     // The command shares pid 1's memory until its execve (no copy of it:
     // `spawn_shared`), so it gets everything by reference.
     let guard_end = handoff.as_ref();

@@ -85,6 +85,28 @@ impl SeccompProgram {
         Ok(SeccompProgram(program))
     }
 
+    /// A filter that answers `calls` with ENOSYS and allows everything
+    /// else (a foreign architecture is killed, as by the main filter). It
+    /// is stacked on the main filter only in runs that need it, so the
+    /// main filter (and every run's start-up) stays as it is: the
+    /// shared-memory calls of a run no cgroup holds
+    /// (`limits::SharedMemory`).
+    pub fn enosys_only(calls: &[String]) -> Result<Self, SeccompError> {
+        let numbers = (calls.iter())
+            .map(|c| syscall_number(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut program = oajail_bpf::prefix::seccomp_prefix(false, &numbers, &[], &[])
+            .map_err(SeccompError::Filter)?;
+        // The prefix ends by falling through to the program after it.
+        program.push(sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        });
+        Ok(SeccompProgram(program))
+    }
+
     /// Number of BPF instructions (for `oajail explain`).
     pub fn len(&self) -> usize {
         self.0.len()
@@ -191,6 +213,24 @@ mod tests {
         assert_eq!(call(&p, libc::SYS_io_uring_setup, [0; 6]), EPERM);
         assert_eq!(call(&p, libc::SYS_fsopen, [0; 6]), EPERM);
         assert_eq!(call(&p, libc::SYS_clone3, [0; 6]), ENOSYS);
+    }
+
+    #[test]
+    fn the_shared_memory_filter_answers_its_calls_enosys_and_allows_the_rest() {
+        let calls = ["memfd_create".to_owned(), "shmget".to_owned()];
+        let p = SeccompProgram::enosys_only(&calls).unwrap();
+        assert_eq!(call(&p, libc::SYS_memfd_create, [0; 6]), ENOSYS);
+        assert_eq!(call(&p, libc::SYS_shmget, [0; 6]), ENOSYS);
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_mmap,
+            libc::SYS_shmat,
+            libc::SYS_openat,
+        ] {
+            assert_eq!(call(&p, nr, [0; 6]), ALLOW, "{nr}");
+        }
+        let foreign = run(&p.0, &data(AUDIT_ARCH ^ 1, libc::SYS_read as u32, [0; 6]));
+        assert_eq!(foreign, KILL);
     }
 
     #[test]

@@ -92,6 +92,11 @@ pub struct JailSpec {
     pub cwd: PathBuf,
     /// The seccomp filter, compiled in the supervisor.
     pub seccomp: Option<SeccompProgram>,
+    /// A second filter stacked on `seccomp` when no cgroup holds the
+    /// jail's memory: the calls that make memory `RLIMIT_AS` does not count
+    /// answered ENOSYS (`limits::SharedMemory`). The supervisor drops it
+    /// from the spec it sends when a memory cgroup holds the jail.
+    pub memory_seccomp: Option<SeccompProgram>,
     /// The create-guard's filter and plan, compiled in the supervisor.
     pub guard: Option<GuardSpec>,
     /// rlimits for the command.
@@ -131,6 +136,7 @@ impl JailSpec {
             env,
             cwd,
             seccomp: None,
+            memory_seccomp: None,
             guard: None,
             rlimits: Vec::new(),
             mounts: None,

@@ -6,7 +6,12 @@
 //!   from the script;
 //! - redirects are never followed, so the key cannot be carried elsewhere;
 //! - the key is sent as a sensitive `Authorization: Bearer` header and is
-//!   replaced by `[redacted]` in every text this module returns;
+//!   replaced by `[redacted]` in every text this module returns, as the
+//!   script will see it: in JSON strings once decoded, and percent-, base64-
+//!   or hex-encoded ([`crate::redact`]);
+//! - a response is turned into the script's `{data, error}` as text
+//!   ([`crate::reply`]), within the server's response budget
+//!   ([`crate::budget`]);
 //! - proxies come from `HTTPS_PROXY`/`NO_PROXY` (inside oajail, the jail's
 //!   proxy); TLS roots are the compiled-in Mozilla set plus
 //!   `OA_EXTRA_CA_CERTS`, except under an oajail wrapper: its proxy
@@ -15,36 +20,48 @@
 //!   roots plus that CA) instead of the compiled-in set.
 
 use crate::McpError;
+use crate::budget::{Held, RESPONSE_BUDGET, ResponseBudget};
 use crate::error::PemError;
+use crate::redact::Redactor;
+pub use crate::reply::ApiReply;
+use crate::reply::{self, failure};
 use crate::spec::{Operation, Param, ParamIn, Style};
 use reqwest::Url;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
-use serde_json::{Value, json};
+use serde_json::Value;
+use serde_json::value::RawValue;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// API responses larger than this are refused.
 const MAX_BODY: usize = 16 * 1024 * 1024;
-/// Error bodies are cut to this many characters in excerpts.
-const EXCERPT_CHARS: usize = 2000;
-
-/// What one call gives back to the script, plus bookkeeping.
-pub struct ApiReply {
-    /// `{data, error}`.
-    pub json: Value,
-    /// HTTP status (0 for transport errors) when the call failed.
-    pub failed_status: Option<u16>,
-    /// Bounded, redacted excerpt of the failure.
-    pub excerpt: String,
-}
+/// Bodies up to this size are redacted on the event loop; larger ones on a
+/// blocking thread, so that no request waits behind a 16 MiB scan.
+const INLINE_BODY: usize = 64 * 1024;
 
 /// The client.
 pub struct ApiClient {
     http: reqwest::Client,
     base: Url,
     key: Option<String>,
+    redactor: Arc<Redactor>,
+    responses: ResponseBudget,
+}
+
+/// The script's arguments of one call. The body stays JSON text: it is sent
+/// as it came, never held as a tree.
+#[derive(serde::Deserialize)]
+struct CallArgs<'a> {
+    #[serde(default)]
+    path: Option<Value>,
+    #[serde(default)]
+    query: Option<Value>,
+    #[serde(default)]
+    header: Option<Value>,
+    #[serde(default, borrow)]
+    body: Option<&'a RawValue>,
 }
 
 impl ApiClient {
@@ -71,60 +88,46 @@ impl ApiClient {
             .user_agent(concat!("openagenda-mcp/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(McpError::ClientBuild)?;
+        let key = key.filter(|k| !k.is_empty());
         Ok(Self {
             http,
             base,
-            key: key.filter(|k| !k.is_empty()),
+            redactor: Arc::new(Redactor::new(key.as_deref())),
+            key,
+            responses: ResponseBudget::new(RESPONSE_BUDGET),
         })
     }
 
-    /// The same client (connections, roots, base) with `key` instead of
-    /// its own: one execute's exchanged token ([`crate::access`]).
+    /// The same client (connections, roots, base, response budget) with
+    /// `key` instead of its own, redacted as its own is: one execute's
+    /// exchanged token ([`crate::access`]).
     pub fn with_key(&self, key: String) -> Self {
+        let key = Some(key).filter(|k| !k.is_empty());
         Self {
             http: self.http.clone(),
             base: self.base.clone(),
-            key: Some(key).filter(|k| !k.is_empty()),
+            redactor: Arc::new(Redactor::new(key.as_deref())),
+            key,
+            responses: self.responses.clone(),
         }
     }
 
-    /// Replaces the key in `text`.
+    /// Replaces the key, in every form [`Redactor`] knows, in `text`.
     pub fn redact(&self, text: &str) -> String {
-        match &self.key {
-            Some(k) => text.replace(k.as_str(), "[redacted]"),
-            None => text.to_owned(),
-        }
+        self.redactor.text(text).into_owned()
     }
 
-    /// Performs one operation with the script's `{path, query, body}`.
-    pub async fn call(&self, op: &Operation, args: &Value) -> ApiReply {
-        let url = match build_url(&self.base, op, args) {
-            Ok(u) => u,
-            Err(msg) => return self.failure(0, msg, None),
-        };
-        let method =
-            reqwest::Method::from_bytes(op.method.as_bytes()).unwrap_or(reqwest::Method::GET);
-        let mut req = self.http.request(method, url.clone());
-        if let Some(key) = &self.key
-            && let Ok(mut v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
-        {
-            v.set_sensitive(true);
-            req = req.header(reqwest::header::AUTHORIZATION, v);
-        }
-        req = match with_headers(req, op, args) {
+    /// Performs one operation with the script's `{path, query, header,
+    /// body}`. The arguments are parsed while the request is built and
+    /// dropped before it is sent: only the request's own bytes stay while
+    /// the API answers.
+    pub async fn call(&self, op: &Operation, args: Box<RawValue>) -> ApiReply {
+        let req = self.request(op, &args);
+        drop(args);
+        let (req, url) = match req {
             Ok(r) => r,
-            Err(msg) => return self.failure(0, msg, None),
+            Err(msg) => return failure(&self.redactor, 0, &msg, None, Held::none()),
         };
-        if let Some(body) = args.get("body").filter(|b| !b.is_null()) {
-            req = if op.multipart {
-                match multipart_form(body) {
-                    Ok(form) => req.multipart(form),
-                    Err(msg) => return self.failure(0, msg, None),
-                }
-            } else {
-                req.json(body)
-            };
-        }
         match req.send().await {
             Ok(resp) => self.read(resp).await,
             Err(e) => self.unsent(&e, &url, &op.id).await,
@@ -132,7 +135,7 @@ impl ApiClient {
     }
 
     /// A request that got no response: the jail's proxy's reason when it
-    /// has one (`egress_reason`), said to the script and on stderr.
+    /// has one ([`crate::egress_reason`]), said to the script and on stderr.
     async fn unsent(&self, e: &reqwest::Error, url: &Url, op: &str) -> ApiReply {
         let mut message = format!("request failed: {}", without_url(e));
         if e.is_connect()
@@ -142,90 +145,110 @@ impl ApiClient {
         }
         let message = self.redact(&message);
         crate::log::line("warning", &format!("api {op}: {message}"));
-        self.failure(0, message, None)
+        failure(&self.redactor, 0, &message, None, Held::none())
     }
 
+    fn request(
+        &self,
+        op: &Operation,
+        args: &RawValue,
+    ) -> Result<(reqwest::RequestBuilder, Url), String> {
+        let args: CallArgs<'_> = serde_json::from_str(args.get())
+            .map_err(|_| "the argument must be an object { path, query, header, body }")?;
+        let url = build_url(&self.base, op, args.path.as_ref(), args.query.as_ref())?;
+        let method =
+            reqwest::Method::from_bytes(op.method.as_bytes()).unwrap_or(reqwest::Method::GET);
+        let mut req = self.http.request(method, url.clone());
+        if let Some(key) = &self.key
+            && let Ok(mut v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+        {
+            v.set_sensitive(true);
+            req = req.header(reqwest::header::AUTHORIZATION, v);
+        }
+        req = with_headers(req, op, args.header.as_ref())?;
+        if let Some(body) = args.body {
+            req = if op.multipart {
+                let fields: Value = serde_json::from_str(body.get()).map_err(|e| e.to_string())?;
+                req.multipart(multipart_form(&fields)?)
+            } else {
+                req.header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.get().to_owned())
+            };
+        }
+        Ok((req, url))
+    }
+
+    /// Reads the body within [`MAX_BODY`] and the server's response budget,
+    /// then redacts it into the script's reply.
     async fn read(&self, mut resp: reqwest::Response) -> ApiReply {
         let status = resp.status().as_u16();
-        let proxy_error = (resp.headers().get("x-proxy-error"))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let mut body = Vec::new();
+        let fail = |msg: String| failure(&self.redactor, status, &msg, None, Held::none());
+        if let Some(code) = resp.headers().get("x-proxy-error") {
+            let code = String::from_utf8_lossy(code.as_bytes()).into_owned();
+            return self.proxy_answer(resp, status, &code).await;
+        }
+        let too_large = || fail(format!("response larger than {MAX_BODY} bytes"));
+        let mut held = Held::none();
+        let announced = resp
+            .content_length()
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        if let Some(n) = announced {
+            if n > MAX_BODY {
+                return too_large();
+            }
+            if !self.responses.take(&mut held, n) {
+                return fail(over_budget());
+            }
+        }
+        let mut body = Vec::with_capacity(announced.unwrap_or(0).min(MAX_BODY));
         loop {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
-                    body.extend_from_slice(&chunk);
-                    if body.len() > MAX_BODY {
-                        return self.failure(
-                            status,
-                            format!("response larger than {MAX_BODY} bytes"),
-                            None,
-                        );
+                    if body.len() + chunk.len() > MAX_BODY {
+                        return too_large();
                     }
+                    if body.len() + chunk.len() > announced.unwrap_or(0)
+                        && !self.responses.take(&mut held, chunk.len())
+                    {
+                        return fail(over_budget());
+                    }
+                    body.extend_from_slice(&chunk);
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    return self.failure(
-                        status,
-                        format!("reading the response failed: {}", without_url(&e)),
-                        None,
-                    );
+                    return fail(format!("reading the response failed: {}", without_url(&e)));
                 }
             }
         }
-        // The key never reaches the script, not even when a server echoes it.
-        let text = self.redact(&String::from_utf8_lossy(&body));
-        if let Some(code) = proxy_error {
-            // The jail's proxy answered itself (a request rule, a failed
-            // upstream): its words, to the script and to stderr.
-            let why = crate::egress_reason::from_response(status, &code, &text);
-            crate::log::line("warning", &format!("api: {why}"));
-            return self.failure(status, why, Some(Value::String(text)));
+        if body.len() <= INLINE_BODY {
+            return reply::from_body(&self.redactor, status, &body, held);
         }
-        let parsed: Value =
-            serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.to_string()));
-        if (200..300).contains(&status) {
-            return ApiReply {
-                json: json!({"data": parsed, "error": null}),
-                failed_status: None,
-                excerpt: String::new(),
-            };
-        }
-        let message = parsed
-            .pointer("/error/message")
-            .or_else(|| parsed.get("message"))
-            .and_then(Value::as_str)
-            .map_or_else(
-                || format!("HTTP {status}"),
-                |m| format!("HTTP {status}: {m}"),
-            );
-        self.failure(status, message, Some(parsed))
+        let redactor = self.redactor.clone();
+        tokio::task::spawn_blocking(move || reply::from_body(&redactor, status, &body, held))
+            .await
+            .unwrap_or_else(|e| fail(format!("reading the response failed: {e}")))
     }
+}
 
-    fn failure(&self, status: u16, message: String, body: Option<Value>) -> ApiReply {
-        let message = self.redact(&message);
-        let excerpt_src = body
-            .as_ref()
-            .map_or_else(|| message.clone(), Value::to_string);
-        let excerpt: String = self
-            .redact(&excerpt_src)
-            .chars()
-            .take(EXCERPT_CHARS)
-            .collect();
-        let body = body.map(|b| {
-            let text = self.redact(&b.to_string());
-            serde_json::from_str(&text).unwrap_or(Value::String(excerpt.clone()))
-        });
-        let mut error = json!({"status": status, "message": message});
-        if let Some(b) = body {
-            error["body"] = b;
-        }
-        ApiReply {
-            json: json!({"data": null, "error": error}),
-            failed_status: Some(status),
-            excerpt,
-        }
+impl ApiClient {
+    /// A response the jail's proxy made itself (a request rule, a failed
+    /// upstream: `X-Proxy-Error`): its words, to the script and to stderr,
+    /// its text kept as the error's `body`.
+    async fn proxy_answer(&self, resp: reqwest::Response, status: u16, code: &str) -> ApiReply {
+        let text = resp.text().await.unwrap_or_default();
+        let text: String = self.redact(&text).chars().take(4000).collect();
+        let why = crate::egress_reason::from_response(status, code, &text);
+        crate::log::line("warning", &format!("api: {why}"));
+        let body = serde_json::to_string(&text).unwrap_or_default();
+        failure(&self.redactor, status, &why, Some(&body), Held::none())
     }
+}
+
+fn over_budget() -> String {
+    format!(
+        "the server already holds {} MiB of API responses for the executes running now; retry",
+        RESPONSE_BUDGET / (1024 * 1024)
+    )
 }
 
 pub(crate) fn without_url(e: &reqwest::Error) -> String {
@@ -295,9 +318,8 @@ const RESERVED_HEADERS: &[&str] = &[
 fn with_headers(
     mut req: reqwest::RequestBuilder,
     op: &Operation,
-    args: &Value,
+    given: Option<&Value>,
 ) -> Result<reqwest::RequestBuilder, String> {
-    let given = args.get("header");
     for p in op.params.iter().filter(|p| p.location == ParamIn::Header) {
         if RESERVED_HEADERS.contains(&p.name.to_ascii_lowercase().as_str()) {
             continue;
@@ -364,9 +386,14 @@ pub fn multipart_form(body: &Value) -> Result<reqwest::multipart::Form, String> 
     Ok(form)
 }
 
-/// Builds the request URL from the base, the path template and the args.
-pub fn build_url(base: &Url, op: &Operation, args: &Value) -> Result<Url, String> {
-    let path_args = args.get("path");
+/// Builds the request URL from the base, the path template and the
+/// script's `path` and `query` arguments.
+pub fn build_url(
+    base: &Url,
+    op: &Operation,
+    path_args: Option<&Value>,
+    query: Option<&Value>,
+) -> Result<Url, String> {
     let mut url = base.clone();
     {
         let mut segs = url
@@ -377,7 +404,7 @@ pub fn build_url(base: &Url, op: &Operation, args: &Value) -> Result<Url, String
             segs.push(&fill_segment(seg, path_args)?);
         }
     }
-    let query = args.get("query").and_then(Value::as_object);
+    let query = query.and_then(Value::as_object);
     if let Some(q) = query.filter(|q| !q.is_empty()) {
         let mut pairs = url.query_pairs_mut();
         for (name, value) in q {
@@ -410,30 +437,46 @@ pub fn build_url(base: &Url, op: &Operation, args: &Value) -> Result<Url, String
     Ok(url)
 }
 
+/// Fills one segment of the path template in a single pass over the
+/// template: each `{name}` is replaced once by the caller's value, and the
+/// value is never scanned again, so a value that itself contains `{…}` is
+/// data (it ends up percent-encoded by the segment push) and can neither
+/// loop nor pull in another parameter's value.
 fn fill_segment(seg: &str, path_args: Option<&Value>) -> Result<String, String> {
-    let mut out = seg.to_owned();
-    while let Some(start) = out.find('{') {
-        let end = out[start..]
-            .find('}')
-            .map(|e| start + e)
-            .ok_or("bad path template")?;
-        let name = out[start + 1..end].to_owned();
-        let value = path_args
-            .and_then(|p| p.get(&name))
-            .filter(|v| !v.is_null())
-            .ok_or_else(|| {
-                format!("path parameter {name} is required (pass {{ path: {{ {name} }} }})")
-            })?;
-        let text = scalar(value)
-            .ok_or_else(|| format!("path parameter {name} must be a string or a number"))?;
-        if text.is_empty() || text == "." || text == ".." {
-            return Err(format!(
-                "path parameter {name} must not be empty, \".\" or \"..\""
-            ));
-        }
-        out.replace_range(start..=end, &text);
+    let mut out = String::with_capacity(seg.len());
+    let mut rest = seg;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let end = after.find('}').ok_or("bad path template")?;
+        out.push_str(&path_value(&after[..end], path_args)?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    if out.is_empty() || out == "." || out == ".." {
+        return Err(format!(
+            "path segment {seg} must not be empty, \".\" or \"..\""
+        ));
     }
     Ok(out)
+}
+
+/// The caller's value of path parameter `name`, as text.
+fn path_value(name: &str, path_args: Option<&Value>) -> Result<String, String> {
+    let value = path_args
+        .and_then(|p| p.get(name))
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| {
+            format!("path parameter {name} is required (pass {{ path: {{ {name} }} }})")
+        })?;
+    let text = scalar(value)
+        .ok_or_else(|| format!("path parameter {name} must be a string or a number"))?;
+    if text.is_empty() || text == "." || text == ".." {
+        return Err(format!(
+            "path parameter {name} must not be empty, \".\" or \"..\""
+        ));
+    }
+    Ok(text)
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -496,7 +539,8 @@ mod tests {
     fn url(op: &str, args: Value) -> Result<String, String> {
         let cat = Catalogue::builtin(false).map_err(|e| e.to_string())?;
         let base = Url::parse("https://api.example/v3").map_err(|e| e.to_string())?;
-        build_url(&base, cat.op(op).ok_or("no op")?, &args).map(|u| u.to_string())
+        let op = cat.op(op).ok_or("no op")?;
+        build_url(&base, op, args.get("path"), args.get("query")).map(|u| u.to_string())
     }
 
     #[test]
@@ -535,6 +579,33 @@ mod tests {
         assert!(url("agendas.get", json!({"path": {"agendaUid": ".."}})).is_err());
         assert!(url("agendas.get", json!({"path": {"agendaUid": {"x": 1}}})).is_err());
         assert!(url("agendas.get", json!({})).is_err());
+    }
+
+    #[test]
+    fn a_value_that_looks_like_a_template_is_data() {
+        // Once looped for ever (the value was expanded again and again).
+        let u = url("agendas.get", json!({"path": {"agendaUid": "{agendaUid}"}}));
+        assert_eq!(
+            u.as_deref(),
+            Ok("https://api.example/v3/agendas/%7BagendaUid%7D")
+        );
+        // One parameter cannot pull in another's value.
+        let u = url(
+            "agendas.events.get",
+            json!({"path": {"agendaUid": "{eventUid}", "eventUid": "{agendaUid}"}}),
+        );
+        assert_eq!(
+            u.as_deref(),
+            Ok("https://api.example/v3/agendas/%7BeventUid%7D/events/%7BagendaUid%7D")
+        );
+        let u = url(
+            "agendas.events.get",
+            json!({"path": {"agendaUid": "{{}{", "eventUid": "}{x}%7B"}}),
+        );
+        assert_eq!(
+            u.as_deref(),
+            Ok("https://api.example/v3/agendas/%7B%7B%7D%7B/events/%7D%7Bx%7D%257B")
+        );
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub enum McpError {
     WorkerSeccomp(#[source] seccompiler::Error),
     /// The pipe to the server failed.
     #[error("worker setup pipe: {0}")]
-    WorkerPipe(#[source] crate::worker::frame::FrameError),
+    WorkerPipe(#[source] FrameError),
     /// The HTTP client could not be built.
     #[error("api client: {0}")]
     ClientBuild(#[source] reqwest::Error),
@@ -122,4 +122,18 @@ impl McpError {
             message: message.into(),
         }
     }
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The pipe failed or closed.
+    #[error("pipe: {0}")]
+    Io(#[from] std::io::Error),
+    /// The announced length is above the reader's maximum.
+    #[error("frame of {0} bytes is over the limit")]
+    TooLarge(usize),
+    /// The bytes are not the expected message.
+    #[error("bad frame: {0}")]
+    Json(#[from] serde_json::Error),
 }

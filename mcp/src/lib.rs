@@ -15,7 +15,12 @@
 //!   privileges (seccomp: no open, no socket, no exec, no ptrace; rlimits),
 //!   and that the server kills on its deadline;
 //! - the API key lives only in the server's [`api::ApiClient`]; it is never
-//!   sent to a worker, never logged and redacted from every error text;
+//!   sent to a worker, never logged and redacted from every text a script
+//!   sees, as decoded ([`redact`]);
+//! - what one execute can make the server hold is bounded whatever its
+//!   script does ([`budget`]), and no work of one call runs long on the
+//!   event loop: searches and worker spawns have lanes of their own
+//!   ([`lane`]), large values are walked on blocking threads;
 //! - stdout carries MCP protocol only; every log line goes to stderr
 //!   ([`log`]); the MCP SDK is only used from [`mcp`], behind the line
 //!   framing of [`stdio`], which answers every input line it refuses;
@@ -33,6 +38,7 @@
 pub mod access;
 pub mod api;
 pub mod audit;
+pub mod budget;
 pub mod callers;
 pub mod config;
 pub mod early_id;
@@ -42,12 +48,15 @@ pub mod error;
 pub mod executor;
 pub mod http;
 pub mod http_rules;
+pub mod lane;
 pub mod log;
 pub mod mcp;
 pub mod oauth;
+pub mod redact;
 pub mod relaunch;
 pub mod remote;
 pub mod render;
+pub mod reply;
 pub mod search;
 pub mod spec;
 pub mod stdio;

@@ -235,13 +235,12 @@ fn run(cli: Cli) -> Result<()> {
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        // Workers are spawned from blocking-pool threads and die with the
-        // thread that forked them (PR_SET_PDEATHSIG): those threads must
-        // live as long as the server. So they are few: each thread that
-        // ever allocates keeps a malloc arena (~200 KiB resident) for good,
-        // and tokio's default (512) would let a burst of executes or
-        // searches leave hundreds behind. Two: a spawn and a search (or,
-        // when stdin is not a pipe, tokio's blocking stdin read) at once.
+        // Workers are spawned, and searches run, on lanes of their own
+        // (mcp/src/lane.rs). The blocking pool takes what is left: large
+        // responses and results, DNS lookups, and tokio's blocking stdin
+        // read when stdin is not a pipe. Each thread that ever allocates
+        // keeps a malloc arena (~200 KiB resident) for good, and tokio's
+        // default (512) would let a burst leave hundreds behind: two.
         .max_blocking_threads(BLOCKING_THREADS)
         .thread_keep_alive(Duration::from_secs(u64::from(u32::MAX)))
         .build()

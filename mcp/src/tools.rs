@@ -4,9 +4,12 @@
 //! [`crate::mcp`] only translates between these types and rmcp's.
 
 use crate::audit::Who;
+use crate::budget::{Capped, REPLY_CAP, sent_len};
 use crate::executor::{ExecError, ExecOutput, Executor};
+use crate::lane::Lane;
 use crate::search::SearchIndex;
 use crate::spec::Catalogue;
+use crate::worker::LogLine;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,6 +17,13 @@ use tokio_util::sync::CancellationToken;
 
 /// Largest `code` accepted.
 const MAX_CODE_BYTES: usize = 256 * 1024;
+/// Results up to this size (as the script wrote them) are rendered on the
+/// event loop; larger ones on a blocking thread.
+const INLINE_RENDER: usize = 64 * 1024;
+/// Searches waiting for the search lane besides the one running; more are
+/// answered `busy` at once. A search takes well under a millisecond
+/// (docs/benchmarks.md), so a full queue is a burst, not a workload.
+pub const SEARCH_QUEUE: usize = 16;
 /// Largest `query` accepted by search_docs (a query is "a few words"; the
 /// index cost grows with its length, see docs/mcp.md).
 pub const MAX_QUERY_BYTES: usize = 1024;
@@ -56,6 +66,7 @@ pub struct ToolOutput {
 pub struct Tools {
     catalogue: Arc<Catalogue>,
     index: Arc<SearchIndex>,
+    searches: Lane,
     executor: Option<Executor>,
     timeout: Duration,
     memory_mb: u64,
@@ -79,6 +90,7 @@ impl Tools {
         Self {
             catalogue,
             index,
+            searches: Lane::new("search", SEARCH_QUEUE, None),
             executor,
             timeout,
             memory_mb,
@@ -264,16 +276,26 @@ impl Tools {
                 }
             },
         };
-        // Off the event loop: executes' deadlines and other requests keep
-        // being served while a search runs.
+        // On the search lane: off the event loop (deadlines and other
+        // requests keep being served) and off the thread workers are spawned
+        // from, so a burst of searches never holds up an execute; a burst
+        // beyond the lane's queue is answered `busy` at once.
         let (index, catalogue, q) = (self.index.clone(), self.catalogue.clone(), query.clone());
-        let searched = tokio::task::spawn_blocking(move || {
+        let queued = self.searches.run(move || {
             let hits = index.search(&q, limit);
             let text = crate::render::render(&catalogue, &hits, &q);
             (text, hits.len())
-        })
-        .await;
-        let Ok((text, hits)) = searched else {
+        });
+        let Ok(answer) = queued else {
+            return (
+                failure(ExecError::new(
+                    "busy",
+                    format!("search_docs is busy ({SEARCH_QUEUE} searches waiting); retry shortly"),
+                )),
+                json!({"outcome": "busy"}),
+            );
+        };
+        let Ok((text, hits)) = answer.await else {
             return (
                 invalid("search failed"),
                 json!({"outcome": "internal_error"}),
@@ -333,7 +355,15 @@ impl Tools {
             Ok(ok) => {
                 audit["outcome"] = json!("ok");
                 audit["apiCalls"] = json!(ok.api_calls);
-                success(ok)
+                if ok.result_bytes <= INLINE_RENDER {
+                    success(ok)
+                } else {
+                    tokio::task::spawn_blocking(move || success(ok))
+                        .await
+                        .unwrap_or_else(|e| {
+                            failure(ExecError::new("js_runtime_error", e.to_string()))
+                        })
+                }
             }
             Err(e) => {
                 audit["outcome"] = json!(e.code);
@@ -381,23 +411,81 @@ fn invalid(message: &str) -> ToolOutput {
     failure(ExecError::new("invalid_params", message))
 }
 
+/// The reply of a successful execute: `structuredContent` and a text
+/// block, together at most [`REPLY_CAP`] bytes as sent. The text is the
+/// result pretty-printed when that fits, else compact JSON (pretty-printing
+/// a deeply nested result multiplies its size by its depth); when not even
+/// that fits, `output_limit`.
 fn success(ok: ExecOutput) -> ToolOutput {
     let structured = json!({"result": ok.result, "logs": ok.logs});
-    let mut text = serde_json::to_string_pretty(&ok.result).unwrap_or_else(|_| "null".into());
-    if !ok.logs.is_empty() {
-        text = format!("result:\n{text}\n\nlogs:");
-        for l in &ok.logs {
-            text.push_str(&format!("\n[{}] {}", l.level, l.text));
+    let Some(structured_len) = sent_len(&structured, REPLY_CAP) else {
+        return over_cap("structuredContent alone");
+    };
+    let left = REPLY_CAP - structured_len;
+    for pretty in [true, false] {
+        if let Some(text) = result_text(&structured["result"], &ok.logs, pretty, left) {
+            return ToolOutput {
+                text,
+                structured: Some(structured),
+                is_error: false,
+            };
         }
     }
-    ToolOutput {
-        text,
-        structured: Some(structured),
-        is_error: false,
-    }
+    over_cap("structuredContent and the text rendering together")
 }
 
-fn failure(e: ExecError) -> ToolOutput {
+fn over_cap(what: &str) -> ToolOutput {
+    failure(ExecError::new(
+        "output_limit",
+        format!(
+            "the reply would be over {REPLY_CAP} bytes as sent ({what}); return only the data you need"
+        ),
+    ))
+}
+
+/// The text block (`result` then the console lines), when it fits in
+/// `cap` bytes as sent.
+fn result_text(result: &Value, logs: &[LogLine], pretty: bool, cap: usize) -> Option<String> {
+    let mut w = Capped::new(cap);
+    let written = if pretty {
+        serde_json::to_writer_pretty(&mut w, result)
+    } else {
+        serde_json::to_writer(&mut w, result)
+    };
+    written.ok()?;
+    let mut text = String::from_utf8(w.buf).ok()?;
+    if !logs.is_empty() {
+        text = format!("result:\n{text}\n\nlogs:");
+        for l in logs {
+            text.push_str(&format!("\n[{}] {}", l.level, l.text));
+            if text.len() > cap {
+                return None;
+            }
+        }
+    }
+    sent_len(text.as_str(), cap).map(|_| text)
+}
+
+/// The reply of a failed execute, at most [`REPLY_CAP`] bytes as sent: when
+/// its console lines would take it over, they are left out (and it says so).
+fn failure(mut e: ExecError) -> ToolOutput {
+    let out = failure_with_logs(&e);
+    let sent = sent_len(&out.structured, REPLY_CAP)
+        .and_then(|n| sent_len(out.text.as_str(), REPLY_CAP - n));
+    if sent.is_some() {
+        return out;
+    }
+    let dropped = e.logs.len();
+    e.logs = vec![LogLine {
+        level: "warn".into(),
+        text: format!(
+            "{dropped} console lines left out: the reply would be over {REPLY_CAP} bytes"
+        ),
+    }];
+    failure_with_logs(&e)
+}
+
+fn failure_with_logs(e: &ExecError) -> ToolOutput {
     let mut error = json!({"code": e.code, "message": e.message, "retryable": e.retryable});
     let mut text = format!("{}: {}", e.code, e.message);
     if let Some(stack) = &e.stack {

@@ -11,8 +11,8 @@
 
 use crate::error::{JsonPath, Problem};
 use crate::json::type_name;
+use crate::model::Loaded;
 use crate::normalize::Draft;
-use crate::srt::Loaded;
 use crate::{PathEntry, Policy, PolicyError};
 use serde_json::{Map, Value};
 
@@ -32,7 +32,11 @@ pub(crate) fn read(root: &Map<String, Value>, origin: &str) -> Result<Loaded, Po
     if let Some(claimed) = claimed {
         check_claimed_hash(&claimed, &policy).map_err(|p| p.with_origin(origin))?;
     }
-    Ok(Loaded { policy, warnings })
+    Ok(Loaded {
+        policy,
+        warnings,
+        builtin_deny_read: Vec::new(),
+    })
 }
 
 /// The serde form of `policy`, to compare member names with the input.

@@ -4,9 +4,10 @@
 
 use crate::PathEntry;
 use crate::domain::DomainPattern;
+use crate::env::{valid_env_name, valid_env_pattern};
 use crate::error::{JsonPath, Problem, quote};
 use crate::json::type_name;
-use crate::normalize::{parse_address, valid_env_name, valid_env_pattern};
+use crate::normalize::parse_address;
 use crate::schema::{MAX_SAFE_INTEGER, Obj, ROOT, Ty, Use};
 use serde_json::{Map, Value};
 

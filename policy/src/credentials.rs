@@ -24,39 +24,11 @@
 //! sentinel (see `docs/policy-format.md` 3.4.1). Here the entry is checked
 //! as data only: one literal path (no glob), and the host rules above.
 use crate::domain::{DomainPattern, ListKind};
-use crate::error::{JsonPath, Problem, quote};
+use crate::error::{At, JsonPath, Problem, quote};
 use crate::l7::TlsTerminate;
-use crate::normalize::At;
 use crate::{NetworkPolicy, host};
-use serde::{Deserialize, Serialize};
 
-/// One masked environment variable.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MaskedVar {
-    /// The variable's name.
-    pub name: String,
-    /// Hosts whose requests get the real value (sorted, unique); empty
-    /// means the sentinel is never swapped.
-    pub inject_hosts: Vec<DomainPattern>,
-}
-
-impl MaskedVar {
-    /// Whether requests to `host:port` get the real value.
-    pub fn injects_to(&self, host: &host::Host, port: u16) -> bool {
-        self.inject_hosts.iter().any(|p| p.matches(host, port))
-    }
-}
-
-/// One masked file.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MaskedFile {
-    /// The file, kept symbolic like `denyRead` entries (also listed there).
-    pub path: crate::PathEntry,
-    /// Hosts whose requests get the real content (sorted, unique).
-    pub inject_hosts: Vec<DomainPattern>,
-}
+pub use crate::model::{MaskedFile, MaskedVar};
 
 /// A masked entry (variable or file) before validation.
 #[derive(Debug, Clone)]
@@ -89,7 +61,7 @@ pub(crate) fn build(
     let mut out: Vec<MaskedVar> = Vec::new();
     for draft in drafts {
         unsupported(&draft.path, &draft.unsupported)?;
-        if !crate::normalize::valid_env_name(&draft.name) {
+        if !crate::env::valid_env_name(&draft.name) {
             let message = format!("{} is not an environment variable name", quote(&draft.name));
             return Err(Problem::new(&draft.path.key("name"), message));
         }

@@ -11,6 +11,15 @@
 //! Not listed on purpose: project files such as `.env` (they are the working
 //! set of the command; deny them in a settings file with `**/.env`), and
 //! whole configuration trees such as `~/.config` (too much breaks).
+//!
+//! The list holds under every settings file too, not only when there is
+//! none ([`Policy::deny_builtin_secret_stores`]): a small settings file
+//! written for one project would otherwise leave every credential store
+//! readable. A store comes back only when the file names it (or a path
+//! inside it) in `allowRead` or `allowWrite` — srt's re-allow, decided by
+//! srt's precedence: the deepest rule on a path wins, an allow on the same
+//! path beats a deny. A divergence from srt (whose file replaces its empty
+//! default), safer, in `docs/srt-compatibility.md`.
 
 use crate::{FilesystemPolicy, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy};
 
@@ -205,6 +214,44 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// Deny reading every built-in secret store ([`DEFAULT_DENY_READ`]) the
+    /// policy does not already deny, except those an `allowRead` or
+    /// `allowWrite` entry names exactly (a path *inside* a store named
+    /// there is re-allowed by srt's precedence, the rest of the store stays
+    /// denied). Returns the entries added, sorted. Idempotent, so a printed
+    /// policy read back in is the same policy (and hash).
+    pub fn deny_builtin_secret_stores(&mut self) -> Vec<PathEntry> {
+        let fs = &mut self.filesystem;
+        let mut added: Vec<PathEntry> = DEFAULT_DENY_READ
+            .iter()
+            .map(|(path, _)| *path)
+            .filter(|path| {
+                let named = |list: &[PathEntry]| list.iter().any(|e| e.path == *path);
+                !named(&fs.deny_read) && !named(&fs.allow_read) && !named(&fs.allow_write)
+            })
+            .map(|path| PathEntry {
+                path: path.to_owned(),
+                literal: false,
+            })
+            .collect();
+        added.sort();
+        added.dedup();
+        fs.deny_read.extend(added.iter().cloned());
+        fs.deny_read.sort();
+        fs.deny_read.dedup();
+        added
+    }
+}
+
+/// Why the built-in list denies `path` (`None`: not on the list).
+pub fn builtin_reason(path: &str) -> Option<&'static str> {
+    DEFAULT_DENY_READ
+        .iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, why)| *why)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +272,35 @@ mod tests {
         let loaded = Policy::from_settings_json(&text, "default").unwrap();
         assert_eq!(loaded.policy, policy);
         assert!(loaded.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_settings_file_keeps_the_secret_stores_denied_unless_it_names_them() {
+        let text = r#"{"network": {"allowedDomains": [], "deniedDomains": []},
+            "filesystem": {"denyRead": ["~/.ssh"], "allowRead": ["~/.aws", "~/.config/gh/config.yml"],
+            "allowWrite": ["~/.kube"], "denyWrite": []}}"#;
+        let mut policy = Policy::from_settings_json(text, "t").unwrap().policy;
+        let added = policy.deny_builtin_secret_stores();
+        let denied = |p: &str| policy.filesystem.deny_read.iter().any(|e| e.path == p);
+        for store in [
+            "~/.ssh",
+            "~/.git-credentials",
+            "~/.config/gh",
+            "/etc/shadow",
+        ] {
+            assert!(denied(store), "{store}");
+        }
+        // Named exactly in allowRead or allowWrite: re-allowed.
+        assert!(!denied("~/.aws") && !denied("~/.kube"));
+        assert!(!added.iter().any(|e| e.path == "~/.ssh"), "the file's own");
+        assert_eq!(added.len(), DEFAULT_DENY_READ.len() - 3);
+        // Idempotent, through the printed form too.
+        let hash = policy.sha256();
+        assert!(policy.deny_builtin_secret_stores().is_empty());
+        let printed = policy.to_srt_json().to_string();
+        let mut again = Policy::from_settings_json(&printed, "t").unwrap().policy;
+        assert!(again.deny_builtin_secret_stores().is_empty());
+        assert_eq!(again.sha256(), hash);
     }
 
     #[test]

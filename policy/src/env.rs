@@ -20,8 +20,11 @@
 //!    config (`GIT_CONFIG_*`, which can hold `http.extraHeader` tokens), or
 //!    whose value is a URL with user information (`postgres://u:p@h/db`) or
 //!    holds a recognisable secret (a well-known token prefix such as `ghp_`,
-//!    `github_pat_`, `xoxb-`, `AKIA`, `sk-`; a PEM private key; a JWT: see
-//!    `env_values.rs`) is dropped; `explain` shows why;
+//!    `github_pat_`, `xoxb-`, `AKIA`, `sk-`; a PEM private key; a JWT; an
+//!    assignment of a password or key such as `password=`, `Pwd=`,
+//!    `AccountKey=` in a query or connection string; an `Authorization`
+//!    scheme with its credentials: see `env_values.rs`) is dropped;
+//!    `explain` shows why;
 //! 6. everything else passes unchanged.
 //!
 //! Then oajail's own variables are appended in a fixed order:
@@ -61,6 +64,7 @@ pub const SECRET_SEGMENTS: &[&str] = &[
     "COOKIE",
     "COOKIES",
     "PASS",
+    "PW",
     "PWD",
     "PAT",
     "JWT",
@@ -271,7 +275,7 @@ fn has_userinfo(value: &str) -> bool {
 /// [`plan`] ignores entries that fail this check, so the CLI should call it
 /// and refuse them with this message.
 pub fn check_keep_name(name: &str) -> Result<(), String> {
-    if crate::normalize::valid_env_pattern(name) {
+    if valid_env_pattern(name) {
         Ok(())
     } else {
         Err(format!(
@@ -441,6 +445,22 @@ pub fn shell_quote(word: &str) -> String {
         word.to_owned()
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// srt's environment-variable name rule: `^[A-Za-z_][A-Za-z0-9_]*$`.
+pub(crate) fn valid_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A name, or a prefix followed by `*` (`AWS_*`).
+pub(crate) fn valid_env_pattern(name: &str) -> bool {
+    match name.strip_suffix('*') {
+        Some("") => false,
+        Some(prefix) => valid_env_name(prefix),
+        None => valid_env_name(name),
     }
 }
 

@@ -257,6 +257,11 @@ fn secret_name_rules() {
         "BW_SESSION",
         "OP_SESSION_abc",
         "SSH_PRIVKEY",
+        "DB_PW",
+        "LDAP_BIND_PW",
+        "SMTP_PASS",
+        "LDAPPASSWD",
+        "REDIS_PASSWD",
     ];
     for name in secret {
         assert_eq!(
@@ -363,4 +368,32 @@ fn secrets_are_found_by_value_under_plain_names() {
             "the value holds a github personal access token".to_string()
         )]
     );
+}
+
+#[test]
+fn credentials_are_found_by_value_whatever_the_name() {
+    let env = inherited(&[
+        ("EDITOR", "vim"),
+        (
+            "APP_DB",
+            "postgresql://db:5432/app?sslmode=require&password=hunter2",
+        ),
+        (
+            "STORAGE",
+            "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=bWFkZQ==;",
+        ),
+        ("SQL", "Server=db;Database=app;User Id=app;Password=s3cr3t;"),
+        ("PGCONN", "host=db dbname=app user=app password=s3cr3t"),
+        ("UPSTREAM", "https://user:pw@mirror.test/simple"),
+        ("HOMEPAGE", "https://example.test/docs?page=2"),
+        ("MIRROR", "https://mirror.test/simple"),
+    ]);
+    let plan = run(&env, &Policy::builtin_default(), &[], None);
+    assert_eq!(
+        plan.dropped,
+        ["APP_DB", "PGCONN", "SQL", "STORAGE", "UPSTREAM"]
+    );
+    for name in ["EDITOR", "HOMEPAGE", "MIRROR"] {
+        assert!(value(&plan, name).is_some(), "{name}");
+    }
 }

@@ -7,6 +7,9 @@
 
 use std::fmt;
 
+/// A value and where it was written.
+pub(crate) type At<T> = (JsonPath, T);
+
 /// A policy could not be loaded or validated.
 ///
 /// Callers branch on the variant only to choose an exit code or a hint; the

@@ -25,7 +25,7 @@ use crate::NetworkPolicy;
 use crate::domain::DomainPattern;
 use crate::error::{JsonPath, Problem, quote};
 use crate::host::{self, Host};
-use crate::normalize::At;
+use crate::error::At;
 use serde::{Deserialize, Serialize};
 
 /// One token endpoint whose issued tokens are masked.

@@ -8,13 +8,22 @@
 //! (deny first). Requests to hosts no rule names are decided by the domain
 //! lists alone. Path patterns match the request path without its query:
 //! `*` is any run of characters inside one segment, `**` (a whole segment)
-//! any number of segments, including none. Requests to a governed host
-//! whose path could be read two ways (dot segments, `//`, encoded `/`, `\`
-//! or `.`) are refused instead of guessed at.
+//! any number of segments, including none. Rules match the request path
+//! decoded once (`l7_path.rs`); a path two servers could read as different
+//! paths (an encoded `/`, `;` parameters, dot segments after decoding,
+//! double encoding…) is refused instead of guessed at. Deny rules match
+//! ASCII case-insensitively, allow rules exactly. A request that asks to be
+//! treated as another method (`X-HTTP-Method-Override`, `X-HTTP-Method`,
+//! `X-Method-Override`, a `_method` query parameter) must be allowed under
+//! each method it names too.
 use crate::domain::{DomainPattern, ListKind};
 use crate::error::{JsonPath, Problem, quote};
 use crate::host::Host;
 use serde::{Deserialize, Serialize};
+
+#[path = "l7_path.rs"]
+pub mod path;
+use path::{DecodedPath, Override};
 
 /// srt's default `tlsTerminate.maxTunnels`.
 pub const DEFAULT_MAX_TUNNELS: u32 = 256;
@@ -129,13 +138,27 @@ impl HttpRule {
         self.host.matches(host, self.port)
     }
 
-    /// Whether the request matches (path without its query).
+    /// Whether the request matches (its path decoded, without the query;
+    /// a path [`path::decode`] refuses matches nothing).
     pub fn matches(&self, req: &RequestFacts<'_>) -> bool {
+        path::decode(req.path).is_ok_and(|d| self.matches_decoded(req, &d, req.method, false))
+    }
+
+    /// Whether the request, as `method`, matches on its decoded path
+    /// (`fold_case`: ASCII case-insensitively, for deny rules).
+    fn matches_decoded(
+        &self,
+        req: &RequestFacts<'_>,
+        path: &DecodedPath,
+        method: &str,
+        fold_case: bool,
+    ) -> bool {
+        let segments: Vec<&str> = path.segments.iter().map(String::as_str).collect();
         self.https == req.https
             && self.port == req.port
             && self.host.matches(req.host, req.port)
-            && self.method.as_deref().is_none_or(|m| m == req.method)
-            && glob_segments(&self.path, &req.path_segments())
+            && self.method.as_deref().is_none_or(|m| m == method)
+            && glob_segments(&self.path, &segments, fold_case)
     }
 }
 
@@ -195,63 +218,34 @@ pub struct RequestFacts<'a> {
     pub path: &'a str,
 }
 
-impl RequestFacts<'_> {
-    fn path_segments(&self) -> Vec<&str> {
-        let path = self.path.split('?').next().unwrap_or("");
-        path.strip_prefix('/').unwrap_or(path).split('/').collect()
-    }
-}
-
 /// `**` matches zero or more segments; other segments match one segment
 /// with `*` as a wildcard inside it.
-fn glob_segments(pattern: &[String], path: &[&str]) -> bool {
+fn glob_segments(pattern: &[String], path: &[&str], fold: bool) -> bool {
     match pattern.split_first() {
         None => path.is_empty(),
         Some((first, rest)) if first == "**" => {
-            (0..=path.len()).any(|skip| glob_segments(rest, &path[skip..]))
+            (0..=path.len()).any(|skip| glob_segments(rest, &path[skip..], fold))
         }
         Some((first, rest)) => match path.split_first() {
             Some((seg, tail)) => {
-                glob_one(first.as_bytes(), seg.as_bytes()) && glob_segments(rest, tail)
+                glob_one(first.as_bytes(), seg.as_bytes(), fold) && glob_segments(rest, tail, fold)
             }
             None => false,
         },
     }
 }
 
-fn glob_one(pattern: &[u8], text: &[u8]) -> bool {
+fn glob_one(pattern: &[u8], text: &[u8], fold: bool) -> bool {
     match pattern.split_first() {
         None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|k| glob_one(rest, &text[k..])),
-        Some((c, rest)) => text.first() == Some(c) && glob_one(rest, &text[1..]),
-    }
-}
-
-/// A path that two servers could read differently: refused on governed
-/// hosts rather than matched one way and served another.
-pub fn ambiguous_path(path: &str) -> Option<&'static str> {
-    let path = path.split('?').next().unwrap_or("");
-    if !path.starts_with('/') {
-        return Some("the path does not start with /");
-    }
-    let lower = path.to_ascii_lowercase();
-    if path.contains('\\') || lower.contains("%2f") || lower.contains("%5c") {
-        return Some("an encoded or back slash in the path");
-    }
-    if lower.contains("%2e") || lower.contains("%00") {
-        return Some("an encoded dot or NUL in the path");
-    }
-    let segments: Vec<&str> = path[1..].split('/').collect();
-    let last = segments.len().saturating_sub(1);
-    for (i, s) in segments.iter().enumerate() {
-        if *s == "." || *s == ".." {
-            return Some("a dot segment in the path");
-        }
-        if s.is_empty() && i != last {
-            return Some("an empty segment (//) in the path");
+        Some((b'*', rest)) => (0..=text.len()).any(|k| glob_one(rest, &text[k..], fold)),
+        Some((c, rest)) => {
+            let same = text
+                .first()
+                .is_some_and(|t| t == c || (fold && t.eq_ignore_ascii_case(c)));
+            same && glob_one(rest, &text[1..], fold)
         }
     }
-    None
 }
 
 /// How a governed request was judged.
@@ -274,19 +268,52 @@ impl HttpRules {
             .any(|r| r.names_host(host))
     }
 
-    /// Deny rules first, then allow rules; a governed host's request that
-    /// no allow rule matches is refused.
+    /// [`HttpRules::judge_with`] without override headers.
     pub fn judge(&self, req: &RequestFacts<'_>) -> RuleVerdict {
+        self.judge_with(req, &[])
+    }
+
+    /// Deny rules first, then allow rules, on the decoded path; a governed
+    /// host's request that no allow rule matches is refused, and so is one
+    /// whose method overrides (`headers`, from [`path::header_overrides`],
+    /// and the query's `_method`) name a method the rules refuse here.
+    pub fn judge_with(&self, req: &RequestFacts<'_>, headers: &[Override]) -> RuleVerdict {
         if !self.governs(req.host) {
             return RuleVerdict::Ungoverned;
         }
-        if let Some(why) = ambiguous_path(req.path) {
-            return RuleVerdict::Refused(format!("oajail.httpRules: {why}"));
+        let decoded = match path::decode(req.path) {
+            Ok(d) => d,
+            Err(why) => return RuleVerdict::Refused(format!("oajail.httpRules: {why}")),
+        };
+        let verdict = self.judge_as(req, &decoded, req.method);
+        if !matches!(verdict, RuleVerdict::Allowed(_)) {
+            return verdict;
         }
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(req)) {
+        let query = path::query_overrides(&decoded.query);
+        for o in headers.iter().chain(&query) {
+            if o.method == req.method {
+                continue;
+            }
+            if let RuleVerdict::Refused(why) = self.judge_as(req, &decoded, &o.method) {
+                return RuleVerdict::Refused(format!(
+                    "oajail.httpRules: {} asks for {} ({why})",
+                    o.source, o.method
+                ));
+            }
+        }
+        verdict
+    }
+
+    /// The request judged as `method` (deny rules case-insensitively).
+    fn judge_as(&self, req: &RequestFacts<'_>, path: &DecodedPath, method: &str) -> RuleVerdict {
+        let deny = self
+            .deny
+            .iter()
+            .find(|r| r.matches_decoded(req, path, method, true));
+        if let Some(rule) = deny {
             return RuleVerdict::Refused(format!("oajail.httpRules.deny {}", quote(rule.as_str())));
         }
-        match self.allow.iter().find(|r| r.matches(req)) {
+        match (self.allow.iter()).find(|r| r.matches_decoded(req, path, method, false)) {
             Some(rule) => RuleVerdict::Allowed(rule.as_str().to_owned()),
             None => RuleVerdict::Refused(
                 "no oajail.httpRules.allow entry matches (the host is governed by oajail.httpRules)"
@@ -432,6 +459,50 @@ mod tests {
         assert_eq!(
             rules.judge(&facts(&other, "POST", "/")),
             RuleVerdict::Ungoverned
+        );
+    }
+
+    #[test]
+    fn rules_decide_on_the_decoded_path_and_every_method_asked_for() {
+        let rules = HttpRules {
+            allow: vec![
+                HttpRule::parse("GET https://api.test/v3/**").unwrap(),
+                HttpRule::parse("POST https://api.test/v3/events").unwrap(),
+            ],
+            deny: vec![HttpRule::parse("* https://api.test/v3/me/**").unwrap()],
+        };
+        let api = crate::host::canonicalize("api.test").unwrap();
+        let judge = |m, p, h: &[(&str, &[u8])]| {
+            let o = path::header_overrides(h.iter().copied());
+            rules.judge_with(&facts(&api, m, p), &o)
+        };
+        let ok = |m, p, h| matches!(judge(m, p, h), RuleVerdict::Allowed(_));
+        assert!(ok("GET", "/v3/%65vents", &[]));
+        for denied in [
+            "/v3/%6de/keys",
+            "/v3/ME/keys",
+            "/v3/Me/keys",
+            "/v3/me;x/keys",
+            "/v3/..;/admin",
+            "/v3/x/%2e%2e/me",
+        ] {
+            assert!(!ok("GET", denied, &[]), "{denied}");
+        }
+        // Allow rules are exact: `/V3/…` is not what was allowed.
+        assert!(!ok("GET", "/V3/events", &[]));
+        let over: &[(&str, &[u8])] = &[("X-HTTP-Method-Override", b"DELETE")];
+        assert!(!ok("GET", "/v3/events", over));
+        assert!(!ok("GET", "/v3/events?_method=delete", &[]));
+        assert!(!ok("POST", "/v3/events", &[("X-Method-Override", b"PUT")]));
+        // Naming an allowed method, or the request's own, is fine.
+        assert!(ok("POST", "/v3/events", &[("X-HTTP-Method", b"GET")]));
+        assert!(ok("GET", "/v3/events?_method=GET", &[]));
+        let RuleVerdict::Refused(why) = judge("GET", "/v3/events", over) else {
+            panic!("allowed")
+        };
+        assert!(
+            why.contains("x-http-method-override asks for DELETE"),
+            "{why}"
         );
     }
 

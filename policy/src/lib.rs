@@ -44,8 +44,10 @@ pub mod egress;
 pub mod env;
 mod env_values;
 pub mod error;
+pub mod guard;
 pub mod hash;
 pub mod host;
+pub mod host_runs;
 pub mod issued;
 mod json;
 pub mod l7;
@@ -55,8 +57,9 @@ pub mod paths;
 pub mod reopen;
 mod schema;
 pub mod srt;
+pub mod stat;
 
-pub use defaults::DEFAULT_DENY_READ;
+pub use defaults::{DEFAULT_DENY_READ, builtin_reason};
 pub use error::{JsonPath, PolicyError};
 pub use model::{
     FilesystemPolicy, Limits, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy,

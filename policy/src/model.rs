@@ -24,11 +24,11 @@ pub struct Policy {
     /// srt `credentials.envVars` with `mode: "mask"`. Absent from the
     /// canonical form when empty, so policies without it keep their hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub credentials: Vec<crate::credentials::MaskedVar>,
+    pub credentials: Vec<MaskedVar>,
     /// srt `credentials.files` with `mode: "mask"` (their paths are also in
     /// `filesystem.denyRead`). Absent from the canonical form when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub credential_files: Vec<crate::credentials::MaskedFile>,
+    pub credential_files: Vec<MaskedFile>,
 }
 
 /// srt `network`.
@@ -167,4 +167,46 @@ impl Default for Limits {
             wall_seconds: None,
         }
     }
+}
+
+/// A policy together with the warnings produced while loading it.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The validated policy.
+    pub policy: Policy,
+    /// One line per accepted-but-unimplemented key, unknown key, or dropped
+    /// value, each `<json path>: <what happened>` (no origin prefix).
+    pub warnings: Vec<String>,
+    /// The `denyRead` entries the built-in secret list added to a settings
+    /// file's own ([`Policy::deny_builtin_secret_stores`]); empty until
+    /// that step ran.
+    pub builtin_deny_read: Vec<PathEntry>,
+}
+
+/// One masked environment variable.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MaskedVar {
+    /// The variable's name.
+    pub name: String,
+    /// Hosts whose requests get the real value (sorted, unique); empty
+    /// means the sentinel is never swapped.
+    pub inject_hosts: Vec<DomainPattern>,
+}
+
+impl MaskedVar {
+    /// Whether requests to `host:port` get the real value.
+    pub fn injects_to(&self, host: &crate::host::Host, port: u16) -> bool {
+        self.inject_hosts.iter().any(|p| p.matches(host, port))
+    }
+}
+
+/// One masked file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MaskedFile {
+    /// The file, kept symbolic like `denyRead` entries (also listed there).
+    pub path: PathEntry,
+    /// Hosts whose requests get the real content (sorted, unique).
+    pub inject_hosts: Vec<DomainPattern>,
 }

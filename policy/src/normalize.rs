@@ -7,16 +7,14 @@
 //! policies. Every list is sorted and deduplicated here.
 
 use crate::domain::{DomainPattern, ListKind};
-use crate::error::{JsonPath, Problem, quote};
+use crate::env::{valid_env_name, valid_env_pattern};
+use crate::error::{At, JsonPath, Problem, quote};
 use crate::schema::MAX_SAFE_INTEGER;
 use crate::{
     FilesystemPolicy, Limits, NetworkPolicy, OajailSettings, PathEntry, Policy, ProcessPolicy,
 };
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-/// A string value and where it was written.
-pub(crate) type At<T> = (JsonPath, T);
 
 /// Everything a policy says, before validation and normalisation.
 #[derive(Debug, Default)]
@@ -270,22 +268,6 @@ fn limits(value: Option<At<Limits>>) -> Result<Limits, Problem> {
         }
     }
     Ok(limits)
-}
-
-/// srt's environment-variable name rule: `^[A-Za-z_][A-Za-z0-9_]*$`.
-pub(crate) fn valid_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// A name, or a prefix followed by `*` (`AWS_*`).
-pub(crate) fn valid_env_pattern(name: &str) -> bool {
-    match name.strip_suffix('*') {
-        Some("") => false,
-        Some(prefix) => valid_env_name(prefix),
-        None => valid_env_name(name),
-    }
 }
 
 /// Parses an IP literal or CIDR range the way srt's `parseAddressRange`

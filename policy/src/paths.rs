@@ -94,7 +94,7 @@ impl PathEntry {
             // read the way srt reads it, relative to the cwd.
             Err(_) => (cwd, self.path.as_str()),
         };
-        lexical_clean(&base.join(rest))
+        lexical_join(base, Path::new(rest))
     }
 
     /// The longest leading part of the entry without glob syntax, as a
@@ -188,8 +188,18 @@ fn render(anchor: Anchor, parts: &[&str]) -> String {
     }
 }
 
-/// Folds `.` and `..` in a path without looking at the filesystem.
-pub(crate) fn lexical_clean(path: &Path) -> PathBuf {
+/// `base` joined with `rel` (`rel` itself when absolute), `.` and `..`
+/// folded without looking at the filesystem: the one lexical join of the
+/// workspace (policy paths, git's configured paths, the guard's spelled
+/// paths). With an absolute `base` the result is absolute and `..` stops
+/// at `/`.
+pub fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
+    lexical_clean(&base.join(rel))
+}
+
+/// Folds `.` and `..` in a path without looking at the filesystem (a `..`
+/// above the start of a relative path is kept).
+pub fn lexical_clean(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

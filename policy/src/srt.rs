@@ -15,21 +15,14 @@
 //! and which is left out when all of it is default.
 
 use crate::check::{self, as_integer};
+use crate::error::At;
 use crate::error::{JsonPath, Problem, quote};
 use crate::json::{self, type_name};
-use crate::normalize::{At, Draft};
+use crate::normalize::Draft;
 use crate::{Limits, PathEntry, Policy, PolicyError};
 use serde_json::{Map, Value, json};
 
-/// A policy together with the warnings produced while loading it.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    /// The validated policy.
-    pub policy: Policy,
-    /// One line per accepted-but-unimplemented key, unknown key, or dropped
-    /// value, each `<json path>: <what happened>` (no origin prefix).
-    pub warnings: Vec<String>,
-}
+pub use crate::model::Loaded;
 
 impl Policy {
     /// Parse srt settings JSON (or oajail's canonical JSON); `origin` names the
@@ -47,7 +40,11 @@ impl Policy {
             let mut warnings = check::check_document(&value)?;
             let draft = draft_from_srt(root)?;
             let policy = draft.build(&mut warnings)?;
-            Ok(Loaded { policy, warnings })
+            Ok(Loaded {
+                policy,
+                warnings,
+                builtin_deny_read: Vec::new(),
+            })
         })();
         loaded.map_err(|p: Problem| p.with_origin(origin))
     }

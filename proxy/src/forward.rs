@@ -213,7 +213,9 @@ fn check_rules(shared: &Shared, req: &Request, url: &Url) -> Result<(), String> 
         method: &req.method,
         path: &url.path,
     };
-    match shared.plan.http_rules.judge(&facts) {
+    let headers = req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
+    let overrides = oajail_policy::l7::path::header_overrides(headers);
+    match shared.plan.http_rules.judge_with(&facts, &overrides) {
         RuleVerdict::Refused(why) => Err(format!(
             "{} http://{}{} is refused: {why}",
             req.method,

@@ -57,7 +57,9 @@ pub(crate) fn check<B>(
         method: req.method().as_str(),
         path,
     };
-    match plan.http_rules.judge(&facts) {
+    let headers = (req.headers().iter()).map(|(n, v)| (n.as_str(), v.as_bytes()));
+    let overrides = oajail_policy::l7::path::header_overrides(headers);
+    match plan.http_rules.judge_with(&facts, &overrides) {
         RuleVerdict::Ungoverned => Ok(None),
         RuleVerdict::Allowed(rule) => Ok(Some(rule)),
         RuleVerdict::Refused(why) => Err(refuse(

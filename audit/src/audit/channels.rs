@@ -1,14 +1,17 @@
 //! The audit's exfiltration family `X`: every canary the command can read
-//! (the secret sources of [`super::runbook::secret_sources`] and the
+//! (the secret sources of [`super::sources::secret_sources`] and the
 //! environment), sent out through one channel per attack: the command's
 //! stdout, HTTPS and plain HTTP to each allowed domain and to one the
 //! policy does not allow, a DNS label under an allowed wildcard, and the
 //! direct routes around the proxy.
 
-use super::runbook::{EXFIL_FAMILY, at, secret_sources};
+use super::sources::{at, secret_sources};
 use super::{Case, Channel, Kind, Stage, Target};
 use crate::labspec::{DNS_V4, EVIL_V4};
 use oajail_policy::Policy;
+
+/// Family letter of the audit-only exfiltration attacks.
+pub const EXFIL_FAMILY: (char, &str) = ('X', "exfiltration through every channel");
 
 /// At most this many allowed domains get their own exfiltration attacks.
 const MAX_DOMAINS: usize = 4;

@@ -9,7 +9,7 @@
 //! readable under the policy for the finding to be `allowed`.
 
 use super::grant::Grants;
-use super::{Case, Channel, Grant, Loc, Refusal, Target, Verdict};
+use super::{Case, Channel, Grant, Kind, Loc, Refusal, Target, Verdict};
 use crate::lab::{Lab, Run};
 use crate::verdict::Verdict as Probe;
 
@@ -151,6 +151,14 @@ pub fn judge(
         _ => probe.is_some_and(|r| r.verdict == Probe::Succeeded) || !effects.is_empty(),
     };
     if !worked {
+        // A resource attack whose whole jail got SIGKILL (not the lab's
+        // timeout): a memory cgroup's OOM killer ended it (memfd pages are
+        // in no process's RSS, so it may pick the probe itself).
+        let oom = run.report.is_none() && run.lab.exit_code == Some(137) && !run.lab.timed_out;
+        if oom && case.kind == Kind::Resources && effects.is_empty() {
+            let why = "the whole jail was killed (SIGKILL): a memory cgroup's OOM killer";
+            return (Verdict::Blocked, Vec::new(), why.to_owned());
+        }
         return not_worked(run, detail(""));
     }
     let granted = match &case.target {

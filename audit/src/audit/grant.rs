@@ -9,7 +9,7 @@
 
 use super::{Channel, Grant, Loc, Target};
 use crate::canary::SECRET_ENV;
-use oajail_policy::compile::guard::names::{self, Entry};
+use oajail_policy::guard::names::{self, Entry};
 use oajail_policy::host::canonicalize;
 use oajail_policy::{PathEntry, Policy};
 use std::path::{Path, PathBuf};

@@ -25,6 +25,7 @@ pub mod evidence;
 pub mod grant;
 pub mod runbook;
 pub mod session;
+pub mod sources;
 pub mod staged;
 
 use serde::{Deserialize, Serialize};
@@ -252,4 +253,18 @@ pub struct Finding {
     pub detail: String,
     /// Wall time of the lab run, in milliseconds.
     pub elapsed_ms: u64,
+}
+
+/// The catalogue row `id` as an audit case (`None`: not in the catalogue).
+pub(crate) fn row(id: &str, kind: Kind, target: Target, probe: &[&str]) -> Option<Case> {
+    let a = crate::catalog::attack(id)?;
+    Some(Case {
+        id: id.to_owned(),
+        family: a.family,
+        title: a.title.to_owned(),
+        kind,
+        target,
+        probe: probe.iter().map(|s| (*s).to_owned()).collect(),
+        stage: Stage::default(),
+    })
 }

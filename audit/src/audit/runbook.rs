@@ -12,110 +12,13 @@
 //! check, user namespaces taken away, a planted symlink) are in
 //! [`super::staged`].
 
-use super::abspaths::{MAX_ABSOLUTE_PATHS, planted_abs};
-pub use super::channels::allowed_names;
 use super::channels::exfiltration;
-use super::{Case, Kind, Loc, Stage, Target};
-use crate::canary::{HOME_SECRETS, SECRET_ENV};
-use crate::catalog;
+pub use super::channels::{EXFIL_FAMILY, allowed_names};
+use super::sources::{at, secret_sources};
+use super::{Case, Kind, Loc, Stage, Target, row};
+use crate::canary::SECRET_ENV;
 use crate::labspec::{ALLOWED_V4, DNS_V4, EVIL_V4, EVIL_V6, METADATA_V4, PUBLIC_DNS_V4};
-use oajail_policy::PathEntry;
 use oajail_policy::Policy;
-
-/// Family letter of the audit-only exfiltration attacks.
-pub const EXFIL_FAMILY: (char, &str) = ('X', "exfiltration through every channel");
-
-/// The workspace's own `.env`: (path relative to the workspace, slug).
-pub const WS_SECRET: (&str, &str) = (".env", "ws-env");
-
-/// At most this many paths named by the policy get a planted canary.
-const MAX_POLICY_PATHS: usize = 24;
-
-/// Every place a canary secret lives in an audit lab: (slug, where). The
-/// home's secret stores, the workspace `.env`, every plain `~/…` or `./…`
-/// path the policy's read rules name (so a store the user cares about is
-/// planted even when the suite's fake home lacks it), and every absolute
-/// one the lab can fake ([`super::abspaths`]).
-pub fn secret_sources(policy: &Policy) -> Vec<(String, Loc)> {
-    let mut out: Vec<(String, Loc)> = HOME_SECRETS
-        .iter()
-        .map(|(rel, slug)| ((*slug).to_owned(), Loc::Home((*rel).to_owned())))
-        .collect();
-    out.push((WS_SECRET.1.into(), Loc::Ws(WS_SECRET.0.into())));
-    for (n, loc) in named(policy)
-        .filter_map(planted_loc)
-        .take(MAX_POLICY_PATHS)
-        .enumerate()
-    {
-        if !out.iter().any(|(_, l)| *l == loc) {
-            out.push((format!("policy-{n}"), loc));
-        }
-    }
-    let base = super::session::default_base();
-    let absolute = named(policy)
-        .filter(|e| !e.is_glob() && e.path.starts_with('/'))
-        .filter_map(|e| planted_abs(&e.path, &base));
-    for (n, loc) in absolute.take(MAX_ABSOLUTE_PATHS).enumerate() {
-        if !out.iter().any(|(_, l)| *l == loc) {
-            out.push((format!("policy-abs-{n}"), loc));
-        }
-    }
-    out
-}
-
-/// The paths the policy's read rules name (denyRead first).
-fn named(policy: &Policy) -> impl Iterator<Item = &PathEntry> {
-    let fs = &policy.filesystem;
-    fs.deny_read.iter().chain(&fs.allow_read)
-}
-
-/// Where the canary for a policy path goes: the path itself when it names
-/// a file, `<dir>/.oaj-canary` when the fake home already has it as a
-/// directory (a secret store below it). Globs and absolute paths: none
-/// here (absolute ones are [`planted_abs`]'s).
-fn planted_loc(entry: &PathEntry) -> Option<Loc> {
-    if entry.is_glob() && !entry.literal {
-        return None;
-    }
-    let p = entry.path.as_str();
-    let (rel, home) = match p.strip_prefix("~/") {
-        Some(r) => (r, true),
-        None if p.starts_with('/') || p.starts_with('~') || p == "." => return None,
-        None => (p.strip_prefix("./").unwrap_or(p), false),
-    };
-    let is_dir = HOME_SECRETS
-        .iter()
-        .any(|(s, _)| home && s.starts_with(&format!("{rel}/")));
-    let rel = if is_dir {
-        format!("{rel}/.oaj-canary")
-    } else {
-        rel.to_owned()
-    };
-    Some(if home { Loc::Home(rel) } else { Loc::Ws(rel) })
-}
-
-/// The lab path placeholder for a location.
-pub(super) fn at(loc: &Loc) -> String {
-    match loc {
-        Loc::Home(r) => format!("@HOME@/{r}"),
-        Loc::Ws(r) => format!("@WS@/{r}"),
-        Loc::Abs(p) => p.clone(),
-    }
-}
-
-/// The catalogue row `id` as an audit case (`None`: not in the catalogue).
-pub(super) fn row(id: &str, kind: Kind, target: Target, probe: &[&str]) -> Option<Case> {
-    let a = catalog::attack(id)?;
-    Some(Case {
-        id: id.to_owned(),
-        family: a.family,
-        title: a.title.to_owned(),
-        kind,
-        target,
-        probe: probe.iter().map(|s| (*s).to_owned()).collect(),
-        stage: Stage::default(),
-    })
-}
 
 /// Every case the audit runs against `policy`, in catalogue order.
 pub fn cases(policy: &Policy) -> Vec<Case> {
@@ -517,6 +420,18 @@ fn resources() -> Vec<Case> {
             "H3-tmp-fill",
             Target::Limit("tmpSizeBytes".into(), 64 << 20),
             vec!["fill-file", "/tmp/fill", "64"],
+        ),
+        // Memory RLIMIT_AS does not count: a memory cgroup holds it, or the
+        // jail refuses the calls (limits::SharedMemory).
+        (
+            "H9-memfd-whole-jail",
+            Target::Limit("addressSpaceBytes".into(), 256 << 20),
+            vec!["memfd-fill", "256"],
+        ),
+        (
+            "H10-sysv-whole-jail",
+            Target::Limit("addressSpaceBytes".into(), 256 << 20),
+            vec!["sysv-fill", "256"],
         ),
     ];
     rows.into_iter()

@@ -4,7 +4,8 @@
 use super::abspaths::overlay_plan;
 use super::evidence::judge;
 use super::grant::Grants;
-use super::runbook::secret_sources;
+pub use super::sources::default_base;
+use super::sources::secret_sources;
 use super::{Case, Finding, Loc, Stage, Verdict};
 use crate::canary;
 use crate::lab::{Lab, LabError, RunOptions, Tools};
@@ -298,17 +299,6 @@ pub fn lookup_user(name: &str) -> Option<(u32, u32)> {
 /// True when this process runs as root.
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
-}
-
-/// The default directory for audit labs: `$OAJAIL_AUDIT_DIR`, else
-/// `/var/tmp/oajail-audit-<uid>` (not /tmp: the jail gives the command a
-/// private /tmp, which would hide the lab's workspace).
-pub fn default_base() -> PathBuf {
-    std::env::var_os("OAJAIL_AUDIT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(format!("/var/tmp/oajail-audit-{}", nix::unistd::getuid()))
-        })
 }
 
 /// The lab's sinks do not speak TLS, so under `tlsTerminate` the proxy's

@@ -9,8 +9,8 @@
 //! (`I1-no-landlock`, `I1-no-seccomp`, `I1-no-guard`), a host-side git run
 //! (the guard's git attacks), 40 racing runs (A5) or a code-mode server (G2).
 
-use super::runbook::{allowed_names, row};
-use super::{Case, Kind, Loc, Refusal, Stage, Target};
+use super::channels::allowed_names;
+use super::{Case, Kind, Loc, Refusal, Stage, Target, row};
 use crate::verdict::EXIT_BLOCKED;
 use oajail_policy::{PathEntry, Policy};
 

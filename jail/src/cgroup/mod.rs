@@ -44,12 +44,21 @@ mod delegated;
 pub(crate) struct Bounds {
     /// Held for their drop, which removes them.
     _groups: Vec<Cgroup>,
+    /// One of them holds the jail's memory (`memory.max` set).
+    memory: bool,
 }
 
 impl Bounds {
     /// No cgroup bounds the jail (none asked for, or none available).
     pub(crate) fn is_empty(&self) -> bool {
         self._groups.is_empty()
+    }
+
+    /// A cgroup holds the jail's memory: memfd, SysV and tmpfs pages are
+    /// counted there (else the jail bounds them itself:
+    /// `limits::SharedMemory`).
+    pub(crate) fn holds_memory(&self) -> bool {
+        self.memory
     }
 
     /// Put `pid` (pid 1 of the jail) under `pids.max = nproc` and
@@ -73,7 +82,10 @@ impl Bounds {
             return Ok(Bounds::default());
         };
         match Cgroup::unified(&parent, pid, nproc, memory) {
-            Ok((cg, None)) => Ok(Bounds { _groups: vec![cg] }),
+            Ok((cg, None)) => Ok(Bounds {
+                _groups: vec![cg],
+                memory: memory.is_some(),
+            }),
             Ok((_, Some(e))) | Err(e) => {
                 eprintln!("oajail: note: memory and pids bounded per process only: {e}");
                 Ok(Bounds::default())
@@ -98,22 +110,33 @@ impl Bounds {
                 enable_v2_controller(p, "memory")?;
             }
             let (cg, memory_failed) = Cgroup::unified(p, pid, nproc, memory)?;
+            let held = memory.is_some() && memory_failed.is_none();
             if let Some(e) = memory_failed {
                 eprintln!("oajail: note: memory bounded per process only: {e}");
             }
-            return Ok(Bounds { _groups: vec![cg] });
+            return Ok(Bounds {
+                _groups: vec![cg],
+                memory: held,
+            });
         }
         let mut groups = Vec::new();
         if let Some(max) = nproc {
             groups.push(Cgroup::attach(pid, max)?);
         }
+        let mut held = false;
         if let Some(bytes) = memory {
             match Cgroup::attach_memory(pid, bytes) {
-                Ok(cg) => groups.push(cg),
+                Ok(cg) => {
+                    groups.push(cg);
+                    held = true;
+                }
                 Err(e) => eprintln!("oajail: note: memory bounded per process only: {e}"),
             }
         }
-        Ok(Bounds { _groups: groups })
+        Ok(Bounds {
+            _groups: groups,
+            memory: held,
+        })
     }
 }
 

@@ -1,12 +1,12 @@
 //! The callers of notifications: each thread's `/proc/<tid>` directory and
 //! memory kept open between calls (opening them is most of what a
-//! notification would cost), each process's umask, and the directories
-//! resolved before.
+//! notification would cost), each process's umask, and reading a blocked
+//! caller's arguments from its memory ([`Caller`]).
 //!
 //! An entry is used only while a pidfd of the thread says it has not
 //! exited, so a recycled thread id never reads another task's memory.
 
-use super::resolve::Caller;
+use super::dirs::Dirs;
 use crate::sys::notify::Notification;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -15,8 +15,6 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// How many callers' files stay open.
@@ -28,11 +26,86 @@ const PIDFD_THREAD: u32 = 0o200;
 /// again only after the kernel went through every other one (at least
 /// 32,768 new tasks), which takes far longer.
 const RECHECK: Duration = Duration::from_millis(50);
-/// How many resolved directories are kept, and for how long (a directory
-/// renamed outside the jail is seen again after that; the jail's own
-/// renames go through pid 1 and empty the cache at once).
-const DIRS: usize = 512;
-const DIRS_LIFETIME: Duration = Duration::from_secs(1);
+/// Longest path the kernel accepts, terminating NUL included.
+const PATH_MAX: usize = 4096;
+const PAGE: u64 = 4096;
+
+/// The caller of one notification.
+pub(crate) struct Caller<'a> {
+    pub(crate) n: Notification,
+    /// The caller's id in the mounted /proc.
+    pub(crate) proc: u32,
+    /// Its process.
+    pub(super) tgid: u32,
+    /// Its process's umask.
+    pub(crate) umask: u32,
+    /// Its `/proc/<tid>` directory.
+    pub(super) dir: BorrowedFd<'a>,
+    /// Reopened when a read fails: after an `execve` the open file still
+    /// refers to the address space the thread had before.
+    pub(super) mem: RefCell<&'a mut File>,
+    pub(super) dirs: &'a RefCell<Dirs>,
+}
+
+impl Caller<'_> {
+    /// Read at `addr`, reopening the caller's memory once if the open file
+    /// no longer reaches it (the thread executed a new program).
+    fn read_mem(&self, buf: &mut [u8], addr: u64) -> Result<usize, Errno> {
+        let mut mem = self.mem.borrow_mut();
+        match mem.read_at(buf, addr) {
+            Ok(n) if n > 0 => return Ok(n),
+            _ => {}
+        }
+        let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::PERM);
+        **mem = open_in(self.dir, "mem").map_err(io)?;
+        match mem.read_at(buf, addr) {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(Errno::FAULT),
+        }
+    }
+
+    /// A NUL-terminated string at `addr` in the caller's memory.
+    pub(crate) fn string(&self, addr: u64) -> Result<Vec<u8>, Errno> {
+        if addr == 0 {
+            return Err(Errno::FAULT);
+        }
+        let mut out = Vec::new();
+        let mut at = addr;
+        while out.len() < PATH_MAX {
+            // Read at most to the end of the page: the next may be unmapped.
+            let chunk = (PAGE - at % PAGE).min((PATH_MAX - out.len()) as u64) as usize;
+            let mut buf = [0u8; PAGE as usize];
+            let got = self.read_mem(&mut buf[..chunk], at)?;
+            if let Some(end) = buf[..got].iter().position(|b| *b == 0) {
+                out.extend_from_slice(&buf[..end]);
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..got]);
+            at += got as u64;
+        }
+        Err(Errno::NAMETOOLONG)
+    }
+
+    /// `len` bytes at `addr` in the caller's memory.
+    pub(crate) fn bytes(&self, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        let mut buf = vec![0u8; len];
+        if len == 0 {
+            return Ok(buf);
+        }
+        if addr == 0 {
+            return Err(Errno::FAULT);
+        }
+        match self.read_mem(&mut buf, addr) {
+            Ok(n) if n == len => Ok(buf),
+            _ => Err(Errno::FAULT),
+        }
+    }
+
+    /// The caller's `/proc/<tid>` directory.
+    pub(crate) fn proc_dir(&self) -> BorrowedFd<'_> {
+        self.dir
+    }
+}
 
 /// The open /proc files of one thread.
 struct Open {
@@ -45,23 +118,6 @@ struct Open {
     /// Readable once the thread has exited.
     alive: OwnedFd,
     checked: Instant,
-}
-
-/// Directories resolved before, by the absolute path they were named by
-/// (symlinks not yet followed): its real path and an `O_PATH` descriptor.
-#[derive(Default)]
-pub(crate) struct Dirs {
-    pub(super) map: HashMap<Vec<u8>, (Rc<OwnedFd>, PathBuf)>,
-    pub(super) since: Option<Instant>,
-}
-
-impl Dirs {
-    /// Forget everything: a rename or removal may have changed what a
-    /// spelled path resolves to.
-    pub(crate) fn forget(&mut self) {
-        self.map.clear();
-        self.since = None;
-    }
 }
 
 /// Callers seen so far.
@@ -102,12 +158,7 @@ impl Callers {
             }
             None => true,
         };
-        {
-            let mut dirs = self.dirs.borrow_mut();
-            if dirs.since.is_some_and(|t| t.elapsed() > DIRS_LIFETIME) || dirs.map.len() > DIRS {
-                dirs.forget();
-            }
-        }
+        self.dirs.borrow_mut().expire();
         if fresh {
             self.open.remove(&n.tid);
             let (opened, umask) = open_proc(n.tid, proc)?;

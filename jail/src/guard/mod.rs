@@ -10,10 +10,13 @@
 //!    closes its own copy (a command holding its listener could answer for
 //!    its children);
 //! 3. pid 1 polls the listener next to its signalfd; for each name-creating
-//!    call it reads the path from the caller's memory, opens the parent
-//!    directory as the caller would, asks the policy's decision function and
-//!    performs the call itself (`serve.rs`), injecting an opened file with
-//!    `SECCOMP_IOCTL_NOTIF_ADDFD`. Nothing is answered with `CONTINUE`;
+//!    call it reads the path from the caller's memory (`callers.rs`),
+//!    resolves it as the caller would (`resolve.rs`, with the cache of
+//!    resolved directories in `dirs.rs`), asks the policy's pure decision
+//!    (`oajail_policy::guard`, through `decider.rs`, on pid 1's view of the
+//!    filesystem, `probe.rs`) and performs the call itself (`ops.rs`),
+//!    injecting an opened file with `SECCOMP_IOCTL_NOTIF_ADDFD`; `serve.rs`
+//!    receives and answers. Nothing is answered with `CONTINUE`;
 //! 4. on Landlock ABI 1, which refuses every move across directories in a
 //!    domain, a process forked before the domain makes those (`mover.rs`).
 //!
@@ -27,7 +30,9 @@
 //!   the guard works the same there.
 
 mod callers;
+mod decider;
 mod decode;
+mod dirs;
 mod mover;
 mod ops;
 mod probe;
@@ -40,7 +45,7 @@ pub(crate) use serve::Server;
 use crate::error::Failure;
 use crate::seccomp::SeccompError;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
-use oajail_policy::compile::guard::GuardPlan;
+use oajail_policy::guard::GuardPlan;
 use serde::{Deserialize, Serialize};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 

@@ -26,7 +26,7 @@
 use crate::fdpass::{recv_with_fds, send_with_fds};
 use crate::sys::process::{Forked, exit_now, fork};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, setsockopt, socketpair, sockopt};
-use oajail_policy::compile::FileKind;
+use oajail_policy::guard::FileKind;
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use std::cell::Cell;

@@ -5,16 +5,23 @@
 //! of the object it examined), so the object decided on is the object acted
 //! on. A file opened for the caller is injected into it (`Answer::Fd`).
 
+use super::callers::Caller;
+use super::decider::Decider;
 use super::decode::{Call, Obj, Times};
+use super::dirs::self_fds;
 use super::mover::Move;
-use super::resolve::{AT_FDCWD, At, Caller, Object, self_fds};
-use super::serve::{Answer, Decider};
-use oajail_policy::compile::FileKind;
-use oajail_policy::compile::guard::{Op, Request, Stat};
+use super::resolve::{AT_FDCWD, At, Object};
+use oajail_policy::guard::{FileKind, Op, Request, Stat};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
+
+/// What the caller gets back.
+pub(crate) enum Answer {
+    Value(i64),
+    Fd(OwnedFd, bool),
+}
 
 /// Perform one decoded call.
 pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Answer, Errno> {

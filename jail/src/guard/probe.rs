@@ -1,8 +1,7 @@
 //! The filesystem as the guard's decision examines it: pid 1's own view,
 //! which is the command's (same mount namespace, same Landlock domain).
 
-use oajail_policy::compile::FileKind;
-use oajail_policy::compile::guard::{GuardFs, Stat};
+use oajail_policy::guard::{FileKind, GuardFs, Stat};
 use rustix::fs::FileType;
 use std::io::Read;
 use std::path::Path;

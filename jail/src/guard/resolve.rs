@@ -1,10 +1,6 @@
-//! Reading a blocked caller's arguments and resolving its paths the way the
-//! kernel would have for the caller.
-//!
-//! The caller's `/proc/<tid>/mem` and `/status` stay open between calls
-//! ([`Callers`](super::callers::Callers)): opening them is most of what a notification would cost.
-//! An entry is used only while a pidfd of the thread says it has not
-//! exited, so a recycled thread id never reads another task's memory.
+//! Resolving a blocked caller's paths the way the kernel would have for
+//! the caller: to the parent directory (opened `O_PATH`, with its real
+//! path) and the final name ([`At`]), or to the object itself ([`Object`]).
 //!
 //! Paths are resolved in pid 1's own root, which is the caller's: the
 //! command cannot `chroot` or make a mount namespace (no capability, and
@@ -15,19 +11,17 @@
 //! whose thread id was reused) can only make pid 1 do something the policy
 //! allows anyway.
 
-use super::callers::{Dirs, open_in};
+use super::callers::Caller;
+use super::dirs::real_path;
 use super::probe::stat_of;
-use crate::sys::notify::Notification;
-use oajail_policy::compile::FileKind;
-use oajail_policy::compile::guard::Stat;
+use oajail_policy::guard::{FileKind, Stat};
+use oajail_policy::paths::lexical_join;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use std::cell::RefCell;
-use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -35,26 +29,6 @@ use std::time::Instant;
 pub(crate) const AT_FDCWD: i32 = -100;
 /// The most links followed for one path (the kernel's limit).
 const MAX_LINKS: usize = 40;
-/// Longest path the kernel accepts, terminating NUL included.
-const PATH_MAX: usize = 4096;
-const PAGE: u64 = 4096;
-/// The caller of one notification.
-pub(crate) struct Caller<'a> {
-    pub(crate) n: Notification,
-    /// The caller's id in the mounted /proc.
-    pub(crate) proc: u32,
-    /// Its process.
-    pub(super) tgid: u32,
-    /// Its process's umask.
-    pub(crate) umask: u32,
-    /// Its `/proc/<tid>` directory.
-    pub(super) dir: BorrowedFd<'a>,
-    /// Reopened when a read fails: after an `execve` the open file still
-    /// refers to the address space the thread had before.
-    pub(super) mem: RefCell<&'a mut File>,
-    pub(super) dirs: &'a RefCell<Dirs>,
-}
-
 /// A path resolved to its parent directory and final name.
 pub(crate) struct At {
     /// The parent directory, opened `O_PATH`.
@@ -128,66 +102,14 @@ impl Object {
         format!("/proc/self/fd/{}", self.fd.as_raw_fd())
     }
 
-    /// The same, as a name in [`self_fds`] (one lookup instead of four).
+    /// The same, as a name in [`self_fds`](super::dirs::self_fds) (one
+    /// lookup instead of four).
     pub(crate) fn magic_name(&self) -> String {
         self.fd.as_raw_fd().to_string()
     }
 }
 
 impl Caller<'_> {
-    /// Read at `addr`, reopening the caller's memory once if the open file
-    /// no longer reaches it (the thread executed a new program).
-    fn read_mem(&self, buf: &mut [u8], addr: u64) -> Result<usize, Errno> {
-        let mut mem = self.mem.borrow_mut();
-        match mem.read_at(buf, addr) {
-            Ok(n) if n > 0 => return Ok(n),
-            _ => {}
-        }
-        let io = |e: std::io::Error| Errno::from_io_error(&e).unwrap_or(Errno::PERM);
-        **mem = open_in(self.dir, "mem").map_err(io)?;
-        match mem.read_at(buf, addr) {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(Errno::FAULT),
-        }
-    }
-
-    /// A NUL-terminated string at `addr` in the caller's memory.
-    pub(crate) fn string(&self, addr: u64) -> Result<Vec<u8>, Errno> {
-        if addr == 0 {
-            return Err(Errno::FAULT);
-        }
-        let mut out = Vec::new();
-        let mut at = addr;
-        while out.len() < PATH_MAX {
-            // Read at most to the end of the page: the next may be unmapped.
-            let chunk = (PAGE - at % PAGE).min((PATH_MAX - out.len()) as u64) as usize;
-            let mut buf = [0u8; PAGE as usize];
-            let got = self.read_mem(&mut buf[..chunk], at)?;
-            if let Some(end) = buf[..got].iter().position(|b| *b == 0) {
-                out.extend_from_slice(&buf[..end]);
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf[..got]);
-            at += got as u64;
-        }
-        Err(Errno::NAMETOOLONG)
-    }
-
-    /// `len` bytes at `addr` in the caller's memory.
-    pub(crate) fn bytes(&self, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
-        let mut buf = vec![0u8; len];
-        if len == 0 {
-            return Ok(buf);
-        }
-        if addr == 0 {
-            return Err(Errno::FAULT);
-        }
-        match self.read_mem(&mut buf, addr) {
-            Ok(n) if n == len => Ok(buf),
-            _ => Err(Errno::FAULT),
-        }
-    }
-
     /// The caller's descriptor `fd` (or its cwd for `AT_FDCWD`) as a path
     /// pid 1 can open.
     fn fd_path(&self, dirfd: i32) -> String {
@@ -196,11 +118,6 @@ impl Caller<'_> {
         } else {
             format!("fd/{dirfd}")
         }
-    }
-
-    /// The caller's `/proc/<tid>` directory.
-    pub(crate) fn proc_dir(&self) -> BorrowedFd<'_> {
-        self.dir
     }
 
     /// The object behind the caller's descriptor `fd`.
@@ -425,48 +342,13 @@ impl Caller<'_> {
     }
 }
 
-/// pid 1's `/proc/self/fd`, opened on first use (after init closed every
-/// descriptor it does not keep).
-pub(crate) fn self_fds() -> Result<BorrowedFd<'static>, Errno> {
-    static DIR: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
-    if let Some(fd) = DIR.get() {
-        return Ok(fd.as_fd());
-    }
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let fd = rustix::fs::open("/proc/self/fd", flags, Mode::empty())?;
-    Ok(DIR.get_or_init(|| fd).as_fd())
-}
-
-/// The real path of an open descriptor (`readlink /proc/self/fd/N`); an
-/// error for objects outside pid 1's root or without a path.
-fn real_path(fd: BorrowedFd<'_>) -> Result<PathBuf, Errno> {
-    let link = rustix::fs::readlinkat(self_fds()?, fd.as_raw_fd().to_string(), Vec::new())?;
-    let bytes = link.into_bytes();
-    if !bytes.starts_with(b"/") {
-        return Err(Errno::ACCESS);
-    }
-    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
-}
-
 /// `dir` (absolute, or relative to `base`) with `.` and `..` folded
 /// lexically.
 fn lexical(base: &[u8], dir: &[u8]) -> PathBuf {
-    let joined = if dir.starts_with(b"/") {
-        PathBuf::from(std::ffi::OsStr::from_bytes(dir))
-    } else {
-        PathBuf::from(std::ffi::OsStr::from_bytes(base)).join(std::ffi::OsStr::from_bytes(dir))
-    };
-    let mut out = PathBuf::from("/");
-    for c in joined.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::Normal(n) => out.push(n),
-            _ => {}
-        }
-    }
-    out
+    lexical_join(
+        Path::new(OsStr::from_bytes(base)),
+        Path::new(OsStr::from_bytes(dir)),
+    )
 }
 
 /// Whether some component of a directory part may take part in a
@@ -474,7 +356,7 @@ fn lexical(base: &[u8], dir: &[u8]) -> PathBuf {
 fn mentions_protected(dir: &[u8]) -> bool {
     dir.split(|b| *b == b'/')
         .filter_map(|c| std::str::from_utf8(c).ok())
-        .any(oajail_policy::compile::guard::names::may_matter)
+        .any(oajail_policy::guard::names::may_matter)
 }
 
 fn trim_slashes(p: &[u8]) -> &[u8] {

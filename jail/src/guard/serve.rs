@@ -10,118 +10,15 @@
 //! (`mover.rs`).
 
 use super::callers::Callers;
+use super::decider::{Decider, LOUD_DENIALS};
 use super::decode::{Call, decode};
 use super::mover::Mover;
-use super::ops;
-use super::probe::Probe;
+use super::ops::{self, Answer};
 use crate::sys::notify::{answer, answer_fd};
-use oajail_policy::compile::guard::{Guard, GuardPlan, Request, Verdict};
+use oajail_policy::guard::GuardPlan;
 use rustix::io::Errno;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-/// How many denials are printed one by one before only counting.
-const LOUD_DENIALS: u32 = 5;
-
-/// How long the decision's memo may trust what it saw: changes made
-/// outside the jail (a repository created by the user meanwhile) are seen
-/// after this.
-const MEMO_LIFETIME: Duration = Duration::from_secs(1);
-
-/// What the caller gets back.
-pub(crate) enum Answer {
-    Value(i64),
-    Fd(OwnedFd, bool),
-}
-
-/// The decision with its bookkeeping: the denial count, pid 1's umask.
-pub(crate) struct Decider {
-    guard: Guard,
-    denied: u32,
-    memo_since: Instant,
-    primed: Option<Vec<PathBuf>>,
-    umask: Option<u32>,
-    /// Landlock ABI 1 only: the process that makes moves across directories.
-    mover: Option<Mover>,
-}
-
-impl Decider {
-    /// Decide `req`, saying why on stderr when it is refused.
-    pub(crate) fn check(&mut self, verb: &str, req: &Request<'_>) -> Result<(), Errno> {
-        if self.memo_since.elapsed() > MEMO_LIFETIME {
-            self.guard.forget();
-            self.memo_since = Instant::now();
-        }
-        if let Some(dirs) = self.primed.take() {
-            self.guard.prime(&Probe, &dirs);
-        }
-        match self.guard.decide(&Probe, req) {
-            Verdict::Allow => Ok(()),
-            Verdict::Deny(d) => {
-                self.denied += 1;
-                if self.denied <= LOUD_DENIALS {
-                    eprintln!(
-                        "oajail: guard: denied {verb} {} ({})",
-                        req.path.display(),
-                        d.rule
-                    );
-                }
-                Err(Errno::ACCESS)
-            }
-        }
-    }
-
-    /// Decide `op` on the name `at` resolved to, under its real path and,
-    /// when it differs, under the caller's spelling (through a link).
-    pub(crate) fn check_at(
-        &mut self,
-        verb: &str,
-        at: &super::resolve::At,
-        op: oajail_policy::compile::guard::Op<'_>,
-    ) -> Result<(), Errno> {
-        let path = at.path();
-        self.check(
-            verb,
-            &Request {
-                path: &path,
-                op,
-                existing: at.stat,
-            },
-        )?;
-        match &at.lexical {
-            Some(lexical) => self.check(
-                verb,
-                &Request {
-                    path: lexical,
-                    op,
-                    existing: at.stat,
-                },
-            ),
-            None => Ok(()),
-        }
-    }
-
-    /// The mover, on Landlock ABI 1 beside the mount view.
-    pub(crate) fn mover(&self) -> Option<&Mover> {
-        self.mover.as_ref()
-    }
-
-    /// The call behind `req` was performed.
-    pub(crate) fn done(&mut self, req: &Request<'_>) {
-        self.guard.performed(req);
-    }
-
-    /// Set pid 1's umask to the caller's (pid 1 is single-threaded, so its
-    /// own umask per call is race-free); only a change costs a call.
-    pub(crate) fn umask(&mut self, umask: u32) {
-        let umask = umask & 0o777;
-        if self.umask != Some(umask) {
-            rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask));
-            self.umask = Some(umask);
-        }
-    }
-}
 
 /// pid 1's guard state: the listener, the decision and the callers.
 pub(crate) struct Server {
@@ -142,14 +39,7 @@ impl Server {
         crate::sys::notify::sync_wake_up(listener.as_fd());
         Server {
             listener,
-            decider: Decider {
-                guard: Guard::new(plan),
-                denied: 0,
-                memo_since: Instant::now(),
-                primed: Some(prime),
-                umask: None,
-                mover,
-            },
+            decider: Decider::new(plan, prime, mover),
             callers: Callers::new(),
         }
     }
@@ -188,13 +78,13 @@ impl Server {
     /// the mover's socket.
     pub(crate) fn descriptors(&self) -> Vec<RawFd> {
         let mut fds = vec![self.listener.as_raw_fd()];
-        fds.extend(self.decider.mover.as_ref().map(Mover::raw_fd));
+        fds.extend(self.decider.mover().map(Mover::raw_fd));
         fds
     }
 
     /// At exit: the total, when more denials happened than were printed.
     pub(crate) fn report_total(&self) {
-        let denied = self.decider.denied;
+        let denied = self.decider.denied();
         if denied > LOUD_DENIALS {
             eprintln!("oajail: guard: {denied} calls denied in total");
         }

@@ -16,9 +16,6 @@ use std::os::fd::OwnedFd;
 /// Device nodes bound from the host.
 pub(crate) const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
-/// Size of `/dev/shm`.
-const SHM_BYTES: u64 = 256 << 20;
-
 /// `/proc` files that are not per pid namespace and show the host: the
 /// descriptions of every key the caller's uid can view (its session and
 /// user keyrings, kernel keys of its login), and key quotas per uid. They
@@ -44,8 +41,8 @@ pub(super) fn proc(stage: &Stage) -> Result<(), MountError> {
         .try_for_each(|file| stage.mask_file(file))
 }
 
-/// The minimal `/dev`.
-pub(super) fn dev(stage: &Stage) -> Result<(), MountError> {
+/// The minimal `/dev`, with a `/dev/shm` of `shm_bytes`.
+pub(super) fn dev(stage: &Stage, shm_bytes: u64) -> Result<(), MountError> {
     let fs = new_tmpfs("0755", Size::Fixed(1 << 20, 64), ATTR_NOSUID | ATTR_NOEXEC)?;
     populate(&fs)?;
     mount_setattr(&fs, false, ATTR_RDONLY).ctx(|| "make /dev read-only".into())?;
@@ -55,7 +52,7 @@ pub(super) fn dev(stage: &Stage) -> Result<(), MountError> {
     }
     let pts = devpts()?;
     stage.attach(&pts, "/dev/pts", false)?;
-    let shm = new_tmpfs("1777", Size::Bytes(SHM_BYTES), ATTR_NOSUID | ATTR_NODEV)?;
+    let shm = new_tmpfs("1777", Size::Bytes(shm_bytes), ATTR_NOSUID | ATTR_NODEV)?;
     stage.attach(&shm, "/dev/shm", false)
 }
 

@@ -34,6 +34,10 @@ impl Negotiation {
         let mut spec = JailSpec::new(command.argv, command.env, command.cwd);
         if layers.seccomp {
             spec.seccomp = Some(SeccompProgram::compile(&plans.seccomp)?);
+            if let Some(shared) = &plans.limits.shared_memory {
+                let calls = &shared.enosys_without_memory_cgroup;
+                spec.memory_seccomp = Some(SeccompProgram::enosys_only(calls)?);
+            }
         }
         if layers.guard {
             spec.guard = Some(GuardSpec::compile(&plans.guard)?);

@@ -12,6 +12,7 @@ use super::{LogLine, Outcome, ToServer, ToWorker, sandbox};
 use crate::McpError;
 use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, Function, Object, Promise, Runtime, Value, promise::PromiseState};
+use serde_json::value::RawValue;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -200,7 +201,7 @@ fn near_memory_limit(outcome: Outcome, rt: &Runtime, memory_mb: u64) -> Outcome 
 fn enforce_output_cap(outcome: Outcome, shared: &Shared) -> Outcome {
     let logs = shared.logs.borrow();
     let result_len = match &outcome {
-        Outcome::Ok { result_json } => result_json.len(),
+        Outcome::Ok { result_json } => result_json.get().len(),
         Outcome::Err { .. } => 0,
     };
     let cap = shared.output_cap.get();
@@ -262,11 +263,14 @@ fn install_host<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>) -> rquickjs::Result<()
                 return Ok(-1.0);
             }
             sender.next_call.set(id + 1);
+            let host_error = |e: String| rquickjs::Error::new_from_js_message("host", "oa", e);
+            // JSON.stringify's output: checked anyway, the server reads it raw.
+            let args = RawValue::from_string(args).map_err(|e| host_error(e.to_string()))?;
             frame::write_sync(
                 &mut std::io::stdout().lock(),
                 &ToServer::Call { id, op, args },
             )
-            .map_err(|e| rquickjs::Error::new_from_js_message("host", "oa", e.to_string()))?;
+            .map_err(|e| host_error(e.to_string()))?;
             sender.outstanding.set(sender.outstanding.get() + 1);
             // Ids stay far below 2^53, so they are exact as JS numbers.
             Ok(id as f64)
@@ -409,7 +413,7 @@ fn drive<'js>(
                 shared.outstanding.set(shared.outstanding.get() - 1);
                 // A throw here is the script's own (e.g. out of memory while
                 // parsing); it surfaces through the promise or the next job.
-                let _ = settle.call::<_, ()>((id as f64, json));
+                let _ = settle.call::<_, ()>((id as f64, json.get()));
             }
             ToWorker::Exec { .. } | ToWorker::Init { .. } => {
                 return Err(FrameError::Io(std::io::Error::other("unexpected frame")));
@@ -420,14 +424,16 @@ fn drive<'js>(
 }
 
 fn finish<'js>(ctx: &Ctx<'js>, shared: &Rc<Shared>, value: Value<'js>) -> Outcome {
+    let raw = |text: String| match RawValue::from_string(text) {
+        Ok(result_json) => Outcome::Ok { result_json },
+        Err(e) => internal(format!("result: {e}")),
+    };
     match ctx.json_stringify(value) {
         Ok(Some(s)) => match s.to_string() {
-            Ok(text) => Outcome::Ok { result_json: text },
+            Ok(text) => raw(text),
             Err(e) => internal(format!("result string: {e}")),
         },
-        Ok(None) => Outcome::Ok {
-            result_json: "null".into(),
-        },
+        Ok(None) => raw("null".into()),
         Err(_) => {
             let exc = ctx.catch();
             match classify(ctx, shared, exc) {

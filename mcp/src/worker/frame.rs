@@ -9,19 +9,7 @@ use serde::de::DeserializeOwned;
 use std::io::{Read, Write};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Why a frame could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum FrameError {
-    /// The pipe failed or closed.
-    #[error("pipe: {0}")]
-    Io(#[from] std::io::Error),
-    /// The announced length is above the reader's maximum.
-    #[error("frame of {0} bytes is over the limit")]
-    TooLarge(usize),
-    /// The bytes are not the expected message.
-    #[error("bad frame: {0}")]
-    Json(#[from] serde_json::Error),
-}
+pub use crate::error::FrameError;
 
 /// One frame's bytes (length prefix and JSON), for messages sent many times.
 pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
@@ -30,6 +18,21 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     let mut out = Vec::with_capacity(body.len() + 4);
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// The frame of `ToWorker::ApiResult { id, json }` for `json`, JSON text the
+/// server produced itself: written around it rather than re-serialised, so
+/// a large API answer is copied once and never parsed again here.
+pub fn api_result(id: u64, json: &str) -> Result<Vec<u8>, FrameError> {
+    let head = format!(r#"{{"api_result":{{"id":{id},"json":"#);
+    let body_len = head.len() + json.len() + 2;
+    let len = u32::try_from(body_len).map_err(|_| FrameError::TooLarge(body_len))?;
+    let mut out = Vec::with_capacity(body_len + 4);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(json.as_bytes());
+    out.extend_from_slice(b"}}");
     Ok(out)
 }
 
@@ -77,4 +80,23 @@ pub async fn read_async<T: DeserializeOwned>(
     let mut body = vec![0u8; len];
     r.read_exact(&mut body).await?;
     Ok(serde_json::from_slice(&body)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::ToWorker;
+
+    #[test]
+    fn an_api_result_written_around_its_json_reads_back() {
+        let bytes = api_result(7, r#"{"data":[1,"x"],"error":null}"#).unwrap();
+        let msg: ToWorker = read_sync(&mut &bytes[..], 1024).unwrap();
+        match msg {
+            ToWorker::ApiResult { id, json } => {
+                assert_eq!(id, 7);
+                assert_eq!(json.get(), r#"{"data":[1,"x"],"error":null}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -11,7 +11,11 @@
 //! [`ToServer::Done`] and exits. Messages are JSON, each preceded by its
 //! length as a big-endian u32 ([`frame`]), in serde's externally tagged
 //! form (`{"call":{…}}`, `"ready"`): unlike a tag field inside the object it
-//! is parsed in one pass, without buffering the message first.
+//! is parsed in one pass, without buffering the message first. A call's
+//! arguments, an API result and the script's result are JSON values inside
+//! the message (serde_json's `RawValue`), not JSON text escaped into a
+//! string: a frame's length is what the script produced, and neither side
+//! escapes or unescapes them on the way.
 
 pub mod child;
 pub mod frame;
@@ -19,6 +23,7 @@ pub mod pool;
 pub mod sandbox;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// `argv[1]` that turns the binary into a worker.
 pub const WORKER_ARG: &str = "__execute-worker";
@@ -89,8 +94,8 @@ pub enum ToWorker {
     ApiResult {
         /// The call's id.
         id: u64,
-        /// `{data, error}` as JSON text.
-        json: String,
+        /// `{data, error}`.
+        json: Box<RawValue>,
     },
 }
 
@@ -107,10 +112,10 @@ pub struct LogLine {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// The script's value, as JSON text (`null` for undefined).
+    /// The script's value (`null` for undefined).
     Ok {
-        /// JSON text of the result.
-        result_json: String,
+        /// The result, as the script's `JSON.stringify` wrote it.
+        result_json: Box<RawValue>,
     },
     /// The script failed.
     Err {
@@ -135,8 +140,8 @@ pub enum ToServer {
         id: u64,
         /// operationId.
         op: String,
-        /// `{path, query, body}` as JSON text.
-        args: String,
+        /// `{path, query, header, body}`.
+        args: Box<RawValue>,
     },
     /// The execute is over.
     Done {

@@ -1,13 +1,15 @@
 //! Server side of the workers: spawning, the warm pool, killing.
 //!
 //! A worker is spawned with an empty environment (the API key never reaches
-//! it), `/` as working directory and piped stdin/stdout. It is "ready" once
+//! it), `/` as working directory and piped stdin/stdout, from the pool's
+//! own spawn thread ([`crate::lane`]). It is "ready" once
 //! it has sent [`ToServer::Ready`], i.e. once its sandbox is in place. The
 //! pool keeps up to `size` ready workers; [`Pool::take`] hands one out and
 //! [`Pool::refill`] replaces it, so a worker never serves two executes.
 
 use super::frame;
 use super::{ToServer, ToWorker, WORKER_ARG};
+use crate::lane::Lane;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -17,6 +19,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
+/// Spawns waiting for the spawn lane; more fail (an execute then answers
+/// `js_runtime_error`). The pool refills one worker at a time and each
+/// running execute takes at most one, so this is never reached in use.
+const SPAWN_QUEUE: usize = 256;
 /// How long a fresh worker may take to become ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -24,8 +30,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Worker {
     /// The process (killed on drop).
     pub child: Child,
-    /// Server → worker pipe.
-    pub stdin: ChildStdin,
+    /// Server → worker pipe (taken by the run's frame writer).
+    pub stdin: Option<ChildStdin>,
     /// Worker → server pipe (taken by the run's frame reader).
     pub stdout: Option<ChildStdout>,
 }
@@ -40,11 +46,15 @@ pub struct Pool {
     init: Vec<u8>,
     ready: Mutex<Vec<Worker>>,
     starting: AtomicUsize,
+    /// The thread every worker is spawned from: workers die with it
+    /// (`PR_SET_PDEATHSIG`), and it lives as long as the pool.
+    spawner: Lane,
 }
 
 impl Pool {
     /// A pool that spawns `exe` (this binary) as workers, each prepared
-    /// with `init` (a [`ToWorker::Init`]) before it counts as ready.
+    /// with `init` (a [`ToWorker::Init`]) before it counts as ready. Must be
+    /// called inside the tokio runtime the workers are driven by.
     pub fn new(
         exe: PathBuf,
         memory_mb: u64,
@@ -60,6 +70,11 @@ impl Pool {
             init: frame::encode(init)?,
             ready: Mutex::new(Vec::new()),
             starting: AtomicUsize::new(0),
+            spawner: Lane::new(
+                "spawn",
+                SPAWN_QUEUE,
+                tokio::runtime::Handle::try_current().ok(),
+            ),
         }))
     }
 
@@ -76,12 +91,17 @@ impl Pool {
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
         // The spawn is a vfork: the calling thread stops until the child has
-        // exec'd. On a blocking-pool thread that stall stays off the event
-        // loop, which meanwhile serves the next request.
-        let mut child = tokio::task::spawn_blocking(move || cmd.spawn())
+        // exec'd. On the spawn lane's thread that stall stays off the event
+        // loop, which meanwhile serves the next request, and no search or
+        // other blocking job can hold a spawn up.
+        let failed = |e: &dyn std::fmt::Display| format!("spawning a worker failed: {e}");
+        let mut child = self
+            .spawner
+            .run(move || cmd.spawn())
+            .map_err(|e| failed(&e))?
             .await
-            .map_err(|e| format!("spawning a worker failed: {e}"))?
-            .map_err(|e| format!("spawning a worker failed: {e}"))?;
+            .map_err(|e| failed(&e))?
+            .map_err(|e| failed(&e))?;
         let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("worker pipes missing".into());
         };
@@ -93,7 +113,7 @@ impl Pool {
         match tokio::time::timeout(READY_TIMEOUT, ready).await {
             Ok(Ok(ToServer::Ready)) => Ok(Worker {
                 child,
-                stdin,
+                stdin: Some(stdin),
                 stdout: Some(stdout),
             }),
             Ok(Ok(other)) => Err(format!("worker said {other:?} instead of ready")),

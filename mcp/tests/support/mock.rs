@@ -7,6 +7,7 @@
 //!   presented Authorization header (to test redaction);
 //! - `GET /agendas/302` → a redirect to another host;
 //! - `GET /agendas/{uid}/overview` → answers after 300 ms;
+//! - `GET /agendas/slow` → an agenda, after 2 s;
 //! - anything else → 404.
 //!
 //! Every request is recorded (method, target, whether the expected key was
@@ -207,6 +208,10 @@ async fn serve_conn<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
         if target.ends_with("/overview") {
             // A slow route, to see concurrent calls overlap.
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        if target.ends_with("/agendas/slow") {
+            // A slower one, to keep requests (and their bodies) in flight.
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
         }
         let (status, extra, body) = route(&method, &target, authorization.as_deref());
         let resp = format!(

@@ -5,6 +5,7 @@
 pub mod authz;
 pub mod http;
 pub mod mock;
+pub mod rig;
 
 use serde_json::{Value, json};
 use std::collections::HashMap;

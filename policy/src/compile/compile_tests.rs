@@ -2,6 +2,7 @@
 
 use super::mounts::{MountPlan, MountStep};
 use super::*;
+use crate::guard;
 use crate::{PathEntry, Policy};
 use std::path::Path;
 

@@ -9,22 +9,10 @@
 //! with exactly the same rules (absolute and relative targets, `..`, a
 //! 40-link limit, and a missing tail kept lexically).
 
+use crate::stat::FileKind;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-
-/// What `lstat` says a path is (symlinks are not followed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FileKind {
-    /// A directory.
-    Dir,
-    /// A regular file.
-    File,
-    /// A symbolic link.
-    Symlink,
-    /// A socket, fifo or device node.
-    Other,
-}
 
 /// Read-only questions compilation asks about the host filesystem.
 pub trait FsView {
@@ -175,15 +163,15 @@ impl MemFs {
 
 /// The guard probes the same fake tree (inode numbers are made up from the
 /// path; file contents are empty).
-impl super::guard::GuardFs for MemFs {
-    fn lstat(&self, path: &Path) -> Option<super::guard::Stat> {
+impl crate::guard::GuardFs for MemFs {
+    fn lstat(&self, path: &Path) -> Option<crate::guard::Stat> {
         let kind = self.kind(path)?;
         let ino = path
             .to_string_lossy()
             .bytes()
             .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
         let nlink = self.links.get(path).copied().unwrap_or(1);
-        Some(super::guard::Stat {
+        Some(crate::guard::Stat {
             kind,
             dev: 1,
             ino,

@@ -48,7 +48,31 @@ pub struct ResourcePlan {
     pub tmp_size_bytes: Option<u64>,
     /// Wall-clock limit from the policy; the CLI's `--timeout` takes precedence.
     pub wall_seconds: Option<u64>,
+    /// How shared memory is bounded, when `addressSpaceBytes` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory: Option<SharedMemory>,
 }
+
+/// `RLIMIT_AS` counts what a process maps, not memory that outlives the
+/// mapping: memfd pages, SysV segments and tmpfs files stay allocated
+/// after `munmap` (an unprivileged run without a cgroup wrote 1 GiB into a
+/// memfd and 1 GiB into SysV segments under a 256 MiB limit). A memory
+/// cgroup counts them all; without one, the jail bounds them itself:
+/// `/dev/shm` and the default `/tmp` are sized to the limit (the mount
+/// plan), and the calls that make memory no file system holds are
+/// answered ENOSYS (programs then fall back to `/dev/shm`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SharedMemory {
+    /// The most `/dev/shm` and a default-sized `/tmp` each hold.
+    pub tmpfs_bytes: u64,
+    /// Calls answered ENOSYS when no cgroup holds the jail's memory.
+    pub enosys_without_memory_cgroup: Vec<String>,
+}
+
+/// The calls of [`SharedMemory::enosys_without_memory_cgroup`]: an
+/// anonymous file (`memfd_create`) and a SysV segment (`shmget`).
+pub const UNCOUNTED_MEMORY_CALLS: &[&str] = &["memfd_create", "shmget"];
 
 /// Core dumps are off unless the policy says otherwise: a core file of a
 /// jailed process may hold secrets it was given and lands in a writable dir.
@@ -78,10 +102,17 @@ pub fn plan(limits: &Limits) -> ResourcePlan {
             .into_iter()
             .filter_map(|(resource, v)| v.map(|value| RlimitEntry { resource, value })),
     );
+    let shared_memory = limits.address_space_bytes.map(|bytes| SharedMemory {
+        tmpfs_bytes: bytes,
+        enosys_without_memory_cgroup: (UNCOUNTED_MEMORY_CALLS.iter())
+            .map(|c| (*c).to_owned())
+            .collect(),
+    });
     ResourcePlan {
         rlimits,
         tmp_size_bytes: limits.tmp_size_bytes,
         wall_seconds: limits.wall_seconds,
+        shared_memory,
     }
 }
 

@@ -12,7 +12,7 @@
 //! - [`landlock::LandlockPlan`] (filesystem layer): the Landlock ruleset
 //!   applied by `oajail_jail::landlock::restrict` just before seccomp;
 //! - [`seccomp::SeccompPlan`] and [`limits::ResourcePlan`] (runtime layer);
-//! - [`guard::GuardPlan`] (filesystem layer): the guard pid 1 runs for every
+//! - [`crate::guard::GuardPlan`] (filesystem layer): the guard pid 1 runs for every
 //!   write-like call of the command, which holds the mandatory write denies
 //!   (`oajail_jail`'s `guard` module).
 //!
@@ -25,7 +25,7 @@
 //!   a silently smaller protection.
 
 mod fsview;
-pub mod guard;
+mod guard;
 pub mod home_sockets;
 pub mod landlock;
 pub mod limits;
@@ -33,7 +33,8 @@ pub mod mounts;
 mod rules;
 pub mod seccomp;
 
-pub use fsview::{FileKind, FsView, MemFs};
+pub use crate::stat::FileKind;
+pub use fsview::{FsView, MemFs};
 
 use crate::Policy;
 use serde::{Deserialize, Serialize};
@@ -101,7 +102,7 @@ pub struct CompiledPolicy {
     /// rlimits and wall-clock limit.
     pub limits: limits::ResourcePlan,
     /// The guard: every write-like call decided by pid 1.
-    pub guard: guard::GuardPlan,
+    pub guard: crate::guard::GuardPlan,
 }
 
 /// Why a policy could not be compiled for this host.

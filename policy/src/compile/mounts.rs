@@ -24,8 +24,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Default size of the private `/tmp`: 1 GiB, or a quarter of RAM when less.
+/// Default size of the private `/tmp`: 1 GiB, or a quarter of RAM when less
+/// (and at most `limits.addressSpaceBytes` when that is set).
 pub const DEFAULT_TMP_BYTES: u64 = 1 << 30;
+
+/// Default size of the jail's `/dev/shm` (at most `limits.addressSpaceBytes`
+/// when that is set).
+pub const DEFAULT_SHM_BYTES: u64 = 256 << 20;
 
 /// The mount plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +40,11 @@ pub struct MountPlan {
     pub steps: Vec<MountStep>,
     /// Notes about entries that were dropped or narrowed.
     pub warnings: Vec<String>,
+    /// Size of `/dev/shm` when `limits.addressSpaceBytes` lowers it below
+    /// [`DEFAULT_SHM_BYTES`] (absent: the default): tmpfs pages are not
+    /// counted by `RLIMIT_AS` (`limits::SharedMemory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shm_size_bytes: Option<u64>,
 }
 
 /// What kind of node a mount point is.
@@ -159,9 +169,12 @@ pub(crate) fn build(
     fill_skeletons(&mut steps, rules, fs);
     let mut all = vec![MountStep::RootBind, MountStep::Proc, MountStep::Dev];
     all.extend(steps);
+    let shm_size_bytes =
+        (policy.oajail.limits.address_space_bytes).filter(|bytes| *bytes < DEFAULT_SHM_BYTES);
     Ok(MountPlan {
         steps: all,
         warnings,
+        shm_size_bytes,
     })
 }
 
@@ -247,11 +260,16 @@ fn mask(path: String, kind: FileKind, why: &str) -> MountStep {
     }
 }
 
+/// `limits.tmpSizeBytes`, else the default, lowered to a quarter of RAM
+/// and to `limits.addressSpaceBytes` (tmpfs pages are not counted by
+/// `RLIMIT_AS`; with a memory cgroup they could not exceed it anyway).
 fn tmp_size(policy: &Policy, facts: &HostFacts) -> u64 {
-    policy.oajail.limits.tmp_size_bytes.unwrap_or_else(|| {
-        facts
+    let limits = &policy.oajail.limits;
+    limits.tmp_size_bytes.unwrap_or_else(|| {
+        let by_ram = facts
             .mem_total_bytes
-            .map_or(DEFAULT_TMP_BYTES, |mem| DEFAULT_TMP_BYTES.min(mem / 4))
+            .map_or(DEFAULT_TMP_BYTES, |mem| DEFAULT_TMP_BYTES.min(mem / 4));
+        by_ram.min(limits.address_space_bytes.unwrap_or(u64::MAX))
     })
 }
 

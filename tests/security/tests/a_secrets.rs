@@ -80,6 +80,22 @@ fn blocks_secret_stores_under_default_policy() {
     assert_blocked(&mut lab, "A2-default-policy", &run);
 }
 
+/// A settings file that names no secret store (`denyRead: []`): the
+/// built-in stores are kept denied under every settings file
+/// (docs/srt-compatibility.md), so the same reads fail as under the
+/// default.
+#[test]
+fn blocks_secret_stores_under_a_settings_file_that_omits_them() {
+    let id = "A2-settings-file-secret-stores";
+    let mut lab = Lab::new(id);
+    let mut args = vec!["read-files".to_owned()];
+    args.extend(DEFAULT_DENIED.iter().map(|r| lab.home(r)));
+    args.push(lab.home(".bash_history"));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = lab.jailed("attack-settings-bare.json", &argv, &RunOptions::default());
+    assert_blocked(&mut lab, id, &run);
+}
+
 /// Documented residual (docs/threat-model.md): the built-in default is a
 /// deny list of secret stores, so another project's `.env` stays readable.
 /// The test asserts exactly that, so a change in either direction is seen.

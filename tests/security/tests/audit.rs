@@ -138,12 +138,12 @@ fn audits_default_policy() {
 
 #[test]
 fn audits_dev_shell_policy() {
-    expect_counts("dev-shell.json", 128, 30);
+    expect_counts("dev-shell.json", 164, 15);
 }
 
 #[test]
 fn audits_globs_and_literals_policy() {
-    let report = expect_counts("globs-and-literals.json", 122, 34);
+    let report = expect_counts("globs-and-literals.json", 161, 9);
     expect_blocked(
         &report,
         &["A4-symlinked-write-root:./build", "I1-proxy-fails-to-start"],
@@ -154,7 +154,7 @@ fn audits_globs_and_literals_policy() {
 fn audits_mcp_server_policy() {
     // The server's own policy: exfiltration through the API host is refused
     // by its read-only HTTP rules inside the terminated tunnel.
-    let report = expect_counts("mcp-server.json", 119, 6);
+    let report = expect_counts("mcp-server.json", 160, 6);
     expect_blocked(
         &report,
         &[
@@ -166,12 +166,12 @@ fn audits_mcp_server_policy() {
 
 #[test]
 fn audits_srt_compat_policy() {
-    expect_counts("srt-compat.json", 121, 33);
+    expect_counts("srt-compat.json", 160, 11);
 }
 
 #[test]
 fn audits_strict_offline_policy() {
-    expect_counts("strict-offline.json", 119, 4);
+    expect_counts("strict-offline.json", 159, 4);
 }
 
 const WEAK: &str = r#"{
@@ -213,7 +213,18 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
     let policy = weak_policy();
     let p = policy.display().to_string();
     let (out, report) = json_report(&["-s", &p, "--only", "A,B,X", "--fail-on", "allowed"]);
-    let key = finding(&report, "A2-secret-store:~/.ssh/id_ed25519");
+    // The built-in secret stores stay denied under a settings file that
+    // omits them (docs/srt-compatibility.md); another project's .env is
+    // the policy's to deny.
+    for store in [
+        "~/.ssh/id_ed25519",
+        "~/.aws/credentials",
+        "~/.git-credentials",
+    ] {
+        let f = finding(&report, &format!("A2-secret-store:{store}"));
+        assert_eq!(f["verdict"], "blocked", "{f:#}");
+    }
+    let key = finding(&report, "A2-secret-store:~/projects/other/.env");
     assert_eq!(key["verdict"], "allowed", "{key:#}");
     assert_eq!(
         grant_of(key),

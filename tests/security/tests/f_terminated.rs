@@ -169,6 +169,29 @@ const ROWS: &[Row] = &[
         served: &["GET /ok/1 HTTP/2.0", "GET /ok/2 HTTP/2.0"],
     },
     Row {
+        id: "F27-rules-path-spelling",
+        script: "U=https://api.allowed.test:8443; $C --path-as-is \"$U/ok/..;/admin/OAJ-SMUGGLED\" \"$U/ok/%2e%2e/admin/OAJ-SMUGGLED\" \"$U/ok/%252e%252e/admin/OAJ-SMUGGLED\" \"$U/ok/x%2f..%2f..%2fOAJ-SMUGGLED\"",
+        refusals: &[
+            "blocked-by-http-rules",
+            "a ; parameter in the path",
+            "a dot segment in the decoded path",
+            "double encoding (%25) in the path",
+            "an encoded slash (%2F or %5C) in the path",
+        ],
+        served: &[],
+    },
+    Row {
+        id: "F28-rules-method-override",
+        script: "U=https://api.allowed.test:8443; $C -H 'X-HTTP-Method-Override: DELETE' $U/ok/OAJ-SMUGGLED-1; $C -H 'X-HTTP-Method: PUT' $U/ok/OAJ-SMUGGLED-2; $C \"$U/ok/OAJ-SMUGGLED-3?_method=DELETE\"",
+        refusals: &[
+            "blocked-by-http-rules",
+            "x-http-method-override asks for DELETE",
+            "x-http-method asks for PUT",
+            "_method asks for DELETE",
+        ],
+        served: &[],
+    },
+    Row {
         id: "F26-untrusted-proxy-ca",
         script: "$C --cacert /etc/ssl/certs/ca-certificates.crt $E/curl; echo \"curl exit $?\"; python3 tls_raw.py evil.test 8443 evil.test system 'GET /python HTTP/1.1\\r\\nHost: evil.test:8443\\r\\n\\r\\n'; env -u NODE_EXTRA_CA_CERTS NODE -e 'fetch(process.argv[1]).then(r => console.log(\"node\", r.status)).catch(e => console.log(\"node error\", e.cause?.code ?? e))' $E/node",
         refusals: &[
@@ -326,6 +349,21 @@ fn blocks_request_smuggling_inside_a_terminated_tunnel() {
 #[test]
 fn blocks_a_forbidden_path_in_a_later_http2_stream() {
     expect_refused("F25-h2-forbidden-later-stream");
+}
+
+/// The rules match the path decoded once and refuse spellings servers
+/// read differently (a `;` parameter Tomcat drops, `%2e%2e`, a double
+/// encoding, an encoded `/`): each would reach `/admin` on some upstream.
+#[test]
+fn blocks_a_forbidden_path_spelt_to_look_allowed() {
+    expect_refused("F27-rules-path-spelling");
+}
+
+/// A GET the rules allow that asks the server to act as DELETE or PUT
+/// (override headers, `_method`) is refused: frameworks honour them.
+#[test]
+fn blocks_method_overrides_the_rules_do_not_allow() {
+    expect_refused("F28-rules-method-override");
 }
 
 #[test]

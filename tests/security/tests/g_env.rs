@@ -1,5 +1,7 @@
 //! Family G: secrets in the environment. Every lab run gives oajail fifteen
-//! secret-named variables holding canaries (see `canary::SECRET_ENV`).
+//! secret-named variables holding canaries (see `canary::SECRET_ENV`), and
+//! seven credentials under plain names recognised by their value
+//! (`canary::SECRET_ENV_VALUES`).
 mod common;
 use common::*;
 
@@ -35,6 +37,53 @@ fn blocks_secrets_found_by_value_and_newer_names() {
             "DEPLOY".to_owned(),
             format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n", c("pem")),
         ),
+    ];
+    let opts = RunOptions {
+        env,
+        ..RunOptions::default()
+    };
+    let run = lab.jailed(DENY_HOME, &["env-scan"], &opts);
+    assert_blocked(&mut lab, id, &run);
+}
+
+/// G5: credentials in connection strings, query strings and option
+/// strings under names that say nothing, beyond the lab's own
+/// `SECRET_ENV_VALUES`: an ODBC `PWD=`, a JVM `-D…Password=`, an S3
+/// presigned URL's signature, an `Authorization: Bearer` header value and
+/// a service-bus `SharedAccessKey=`. Each holds a canary.
+#[test]
+fn blocks_credentials_found_by_value_in_connection_strings() {
+    let id = "G5-credential-values";
+    let mut lab = Lab::new(id);
+    let c = |slug: &str| oajail_security::canary::canary(&lab.token, slug);
+    let env = vec![
+        (
+            "ODBC".to_owned(),
+            format!("Driver={{ODBC}};Server=db;UID=app;PWD={}", c("odbc")),
+        ),
+        (
+            "JAVA_TOOL_OPTIONS".to_owned(),
+            format!("-Dhttps.proxyHost=p -Dhttps.proxyPassword={}", c("jvm")),
+        ),
+        (
+            "ARTIFACT".to_owned(),
+            format!(
+                "https://b.s3.amazonaws.com/o?X-Amz-Expires=60&X-Amz-Signature={}",
+                c("s3")
+            ),
+        ),
+        (
+            "CURL_HEADER".to_owned(),
+            format!("Authorization: Bearer {}", c("bearer")),
+        ),
+        (
+            "BUS".to_owned(),
+            format!(
+                "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=R;SharedAccessKey={}",
+                c("sb")
+            ),
+        ),
+        ("LDAP_BIND_PW".to_owned(), c("ldap")),
     ];
     let opts = RunOptions {
         env,

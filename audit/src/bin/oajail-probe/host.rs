@@ -19,6 +19,7 @@ pub fn dispatch(id: &str, p: &[String]) -> Option<Outcome> {
         "read-any" => read_any(id, p),
         "proc-keys" => proc_keys(id, a(0)),
         "memfd-fill" => memfd_fill(id, a(0)),
+        "sysv-fill" => sysv_fill(id, a(0)),
         _ => return None,
     })
 }
@@ -258,11 +259,13 @@ pub fn memfd_fill(attack: &str, mib: &str) -> Outcome {
             {
                 Ok(fd) => files.push(std::fs::File::from(fd)),
                 Err(e) => {
+                    // ENOSYS: refused outright where no cgroup holds the
+                    // jail's memory (limits::SharedMemory).
                     return Outcome::failed(
                         attack,
                         "memfd_create",
                         e,
-                        &[Errno::ENOMEM, Errno::EMFILE],
+                        &[Errno::ENOMEM, Errno::EMFILE, Errno::ENOSYS],
                     );
                 }
             }
@@ -280,4 +283,24 @@ pub fn memfd_fill(attack: &str, mib: &str) -> Outcome {
         }
     }
     Outcome::succeeded(attack, format!("{n} MiB held in memfds"))
+}
+
+/// `sysv-fill MIB`: SysV segments of 16 MiB each, made, mapped, filled and
+/// unmapped: `RLIMIT_AS` counts a segment only while it is mapped, and it
+/// outlives the mapping (until the jail's IPC namespace goes). Ended by a
+/// memory cgroup (ENOMEM/ENOSPC or the OOM killer) or refused outright
+/// (ENOSYS) where no cgroup holds the jail's memory.
+pub fn sysv_fill(attack: &str, mib: &str) -> Outcome {
+    const SEGMENT: usize = 16 << 20;
+    let Ok(n) = mib.parse::<usize>() else {
+        return Outcome::unexpected(attack, None, format!("bad size {mib}"));
+    };
+    let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
+    for i in 0..n.div_ceil(16) {
+        if let Err((step, e)) = sys::sysv_segment_fill(SEGMENT) {
+            let expected = [Errno::ENOMEM, Errno::ENOSPC, Errno::ENOSYS];
+            return Outcome::failed(attack, &format!("{step} (segment {i})"), e, &expected);
+        }
+    }
+    Outcome::succeeded(attack, format!("{n} MiB held in SysV segments"))
 }

@@ -63,6 +63,7 @@ const IN_CHILD: &[&str] = &[
     "alloc",
     "fill-file",
     "memfd-fill",
+    "sysv-fill",
     "tioclinux",
     "socket-family",
     "socket-families",
@@ -117,6 +118,12 @@ fn in_child(id: &str, params: &[String]) -> Outcome {
             return Outcome::unexpected(id, Some(report::io_errno(&e)), "spawn attack child");
         }
     };
+    if id == "sysv-fill" {
+        // Its segments outlive the child: free them before anything else
+        // is allocated here, so a memory cgroup the child filled does not
+        // take this process too.
+        raw::sysv_remove_all();
+    }
     if let Some(sig) = out.status.signal() {
         return Outcome::killed(id, sig);
     }
@@ -353,7 +360,7 @@ fn arity_ok(id: &str, n: usize) -> bool {
         "opath-dir-create" | "deputy-open" | "append-text" => 2,
         "opath-reopen" => 1,
         "proxy-connect" | "proxy-get" | "socks" | "fill-file" => 2,
-        "alloc" | "daemonize-wait" | "tty-ioctl" | "proc-keys" | "memfd-fill" => 1,
+        "alloc" | "daemonize-wait" | "tty-ioctl" | "proc-keys" | "memfd-fill" | "sysv-fill" => 1,
         "fill-inodes" => 2,
         "fork-bomb" => 2,
         "print-escapes" | "reap-orphans" | "inotify-instances" => 1,

@@ -375,3 +375,51 @@ pub fn tty_ioctl_int(fd: BorrowedFd<'_>, req: u64, arg: i32) -> Result<(), Errno
     check(unsafe { libc::syscall(libc::SYS_ioctl, fd.as_raw_fd(), req, &arg as *const i32) })
         .map(drop)
 }
+
+/// One SysV segment of `bytes`: `shmget(IPC_PRIVATE)`, `shmat`, every byte
+/// written, `shmdt`. The segment is left in place (it is the attack: its
+/// pages outlive the mapping); the jail's IPC namespace removes it.
+pub fn sysv_segment_fill(bytes: usize) -> Result<(), (&'static str, Errno)> {
+    // SAFETY: shmget only makes a segment and returns its id; no memory of
+    // ours is involved.
+    let id = unsafe { libc::shmget(libc::IPC_PRIVATE, bytes, libc::IPC_CREAT | 0o600) };
+    if id < 0 {
+        return Err(("shmget", Errno::last()));
+    }
+    // SAFETY: NULL lets the kernel choose the address; nothing of ours is
+    // overwritten.
+    let addr = unsafe { libc::shmat(id, std::ptr::null(), 0) };
+    if addr as isize == -1 {
+        return Err(("shmat", Errno::last()));
+    }
+    // SAFETY: `addr..addr + bytes` is the writable segment mapped just
+    // above, used by nothing else until the `shmdt` below.
+    unsafe { std::ptr::write_bytes(addr.cast::<u8>(), 0x5a, bytes) };
+    // SAFETY: `addr` came from the `shmat` above and is detached once.
+    unsafe { libc::shmdt(addr) };
+    Ok(())
+}
+
+/// `SHM_STAT` and `SHM_INFO` (linux/shm.h; not in the libc crate).
+const SHM_STAT: libc::c_int = 13;
+const SHM_INFO: libc::c_int = 14;
+
+/// Remove every SysV segment of this IPC namespace (`shmctl(SHM_STAT)` over
+/// the kernel's index, then `IPC_RMID`), without allocating: the parent
+/// probe's clean-up after `sysv-fill`.
+pub fn sysv_remove_all() {
+    // SAFETY: an all-zero `shmid_ds` is valid, and it is larger than the
+    // `shm_info` SHM_INFO writes into it; the kernel writes our stack copy
+    // and returns the highest index in use.
+    let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+    // SAFETY: see above.
+    let max = unsafe { libc::shmctl(0, SHM_INFO, &raw mut ds) };
+    for index in 0..=max {
+        // SAFETY: SHM_STAT fills our `ds` and returns the segment's id.
+        let id = unsafe { libc::shmctl(index, SHM_STAT, &raw mut ds) };
+        if id >= 0 {
+            // SAFETY: IPC_RMID takes no buffer.
+            unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+        }
+    }
+}

@@ -20,6 +20,7 @@
 
 use super::gitconfig::{self, ConfigFacts};
 use super::{FileKind, GuardFs};
+use crate::paths::lexical_join;
 use std::path::{Path, PathBuf};
 
 /// Entries whose combination makes a directory a git directory.
@@ -116,7 +117,7 @@ pub(crate) fn repo_at(fs: &dyn GuardFs, dir: &Path) -> Option<Repo> {
             let target = text.trim().strip_prefix("gitdir:")?.trim();
             Some(Repo {
                 top: dir.to_path_buf(),
-                git_dir: lexical_join(dir, target),
+                git_dir: lexical_join(dir, Path::new(target)),
             })
         }
         _ => is_git_dir(fs, dir).then(|| Repo {
@@ -184,28 +185,7 @@ fn expand(value: &str, base: &Path, home: &Path) -> PathBuf {
         return home.to_path_buf();
     }
     match value.strip_prefix("~/") {
-        Some(rest) => lexical_join(home, rest),
-        None => lexical_join(base, value),
+        Some(rest) => lexical_join(home, Path::new(rest)),
+        None => lexical_join(base, Path::new(value)),
     }
-}
-
-/// `base` joined with `rel` (or `rel` itself when absolute), `.` and `..`
-/// folded lexically as git does for configured paths.
-pub(crate) fn lexical_join(base: &Path, rel: &str) -> PathBuf {
-    let joined = if rel.starts_with('/') {
-        PathBuf::from(rel)
-    } else {
-        base.join(rel)
-    };
-    let mut out = PathBuf::from("/");
-    for c in joined.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::Normal(n) => out.push(n),
-            _ => {}
-        }
-    }
-    out
 }

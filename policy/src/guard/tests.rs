@@ -1,84 +1,7 @@
 //! Unit tests of the guard's decision on an in-memory tree.
+use super::testfs::{TestFs, Tree};
 use super::*;
-use crate::compile::{FsView, MemFs};
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::path::PathBuf;
-
-/// A [`GuardFs`] over a [`MemFs`], with file contents and hard links.
-struct TestFs {
-    tree: RefCell<MemFs>,
-    contents: HashMap<PathBuf, String>,
-    /// Paths sharing an inode with another path.
-    same_inode: HashMap<PathBuf, PathBuf>,
-}
-
-impl TestFs {
-    fn new(tree: MemFs) -> Self {
-        TestFs {
-            tree: RefCell::new(tree),
-            contents: HashMap::new(),
-            same_inode: HashMap::new(),
-        }
-    }
-
-    fn with(mut self, path: &str, text: &str) -> Self {
-        let t = self.tree.take().files(&[path]);
-        self.tree.replace(t);
-        self.contents.insert(path.into(), text.into());
-        self
-    }
-
-    fn hardlink(mut self, a: &str, b: &str) -> Self {
-        self.same_inode.insert(a.into(), b.into());
-        self.same_inode.insert(b.into(), a.into());
-        self
-    }
-
-    fn add_dirs(&self, dirs: &[&str]) {
-        let t = self.tree.take().dirs(dirs);
-        self.tree.replace(t);
-    }
-
-    fn id(&self, path: &Path) -> u64 {
-        let key = match self.same_inode.get(path) {
-            Some(other) if other < &path.to_path_buf() => other.clone(),
-            _ => path.to_path_buf(),
-        };
-        key.to_string_lossy()
-            .bytes()
-            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
-    }
-}
-
-impl GuardFs for TestFs {
-    fn lstat(&self, path: &Path) -> Option<Stat> {
-        let kind = self.tree.borrow().kind(path)?;
-        Some(Stat {
-            kind,
-            dev: 1,
-            ino: self.id(path),
-            nlink: if self.same_inode.contains_key(path) {
-                2
-            } else {
-                1
-            },
-        })
-    }
-
-    fn read_file(&self, path: &Path, _limit: usize) -> Option<Vec<u8>> {
-        self.contents.get(path).map(|s| s.clone().into_bytes())
-    }
-
-    fn read_dir(&self, path: &Path) -> Option<Vec<String>> {
-        let entries = FsView::read_dir(&*self.tree.borrow(), path).ok()?;
-        Some(entries.into_iter().map(|(n, _)| n).collect())
-    }
-
-    fn canonical(&self, path: &Path) -> Option<PathBuf> {
-        GuardFs::canonical(&*self.tree.borrow(), path)
-    }
-}
+use std::path::{Path, PathBuf};
 
 fn plan(allow_git_config: bool) -> GuardPlan {
     GuardPlan {
@@ -100,8 +23,8 @@ fn plan(allow_git_config: bool) -> GuardPlan {
     }
 }
 
-fn tree() -> MemFs {
-    MemFs::new()
+fn tree() -> Tree {
+    Tree::new()
         .dirs(&[
             "/h",
             "/w/s/.git/objects",
@@ -486,8 +409,7 @@ fn the_memo_forgets() {
     assert!(t.ok("/w/late/hooks/x", Create(File)));
     // A bare repository appears (made outside the jail).
     t.fs.add_dirs(&["/w/late/objects", "/w/late/hooks"]);
-    let t2 = t.fs.tree.take().files(&["/w/late/HEAD"]);
-    t.fs.tree.replace(t2);
+    t.fs.write("/w/late/HEAD", "");
     t.guard.forget();
     assert!(!t.ok("/w/late/hooks/x", Create(File)));
 }

@@ -175,7 +175,7 @@ impl Knowledge {
         ];
         if let Some(common) = fs.read_file(&repo.git_dir.join("commondir"), 4096) {
             let common = String::from_utf8_lossy(&common);
-            let common = git::lexical_join(&repo.git_dir, common.trim());
+            let common = crate::paths::lexical_join(&repo.git_dir, Path::new(common.trim()));
             configs.push(common.join("config"));
         }
         configs.extend(self.global_configs());

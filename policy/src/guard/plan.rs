@@ -1,0 +1,101 @@
+//! The guard's plan: plain data the compile builds
+//! (`compile::guard::build`) and the jail carries to pid 1, with the shape
+//! of the command's notification filter (`oajail_bpf::guard` compiles it).
+
+use serde::{Deserialize, Serialize};
+
+/// Bits of `open` flags that make an open able to write or create
+/// (`O_WRONLY | O_RDWR | O_CREAT | O_TRUNC`, the same on x86_64 and
+/// aarch64).
+pub const WRITE_FLAGS: u32 = 0o1 | 0o2 | 0o100 | 0o1000;
+
+/// A call sent to pid 1 only when its flags argument has a [`WRITE_FLAGS`] bit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlagsArg {
+    /// Kernel name of the call.
+    pub syscall: String,
+    /// Index of its flags argument.
+    pub flags_arg: u8,
+    /// x86_64 only.
+    pub legacy: bool,
+}
+
+/// Mode bits that can make a file run or let others change it: set-id and
+/// sticky bits, execute bits, group and other write bits.
+pub const RISKY_MODE: u32 = 0o7133;
+
+/// A call sent to pid 1 only when its mode argument has a [`RISKY_MODE`]
+/// bit: `fchmod` on a descriptor (a read-only one is enough to change the
+/// mode, and a mode can make a disabled hook run again; `fchmod(fd, 0644)`,
+/// what archivers do for every file, changes nothing that runs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModeArg {
+    /// Kernel name of the call.
+    pub syscall: String,
+    /// Index of its mode argument.
+    pub mode_arg: u8,
+}
+
+/// A call sent to pid 1 only when a path argument is given (not NULL):
+/// `utimensat(fd, NULL, …)` is `futimens`, a call on a descriptor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathArg {
+    /// Kernel name of the call.
+    pub syscall: String,
+    /// Index of its path argument.
+    pub path_arg: u8,
+    /// x86_64 only.
+    pub legacy: bool,
+}
+
+/// The shape of the command's notification filter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FilterShape {
+    /// Calls always sent to pid 1 (on every architecture).
+    pub notify: Vec<String>,
+    /// Calls always sent to pid 1 that exist on x86_64 only.
+    pub legacy: Vec<String>,
+    /// Calls sent to pid 1 when their flags can write or create.
+    pub notify_if_write: Vec<FlagsArg>,
+    /// Calls sent to pid 1 when they name a path.
+    pub notify_if_path: Vec<PathArg>,
+    /// Calls sent to pid 1 when they set a risky mode bit.
+    pub notify_if_mode: Vec<ModeArg>,
+    /// Calls pid 1 only watches and then lets through (`umask`: pid 1
+    /// creates files with the caller's mask, and reading it from
+    /// `/proc/<pid>/status` at every creation would cost more than the
+    /// creation itself). They carry no path, so letting them through
+    /// cannot be raced.
+    pub watch: Vec<String>,
+    /// Calls answered ENOSYS, so libc falls back to an older call the
+    /// filter can read: `openat2` (its flags live in a struct), `fchmodat2`,
+    /// `setxattrat`, `removexattrat` (Linux 6.6 and 6.13 additions).
+    pub enosys: Vec<String>,
+}
+
+/// The compiled guard plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuardPlan {
+    /// Writable roots (absolute, canonical): below them every write-like
+    /// call is decided.
+    pub roots: Vec<String>,
+    /// The jail's private file systems (they die with the jail): not
+    /// guarded, except below a root bound into them.
+    pub private: Vec<String>,
+    /// `denyWrite` entries (resolved; existing or not), the settings file
+    /// and the oajail binary.
+    pub deny_write: Vec<String>,
+    /// The home directory (anchor of [`names::HOME`]).
+    pub home: String,
+    /// `$XDG_CONFIG_HOME` when set to another place than `~/.config`.
+    pub config_home: Option<String>,
+    /// `.git/config` may be written (`allowGitConfig`).
+    pub allow_git_config: bool,
+    /// The notification filter's shape.
+    pub filter: FilterShape,
+}
