@@ -40,11 +40,11 @@ import tomllib
 # Runs in the jail, after the clone (pid 1, its init, the command process).
 JAIL_SIDE = {"pid1", "init", "command", "caps", "net", "ns", "rlimit", "mount"}
 # Runs only in the supervisor (the `oajail` process) or before any jail.
-SUPERVISOR_SIDE = {"launcher", "cgroup", "negotiate", "doctor", "hostfs"}
+SUPERVISOR_SIDE = {"launcher", "cgroup", "negotiate", "doctor", "envprobe", "hostfs", "tmpdir"}
 # Used by both: the channel and what crosses it, the layers whose plans the
 # supervisor builds and pid 1 applies, and the syscall wrappers.
 SHARED = {
-    "cpus", "error", "exit_code", "fdpass", "guard", "landlock", "layers", "mountinfo",
+    "connect", "cpus", "error", "exit_code", "fdpass", "guard", "landlock", "layers", "mountinfo",
     "pty", "report", "seccomp", "signals", "spec", "sync", "sys", "terminal", "wire",
 }
 

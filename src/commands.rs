@@ -1,12 +1,11 @@
-//! Subcommands: `policy print|hash|check`, `explain`, `doctor`, `completions`, `man`,
-//! `ssh-proxy`.
+//! Subcommands: `policy print|hash|check`, `explain`, `completions`, `man`
+//! (`doctor` is in doctor.rs).
 
 use crate::cli::{Common, Format, PolicyCmd};
 use crate::plans;
 use crate::{Fail, settings};
 use anyhow::anyhow;
-use oajail_jail::doctor::KernelFeatures;
-use oajail_jail::negotiate::{Kernel, LayerStatus, Negotiation, PlanFacts, Request};
+use oajail_jail::negotiate::{Kernel, Negotiation, PlanFacts, Request};
 use oajail_jail::seccomp::SeccompProgram;
 use serde_json::json;
 
@@ -51,12 +50,15 @@ fn pretty(v: &serde_json::Value) -> String {
 pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
     let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
     settings::print_warnings(&loaded.warnings);
-    let plans = plans::compile_all(&loaded.policy, &origin, &[])?;
+    let mut plans = plans::compile_all(&loaded.policy, &origin, &[])?;
+    let kernel = crate::run::kernel_for_run();
+    let tier = container_tier_plans(kernel, &loaded.policy, &mut plans.compiled);
     let bpf =
         SeccompProgram::compile(&plans.compiled.seccomp).map_err(|e| Fail::setup(e.into()))?;
     let env_names: Vec<&str> = plans.env.set.iter().map(|(k, _)| k.as_str()).collect();
     let value = json!({
         "origin": origin.to_string(),
+        "tier": tier,
         "policySha256": plans.compiled.policy_sha256,
         "entryOrigins": entry_origins(&loaded, &origin),
         "mounts": plans.compiled.mounts,
@@ -74,7 +76,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
             "replaced": plans.env.replaced,
             "droppedBecause": plans.env.why.iter().map(|(n, w)| format!("{n}: {w}")).collect::<Vec<_>>(),
         },
-        "negotiation": negotiated(Kernel::probe(), PlanFacts::of(&loaded.policy))
+        "negotiation": negotiated(kernel, PlanFacts::of(&loaded.policy))
             .map_or_else(|e| json!(e.to_string()), |n| json!(n)),
     });
     if as_json {
@@ -82,6 +84,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         return Ok(0);
     }
     println!("policy: {origin}\nsha256: {}", plans.compiled.policy_sha256);
+    println!("tier: {tier}");
     for name in [
         "entryOrigins",
         "mounts",
@@ -98,7 +101,7 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         print_human(&value[name], "");
     }
     println!("\n== negotiation (this kernel) ==");
-    for line in negotiation_table(Kernel::probe(), PlanFacts::of(&loaded.policy)) {
+    for line in negotiation_table(kernel, PlanFacts::of(&loaded.policy)) {
         println!("{line}");
     }
     println!(
@@ -106,6 +109,31 @@ pub fn explain(common: &Common, as_json: bool) -> Result<i32, Fail> {
         bpf.len()
     );
     Ok(0)
+}
+
+/// The tier a run would have here; in the container tier, the plans as
+/// that tier adapts them (its run directory and proxy ports shown as
+/// placeholders: each run makes its own).
+fn container_tier_plans(
+    kernel: Kernel,
+    policy: &oajail_policy::Policy,
+    plans: &mut oajail_policy::compile::CompiledPolicy,
+) -> String {
+    use oajail_jail::negotiate::{ContainerTier, Tier};
+    let Ok(n) = negotiated(kernel, PlanFacts::of(policy)) else {
+        return "refused here (see `oajail doctor`)".into();
+    };
+    if n.tier == Tier::Container {
+        let run = std::path::PathBuf::from("/tmp/oajail-<uid>-<unique>");
+        let tier = ContainerTier {
+            tmpdir: run.join("tmp"),
+            readonly: run.join("etc"),
+            proxy: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))],
+            jail_port: oajail_jail::net::PROXY_PORT,
+        };
+        n.adapt(plans, &tier);
+    }
+    n.tier.describe().to_owned()
 }
 
 /// Where each `denyRead` entry comes from: the settings file, or the
@@ -193,80 +221,10 @@ fn print_human(value: &serde_json::Value, indent: &str) {
     }
 }
 
-/// `oajail doctor`: kernel features, then the negotiation for the policy:
-/// each layer's level and which layers hold each rule class here.
-pub fn doctor(common: &Common) -> Result<i32, Fail> {
-    let (loaded, origin) = settings::load(common.settings.as_deref()).map_err(Fail::usage)?;
-    let k = KernelFeatures::probe();
-    let f = k.features;
-    let show = |v: Option<u64>| v.map_or("absent".to_string(), |v| v.to_string());
-    let yes = |b: bool| if b { "yes" } else { "no" };
-    println!("kernel: {}", k.kernel);
-    match f.landlock_abi {
-        Some(v) => println!("landlock: abi {v}"),
-        None => println!("landlock: unavailable"),
-    }
-    println!("seccomp filters: {}", yes(f.seccomp));
-    println!(
-        "seccomp user notification with addfd: {}",
-        yes(f.user_notif)
-    );
-    println!(
-        "mount api (open_tree, move_mount, mount_setattr): {}",
-        yes(f.mount_api)
-    );
-    println!("user.max_user_namespaces: {}", show(k.max_user_namespaces));
-    println!(
-        "kernel.unprivileged_userns_clone: {}",
-        show(k.unprivileged_userns_clone)
-    );
-    println!(
-        "kernel.apparmor_restrict_unprivileged_userns: {}",
-        show(k.apparmor_restrict_unprivileged_userns)
-    );
-    match &k.userns {
-        Ok(()) => println!("user namespaces: work"),
-        Err(why) => println!("user namespaces: fail: {why}"),
-    }
-    if let (Err(_), Some(hint)) = (&k.userns, oajail_jail::doctor::apparmor_userns_hint()) {
-        println!("fix: {hint}");
-    }
-    println!("policy: {origin}");
-    let limits = oajail_policy::compile::limits::plan(&loaded.policy.oajail.limits);
-    println!(
-        "{}",
-        oajail_jail::doctor::whole_jail_bounds(&limits.rlimits)
-    );
-    let facts = PlanFacts::of(&loaded.policy);
-    for line in negotiation_table(f, facts) {
-        println!("{line}");
-    }
-    let request = Request {
-        strict: loaded.policy.oajail.strict,
-        ..Request::default()
-    };
-    match Negotiation::decide(f, facts, &request) {
-        Ok(n) if n.layers.iter().all(|(_, s)| *s == LayerStatus::Full) => {
-            println!("verdict: every layer at its planned level; runs");
-            Ok(0)
-        }
-        Ok(_) => {
-            println!(
-                "verdict: every rule held by at least one layer; runs (--strict would refuse)"
-            );
-            Ok(0)
-        }
-        Err(e) => {
-            println!("verdict: refused: {e}");
-            Ok(1)
-        }
-    }
-}
-
 /// The negotiation's layer and rule lines for `kernel` (what a run would
 /// hold, decided as if every unheld rule were accepted, so that the table
 /// is shown even when the run would be refused).
-fn negotiation_table(kernel: Kernel, facts: PlanFacts) -> Vec<String> {
+pub(crate) fn negotiation_table(kernel: Kernel, facts: PlanFacts) -> Vec<String> {
     negotiated(kernel, facts)
         .map(|n| n.report_lines())
         .unwrap_or_else(|e| vec![format!("negotiation: {e}")])

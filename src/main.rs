@@ -10,6 +10,8 @@ mod audit;
 mod audit_format;
 mod cli;
 mod commands;
+mod container;
+mod doctor;
 mod masked_files;
 mod plans;
 mod proxy;
@@ -83,7 +85,7 @@ fn dispatch(cli: cli::Cli) -> Result<i32, Fail> {
         None => run::run(&cli.common, cli.run),
         Some(cli::Sub::Policy(cmd)) => commands::policy(&cli.common, cmd),
         Some(cli::Sub::Explain { json }) => commands::explain(&cli.common, json),
-        Some(cli::Sub::Doctor) => commands::doctor(&cli.common),
+        Some(cli::Sub::Doctor) => doctor::doctor(&cli.common),
         Some(cli::Sub::Completions { shell }) => commands::completions(shell),
         Some(cli::Sub::Man) => commands::man(),
         Some(cli::Sub::SshProxy { host, port }) => proxy::ssh_helper(&host, port),

@@ -1,6 +1,7 @@
 //! The jailed run: policy → plans → jail → proxy → exit status.
 
 use crate::cli::{Common, RunArgs};
+use crate::container;
 use crate::plans::{self, Plans};
 use crate::{Fail, proxy, settings};
 use anyhow::anyhow;
@@ -23,12 +24,14 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     settings::print_warnings(&loaded.warnings);
     let policy = loaded.policy;
     let request = request(&policy, &args);
-    let negotiated = negotiate(&policy, &request, Kernel::probe())?;
+    let negotiated = negotiate(&policy, &request, kernel_for_run())?;
     let clock = Clock::new(common.debug);
     // Clone first: the kernel builds the namespaces and pid 1 brings up its
     // network on the other core while this process compiles the plans. The
     // process is still single-threaded here, as the clone requires.
     let early = Jail::spawn(negotiated.layers());
+    // The container tier's directory and proxy listeners: its spec names them.
+    let mut container = container::prepare(&negotiated)?;
     let mut plans = plans::compile_all(&policy, &origin, &args.env_keep)?;
     // Entries the filesystem plan dropped or narrowed (missing, symlinked…).
     settings::print_warnings(&plans.compiled.mounts.warnings);
@@ -62,11 +65,16 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     plans.env.set.extend(sentinels);
     let masked_files =
         crate::masked_files::apply(&files, &credentials.file_sentinels(), &mut plans);
-    let mut spec = build_spec(&negotiated, argv, &plans)?;
-    spec.masked_files = masked_files;
-    spec.trust_bundle = authority
+    let bundle = authority
         .as_ref()
         .map(oajail_proxy::Authority::trust_bundle);
+    let parts = SpecParts {
+        argv,
+        plans: &plans,
+        masked_files,
+        bundle,
+    };
+    let spec = parts.build(&negotiated, container.as_ref())?;
     for line in negotiated.report_lines() {
         clock.note(&line);
     }
@@ -80,12 +88,73 @@ pub fn run(common: &Common, args: RunArgs) -> Result<i32, Fail> {
     ));
     let timeout = args.timeout().or(plans.compiled.limits.wall_seconds);
     let facts = PlanFacts::of(&policy);
-    let (jail, listeners) = start(early, &negotiated, (facts, &request), &spec, &plans)?;
+    let (jail, listeners) = start(
+        early,
+        &negotiated,
+        (facts, &request),
+        &spec,
+        &parts,
+        &mut container,
+    )?;
     let secrets = proxy::Secrets {
         authority,
         credentials,
     };
-    supervise(jail, listeners, &plans, secrets, &args, timeout, &clock)
+    let ready = Ready {
+        args: &args,
+        timeout,
+        clock: &clock,
+        container: container.as_ref(),
+    };
+    // The run's directory lives until the jail is gone (dropped last).
+    let code = supervise(jail, listeners, &plans, secrets, &ready);
+    drop(container);
+    code
+}
+
+/// The kernel and environment as a run sees them: cheap probes, and where
+/// something may refuse steps of the full jail (a container's seccomp
+/// profile, its masked `/proc`, AppArmor) every step tried first, so the
+/// run is negotiated on what they do, as `doctor` is.
+pub(crate) fn kernel_for_run() -> Kernel {
+    let kernel = Kernel::probe();
+    if kernel.place.may_refuse() {
+        Kernel {
+            steps: oajail_jail::envprobe::run_steps(),
+            ..kernel
+        }
+    } else {
+        kernel
+    }
+}
+
+/// What a spec is built from, kept for a second negotiation.
+struct SpecParts<'a> {
+    argv: Vec<CString>,
+    plans: &'a Plans,
+    masked_files: Vec<oajail_jail::MaskedFileSpec>,
+    /// The run's trust bundle (PEM), when some tunnel may be terminated.
+    bundle: Option<String>,
+}
+
+impl SpecParts<'_> {
+    /// The spec for `negotiated` (and the container tier's run, if it is one).
+    fn build(
+        &self,
+        negotiated: &Negotiation,
+        container: Option<&container::Run>,
+    ) -> Result<JailSpec, Fail> {
+        let mut spec = build_spec(negotiated, self.argv.clone(), self.plans, container)?;
+        // Masked files go along: without a mount view pid 1 refuses them,
+        // naming them, rather than run without.
+        spec.masked_files = self.masked_files.clone();
+        match container {
+            // No mount view to install it in: the run's read-only directory.
+            Some(run) => run.install_bundle(self.bundle.as_deref())?,
+            None => spec.trust_bundle = self.bundle.clone(),
+        }
+        Ok(spec)
+    }
 }
 
 /// `-d`: timestamped notes on stderr.
@@ -106,16 +175,20 @@ impl Clock {
     }
 }
 
-/// Hand the spec to the freshly cloned jail and receive its listeners. When
-/// the kernel refuses the namespaces (sysctl, AppArmor), negotiate again
-/// without them: that run goes ahead only if the user accepts the rules
-/// nothing else holds (its banner names them).
+/// Hand the spec to the freshly cloned jail and receive its listeners.
+/// When a step of the full jail is refused and the steps were not tried
+/// before (a host with no sign of a container), try them now and
+/// negotiate again on what they did: that run goes ahead only as the
+/// negotiation allows (its banner names what it does not hold). Where the
+/// steps were tried, a step that fails anyway refuses the run at that
+/// step: the environment changed since.
 fn start(
     early: Result<Jail, JailError>,
     negotiated: &Negotiation,
     (facts, request): (PlanFacts, &Request),
     spec: &JailSpec,
-    plans: &Plans,
+    parts: &SpecParts<'_>,
+    container: &mut Option<container::Run>,
 ) -> Result<(Jail, Vec<TcpListener>), Fail> {
     let finish = |jail: Result<Jail, JailError>,
                   spec: &JailSpec|
@@ -128,26 +201,38 @@ fn start(
         let listeners = jail.take_listeners()?;
         Ok((jail, listeners))
     };
-    match finish(early, spec) {
-        Ok(started) => Ok(started),
-        Err(e) if e.namespaces_refused() => {
-            let apparmor = oajail_jail::doctor::apparmor_userns_hint();
-            let flat = negotiated
-                .without_namespaces(&e.to_string(), facts, request)
-                .map_err(|n| match &apparmor {
-                    Some(hint) => Fail::setup(anyhow!("{e}: {hint}; otherwise {n}")),
-                    None => Fail::setup(anyhow!("{e}: user namespaces are unusable; {n}")),
-                })?;
-            print_banner(&flat);
-            // Masked files and the trust bundle go along: without a mount
-            // view pid 1 refuses them, naming them, rather than run without.
-            let mut flat_spec = build_spec(&flat, spec.argv.clone(), plans)?;
-            flat_spec.masked_files = spec.masked_files.clone();
-            flat_spec.trust_bundle = spec.trust_bundle.clone();
-            finish(Jail::spawn(flat.layers()), &flat_spec).map_err(Fail::from)
+    let with_own = |started: (Jail, Vec<TcpListener>), container: &mut Option<container::Run>| {
+        let (jail, mut listeners) = started;
+        if let Some(run) = container.as_mut() {
+            listeners.append(&mut run.take_listeners());
         }
-        Err(e) => Err(e.into()),
+        (jail, listeners)
+    };
+    let e = match finish(early, spec) {
+        Ok(started) => return Ok(with_own(started, container)),
+        Err(e) if e.namespaces_refused() && !negotiated.kernel.steps.probed() => e,
+        Err(e) => return Err(e.into()),
+    };
+    let steps = oajail_jail::envprobe::run_steps();
+    if steps.first_refused().is_none() {
+        // Every step works when tried on its own: not the environment.
+        return Err(e.into());
     }
+    let kernel = Kernel {
+        steps,
+        ..negotiated.kernel
+    };
+    let again = Negotiation::decide(kernel, facts, request).map_err(|n| {
+        match oajail_jail::doctor::apparmor_userns_hint() {
+            Some(hint) => Fail::setup(anyhow!("{e}: {hint}; otherwise {n}")),
+            None => Fail::setup(anyhow!("{e}: {n}")),
+        }
+    })?;
+    print_banner(&again);
+    *container = container::prepare(&again)?;
+    let spec = parts.build(&again, container.as_ref())?;
+    let started = finish(Jail::spawn(again.layers()), &spec)?;
+    Ok(with_own(started, container))
 }
 
 fn print_banner(negotiated: &Negotiation) {
@@ -155,7 +240,15 @@ fn print_banner(negotiated: &Negotiation) {
     if lines.is_empty() {
         return;
     }
+    if negotiated.unheld.is_empty() {
+        // Fallbacks that lose nothing: said, without the alarm.
+        for line in lines {
+            eprintln!("oajail: note: {line}");
+        }
+        return;
+    }
     eprintln!("oajail: ==================== DEGRADED JAIL ====================");
+    eprintln!("oajail: tier: {}", negotiated.tier.describe());
     for line in lines {
         eprintln!("oajail: {line}");
     }
@@ -164,15 +257,23 @@ fn print_banner(negotiated: &Negotiation) {
 
 /// Release the jail and wait; the proxy serves the jail's listeners from
 /// the jail's first connection on.
+/// What the supervision of a started jail reads besides the jail.
+struct Ready<'a> {
+    args: &'a RunArgs,
+    timeout: Option<u64>,
+    clock: &'a Clock,
+    /// The container tier's run (its directory).
+    container: Option<&'a container::Run>,
+}
+
 fn supervise(
     mut jail: Jail,
     listeners: Vec<TcpListener>,
     plans: &Plans,
     secrets: proxy::Secrets,
-    args: &RunArgs,
-    timeout: Option<u64>,
-    clock: &Clock,
+    run: &Ready<'_>,
 ) -> Result<i32, Fail> {
+    let (args, timeout, clock) = (run.args, run.timeout, run.clock);
     // What can fail on the caller's input (the decision log, the CA) fails
     // here, before the command runs.
     let ready = match proxy::prepare(plans, secrets, args.log_json.clone()) {
@@ -184,6 +285,10 @@ fn supervise(
     };
     let report = jail.release()?;
     clock.note(&format!("command executed; enforced: {report:?}"));
+    // What killed runs left, now that the command runs.
+    if let Some(c) = run.container {
+        c.sweep();
+    }
     let deadline = timeout.map(|t| Instant::now() + Duration::from_secs(t));
     // The proxy's runtime and its threads start when a connection waits in
     // a listener's backlog (it is accepted then): a command that never
@@ -219,11 +324,23 @@ fn supervise(
     Ok(outcome.code)
 }
 
-/// What the user asked of the layers (flags and the `oajail` settings).
+/// What the user asked of the layers (flags and the settings: srt's
+/// `enableWeakerNestedSandbox` accepts the losses of the tier the
+/// environment allows).
 fn request(policy: &Policy, args: &RunArgs) -> Request {
+    let mut request = settings_request(policy);
+    request.strict |= args.strict;
+    request.accept_unheld |= args.allow_degraded;
+    request
+}
+
+/// What the settings alone ask of the layers (a run without flags, as
+/// `doctor` predicts it).
+pub(crate) fn settings_request(policy: &Policy) -> Request {
     Request {
-        strict: args.strict || policy.oajail.strict,
-        accept_unheld: args.allow_degraded || policy.oajail.allow_degraded,
+        strict: policy.oajail.strict,
+        accept_unheld: policy.oajail.allow_degraded,
+        accept_container: policy.process.enable_weaker_nested_sandbox,
         test_disabled: oajail_jail::layers::test_disabled(),
     }
 }
@@ -247,13 +364,17 @@ fn build_spec(
     negotiated: &Negotiation,
     argv: Vec<CString>,
     plans: &Plans,
+    container: Option<&container::Run>,
 ) -> Result<JailSpec, Fail> {
     let cwd = std::env::current_dir().map_err(|e| Fail::setup(anyhow!("cwd: {e}")))?;
     let env = plans
         .env
         .set
         .iter()
-        .map(|(k, v)| CString::new(format!("{k}={v}")))
+        .map(|(k, v)| {
+            let v = container.map_or_else(|| v.clone(), |run| run.env_value(k, v));
+            CString::new(format!("{k}={v}"))
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| Fail::setup(anyhow!("environment: a value contains a NUL byte")))?;
     let command = negotiate::Command {
@@ -263,7 +384,7 @@ fn build_spec(
         ssh_helper: std::env::current_exe().ok(),
     };
     negotiated
-        .build_spec(command, &plans.compiled)
+        .build_spec(command, &plans.compiled, container.map(|c| &c.tier))
         .map_err(|e| Fail::setup(e.into()))
 }
 

@@ -156,44 +156,24 @@ fn doctor_reports_kernel_features() {
     let o = oajail("doc", &["doctor"]).output().unwrap();
     let text = out(&o);
     for field in [
+        "place: ",
         "landlock:",
         "seccomp filters:",
-        "user namespaces:",
+        "step user and pid namespaces (clone): works",
+        "step a fresh /proc for the jail's pid namespace: works",
+        "step seccomp filter with a user-notification listener: works",
         "apparmor_restrict_unprivileged_userns",
+        "tier: namespaces (the full jail)",
+        "verdict: every layer at its planned level; runs",
     ] {
         assert!(text.contains(field), "{field} missing:\n{text}");
     }
 }
 
-/// Run oajail under a seccomp filter (installed by python, inherited over
-/// execve) given as `(code, jt, jf, k)` BPF tuples, to simulate a kernel
-/// without some feature.
+/// Run oajail under a seccomp filter (`support::oajail_under_filter`), to
+/// simulate a kernel without some feature.
 fn under_filter(tag: &str, prog: &str, args: &[&str]) -> std::process::Output {
-    let script = format!(
-        r#"
-import ctypes, os, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
-prog = {prog}
-buf = b"".join(struct.pack("HBBI", *i) for i in prog)
-cbuf = ctypes.create_string_buffer(buf)
-fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(cbuf))
-cprog = ctypes.create_string_buffer(fprog)
-assert libc.prctl(38, 1, 0, 0, 0) == 0
-assert libc.prctl(22, 2, ctypes.addressof(cprog), 0, 0) == 0, ctypes.get_errno()
-os.execv(sys.argv[1], sys.argv[1:])
-"#
-    );
-    let home = scratch_home(tag);
-    let mut argv = vec!["-c", script.as_str(), OAJAIL];
-    argv.extend_from_slice(args);
-    Command::new(PYTHON)
-        .args(&argv)
-        .env("HOME", &home)
-        .env_remove("OAJAIL_SETTINGS")
-        .current_dir(&home)
-        .output()
-        .unwrap()
+    oajail_under_filter(tag, prog, args).output().unwrap()
 }
 
 /// `landlock_create_ruleset` (444) → ENOSYS: a kernel without Landlock.
@@ -208,16 +188,26 @@ fn without_landlock(tag: &str, args: &[&str]) -> std::process::Output {
     under_filter(tag, NO_LANDLOCK, args)
 }
 
+/// Refused in one line that names the refused step, what the tier it
+/// allows loses, srt's key and the flag that accept it.
 #[test]
 fn missing_user_namespaces_are_refused_with_a_hint() {
     let o = under_filter("nouserns", NO_USERNS, &["--", "/bin/true"]);
     assert_eq!(o.status.code(), Some(125), "{}", err(&o));
-    assert!(err(&o).contains("user namespaces"), "{}", err(&o));
-    assert!(err(&o).contains("--allow-degraded"), "{}", err(&o));
+    assert_eq!(err(&o).lines().count(), 1, "{}", err(&o));
+    for part in [
+        "refuses user and pid namespaces (clone) (EPERM",
+        "host processes hidden",
+        "\"enableWeakerNestedSandbox\": true",
+        "--allow-degraded",
+        "for the full jail: ",
+    ] {
+        assert!(err(&o).contains(part), "{part}: {}", err(&o));
+    }
 }
 
 #[test]
-fn allow_degraded_without_user_namespaces_runs_landlock_and_seccomp_only() {
+fn allow_degraded_without_user_namespaces_runs_the_container_tier() {
     let marker = format!("6{}.5", std::process::id());
     let script = format!(
         "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status; (setsid sleep {marker} &); echo done"
@@ -229,11 +219,15 @@ fn allow_degraded_without_user_namespaces_runs_landlock_and_seccomp_only() {
         text.contains("Seccomp:\t2") && text.contains("NoNewPrivs:\t1"),
         "{text}"
     );
-    assert!(
-        err(&o).contains("DEGRADED") && err(&o).contains("NOT ENFORCED: private /tmp"),
-        "{}",
-        err(&o)
-    );
+    // The container tier: only the process list is not held in full.
+    for part in [
+        "DEGRADED",
+        "tier: container",
+        "NOT ENFORCED in full: host processes hidden",
+    ] {
+        assert!(err(&o).contains(part), "{part}: {}", err(&o));
+    }
+    assert!(!err(&o).contains("private /tmp"), "{}", err(&o));
     std::thread::sleep(std::time::Duration::from_millis(200));
     let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
         std::fs::read(e.path().join("cmdline"))
@@ -267,7 +261,7 @@ fn missing_landlock_is_refused_for_read_denies_and_runs_degraded_on_the_other_la
         "landlock: None",
         "layer landlock: off: not offered",
         "DEGRADED",
-        "NOT ENFORCED in full: read deny (denyRead): only mounts",
+        "NOT ENFORCED in full: read deny (denyRead): a denied file the host creates",
     ] {
         assert!(err(&o).contains(part), "{part}: {}", err(&o));
     }

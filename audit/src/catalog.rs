@@ -507,6 +507,12 @@ pub const ATTACKS: &[Attack] = &[
         "NS, LL",
     ),
     a(
+        "E9-proxy-port-other-address",
+        'E',
+        "TCP to 127.0.0.2 at the proxy's port, where the lab listens (a per-port rule lets it through)",
+        "NS (netns); SUP (container tier: every connect ends at the proxy)",
+    ),
+    a(
         "F1-sni-mismatch",
         'F',
         "CONNECT allowed.test, TLS SNI evil.test",
@@ -768,6 +774,30 @@ pub const ATTACKS: &[Attack] = &[
         'H',
         "code mode: busy loop ends with timeout, the server keeps serving",
         "RL (worker), SUP",
+    ),
+    a(
+        "H10-code-mode-template-loop",
+        'H',
+        "code mode: a path parameter whose value is its own template ('{agendaUid}') is answered, the server keeps serving",
+        "MCP server (templates read once)",
+    ),
+    a(
+        "H10-code-mode-argument-flood",
+        'H',
+        "code mode: four executes pass 1.2 MB to 50 API calls each: request_limit, the server keeps serving",
+        "MCP server budget, RL (the policy's memory bound)",
+    ),
+    a(
+        "H10-code-mode-nested-result",
+        'H',
+        "code mode: a result nested 120 deep: the reply stays under 3 MiB as sent",
+        "MCP server budget",
+    ),
+    a(
+        "H10-code-mode-search-flood",
+        'H',
+        "code mode: 2,000 search_docs in a burst: busy beyond the search queue, an execute behind them is answered",
+        "MCP server (search lane)",
     ),
     a(
         "I1-no-user-namespaces",
@@ -1032,6 +1062,12 @@ pub const ATTACKS: &[Attack] = &[
         'D',
         "execute a copy of a binary from a memfd (residual: no exec policy)",
         "residual",
+    ),
+    a(
+        "D11-code-mode-worker-syscalls",
+        'D',
+        "code mode: over 100 raw syscalls inside a worker after its filter (fchmodat2, open_tree, fsopen, setxattr, utimensat, shmget, prctl, setsid, …): all ENOSYS",
+        "SC (worker allow list), SC",
     ),
     a(
         "F13-cl-te",

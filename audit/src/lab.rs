@@ -4,7 +4,7 @@
 //! recorded into a [`Run`].
 
 use crate::canary::{self, SECRET_ENV};
-use crate::labspec::{DnsMode, LabConfig, LabResult, SinkEvent};
+use crate::labspec::{DnsMode, LabConfig, LabNetwork, LabResult, SinkEvent};
 use crate::verdict::ProbeReport;
 use std::collections::BTreeMap;
 use std::fs;
@@ -331,15 +331,14 @@ impl Lab {
         let src = fixtures_dir().join(fixture);
         let text = fs::read_to_string(&src)
             .unwrap_or_else(|e| panic!("security lab: read fixture {}: {e}", src.display()));
-        let dst = self.dir.join("policy.json");
-        fs::write(&dst, text.replace("@LAB@", &self.dir.display().to_string()))
-            .unwrap_or_else(|e| panic!("security lab: write policy: {e}"));
-        dst.display().to_string()
+        self.policy_text(&text.replace("@LAB@", &self.dir.display().to_string()))
     }
 
     /// Write `text` as the lab's policy file; returns its path.
+    /// (With `OAJAIL_SECURITY_NESTED=1` it carries `enableWeakerNestedSandbox`.)
     pub fn policy_text(&self, text: &str) -> String {
         let dst = self.dir.join("policy.json");
+        let text = crate::switches::opt_in(text).unwrap_or_else(|e| panic!("security lab: {e}"));
         fs::write(&dst, text).unwrap_or_else(|e| panic!("security lab: write policy: {e}"));
         dst.display().to_string()
     }
@@ -417,6 +416,7 @@ impl Lab {
 
     /// Run the probe under oajail with no settings file (the built-in default policy).
     pub fn jailed_default(&self, probe: &[&str], opts: &RunOptions) -> Run {
+        crate::switches::no_file_allowed().unwrap_or_else(|e| panic!("security lab: {e}"));
         self.probe_under(&self.tools.oajail, None, &[], probe, opts)
     }
 
@@ -445,6 +445,7 @@ impl Lab {
         if let Some(policy) = policy {
             argv.extend(["-s".to_owned(), policy.to_owned()]);
         }
+        argv.extend(crate::switches::extra_oajail_args());
         argv.extend(opts.oajail_args.iter().cloned());
         argv.push("--".into());
         argv.push(self.tools.probe.display().to_string());
@@ -502,6 +503,9 @@ impl Lab {
             stdin_file: opts.stdin.as_ref().map(|_| self.dir.join("stdin.bin")),
             stdin_hold_ms: opts.stdin_hold_ms,
             overlays: opts.overlays.clone(),
+            network: LabNetwork::from_env().map_err(|e| {
+                LabError::new(e, std::io::Error::from(std::io::ErrorKind::InvalidInput))
+            })?,
         };
         if let Some(bytes) = &opts.stdin {
             fs::write(self.dir.join("stdin.bin"), bytes)
@@ -580,7 +584,26 @@ impl Drop for Lab {
         let _ = self.canary_proc.kill();
         let _ = self.canary_proc.wait();
         if !std::thread::panicking() && std::env::var_os("OAJAIL_SECURITY_KEEP").is_none() {
+            open_overlay_work_dirs(&self.dir);
             let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// overlayfs makes `<workdir>/work` with mode 000 (in a user namespace,
+/// owned by the lab's user, who then cannot list it to remove it): give
+/// each `abs/<i>/work/work` its owner's rights back, or every audit with
+/// an absolute path would leave its lab behind in `/var/tmp`.
+fn open_overlay_work_dirs(lab: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for layer in fs::read_dir(lab.join("abs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let work = layer.path().join("work/work");
+        if fs::symlink_metadata(&work).is_ok_and(|m| m.is_dir()) {
+            let _ = fs::set_permissions(&work, fs::Permissions::from_mode(0o700));
         }
     }
 }

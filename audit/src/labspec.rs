@@ -54,6 +54,14 @@ pub const TLS_SINK_PORT: u16 = 8443;
 /// Where, in the lab directory, `oajail-lab` writes that CA's certificate
 /// before the command starts (for `tlsTerminate.extraCaCertPaths`).
 pub const TLS_SINK_CA: &str = "tls/sink-ca.pem";
+/// A listener the command asks the lab for while it runs (E9: a loopback
+/// address other than the proxy's, at the proxy's port, which is known
+/// only inside the jail): the command writes `ADDR PORT` to this file in
+/// its working directory (the lab's workspace), the lab opens a TCP sink
+/// there and answers in [`LISTEN_REPLY`] with `ok` or `error: …`.
+pub const LISTEN_REQUEST: &str = ".oaj-lab-listen";
+/// See [`LISTEN_REQUEST`].
+pub const LISTEN_REPLY: &str = ".oaj-lab-listening";
 /// UDP ports with a sink on every lab address (53 is the DNS responder).
 pub const UDP_SINK_PORTS: &[u16] = &[123, 443, 9999];
 
@@ -127,6 +135,74 @@ pub struct LabConfig {
     /// absolute paths name, never written on the host.
     #[serde(default)]
     pub overlays: Vec<PathBuf>,
+    /// Run in the namespaces `oajail-lab` starts in, which the caller has
+    /// prepared as [`LabNetwork::Prepared`] describes, instead of making
+    /// its own (inside a container, where no namespace can be made).
+    #[serde(default)]
+    pub network: LabNetwork,
+}
+
+/// Where the lab's network comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabNetwork {
+    /// `oajail-lab` makes a network and a mount namespace of its own (plus
+    /// a user namespace when not root) and configures them.
+    #[default]
+    Own,
+    /// The namespaces `oajail-lab` starts in were prepared from outside
+    /// (`oajail-container-matrix`, from the host, in a container's network
+    /// namespace): loopback up, the lab interface with every
+    /// [`LAB_ADDRESSES`] entry and [`network_batch`]'s routes, no other
+    /// route, `/etc/resolv.conf` naming [`DNS_V4`], ping and low ports
+    /// open to every group and user. The lab checks the addresses and the
+    /// resolver and refuses what needs namespaces of its own (overlays, a
+    /// second mount of the home, no user namespaces).
+    Prepared,
+}
+
+/// Selected by `OAJAIL_SECURITY_LAB=prepared` in the harness's environment.
+pub const LAB_NETWORK_ENV: &str = "OAJAIL_SECURITY_LAB";
+
+impl LabNetwork {
+    /// From the environment: [`LabNetwork::Prepared`] when
+    /// `OAJAIL_SECURITY_LAB=prepared`. Any other value fails the run, not
+    /// the lab silently made another way.
+    pub fn from_env() -> Result<LabNetwork, String> {
+        match std::env::var(LAB_NETWORK_ENV).as_deref() {
+            Err(_) | Ok("" | "own") => Ok(LabNetwork::Own),
+            Ok("prepared") => Ok(LabNetwork::Prepared),
+            Ok(other) => Err(format!(
+                "{LAB_NETWORK_ENV}={other}: expected own or prepared"
+            )),
+        }
+    }
+}
+
+/// The `ip -batch` lines that give a network namespace the lab's network
+/// once loopback is up and `dev` exists: every lab address on `dev`, the
+/// default routes through it, and the local route of [`LOCAL_ROUTE_NET`].
+pub fn network_batch(dev: &str) -> String {
+    let mut batch = String::new();
+    for (addr, _) in LAB_ADDRESSES {
+        if addr.contains(':') {
+            batch.push_str(&format!("addr add {addr}/128 dev {dev} nodad\n"));
+        } else {
+            batch.push_str(&format!("addr add {addr}/32 dev {dev}\n"));
+        }
+    }
+    batch.push_str(&format!(
+        "route add default dev {dev}\nroute add ::/0 dev {dev}\n"
+    ));
+    // F19: addresses the lab accepts through a local route, on no interface.
+    batch.push_str(&format!("route add local {LOCAL_ROUTE_NET} dev lo\n"));
+    batch
+}
+
+/// The lab's `/etc/resolv.conf`. The search domain is for E8: an allowed
+/// name that does not exist must not be retried as `<name>.corp.test`.
+pub fn resolv_conf() -> String {
+    format!("nameserver {DNS_V4}\nsearch corp.test\noptions timeout:1 attempts:1\n")
 }
 
 /// What the lab saw, written to `lab-result.json`.
@@ -151,6 +227,11 @@ pub struct LabResult {
     pub leftover_daemons: usize,
     /// Set when the lab itself failed; the run then proves nothing.
     pub lab_error: Option<String>,
+    /// Sinks a prepared lab could not open, and why (the ICMP logger needs
+    /// `CAP_NET_RAW`, which uid 1000 in a container lacks): an attack over
+    /// them is seen only by the probe's own verdict.
+    #[serde(default)]
+    pub unwatched: Vec<String>,
 }
 
 /// One thing a sink or listener saw. Any event in a jailed run is an escape

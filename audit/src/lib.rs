@@ -3,7 +3,8 @@
 //! Owns: the probe's verdict contract ([`verdict`]), the attack catalogue
 //! ([`catalog`]), the fake home and canaries ([`canary`]), the lab's
 //! contract and listeners ([`labspec`], [`sinks`], [`tlssink`], [`dns`]),
-//! the host-side harness that runs one command in the lab ([`lab`]), and
+//! the host-side harness that runs one command in the lab ([`lab`]) and the
+//! security suite's switches for its runs in containers ([`switches`]), and
 //! the audit proper: its runbook, grants and judging relative to a user's
 //! policy ([`audit`]). The binaries `oajail-probe` (one attack per
 //! invocation, inside the jail) and `oajail-lab` (the hermetic network
@@ -38,5 +39,6 @@ pub mod dns;
 pub mod lab;
 pub mod labspec;
 pub mod sinks;
+pub mod switches;
 pub mod tlssink;
 pub mod verdict;

@@ -12,11 +12,16 @@
 //!    jeq openat, 0, 2                one triple per flag-notified call
 //!    ld  [args[2] low word]
 //!    jset WRITE_FLAGS, <notify>, <allow>
-//!    jeq utimensat, 0, 4             one per call notified when it names a path
-//!    ld  [args[1] low word]
-//!    jeq 0, 0, <notify>
-//!    ld  [args[1] high word]
-//!    jeq 0, <allow>, <notify>
+//!    jeq fchmodat, 0, 2              the same per mode-notified call
+//!    ld  [args[2] low word]
+//!    jset RISKY_MODE, <notify>, <allow>
+//!    jeq fchownat, 0, 6              one per owner-notified call
+//!    ld  [args[2] low word]          the uid: own or -1 goes on to the gid
+//!    jeq UID, 2, 0
+//!    jeq 0xffffffff, 0, <notify>
+//!    ld  [args[3] low word]          the gid: own or -1 changes nothing
+//!    jeq GID, <allow>, 0
+//!    jeq 0xffffffff, <allow>, <notify>
 //!    ret ALLOW
 //!    ret USER_NOTIF
 //!    ret ERRNO|ENOSYS
@@ -136,19 +141,25 @@ fn guarded_chain(
         d.push(stmt(LD_W_ABS, OFFSET_ARGS + 8 * u32::from(c.flags_arg)));
         d.push(jump(JSET, WRITE_FLAGS, NOTIFY, ALLOW));
     }
-    for c in &plan.notify_if_mode {
+    for c in plan.notify_if_mode.iter().filter(|c| legacy || !c.legacy) {
         test(d, &c.syscall, NEXT, 2)?;
         d.push(stmt(LD_W_ABS, OFFSET_ARGS + 8 * u32::from(c.mode_arg)));
         d.push(jump(JSET, RISKY_MODE, NOTIFY, ALLOW));
     }
-    for c in plan.notify_if_path.iter().filter(|c| legacy || !c.legacy) {
-        // A pointer is NULL when both of its words are zero.
-        test(d, &c.syscall, NEXT, 4)?;
-        let arg = OFFSET_ARGS + 8 * u32::from(c.path_arg);
-        d.push(stmt(LD_W_ABS, arg));
-        d.push(jump(JEQ, 0, NEXT, NOTIFY));
-        d.push(stmt(LD_W_ABS, arg + 4));
-        d.push(jump(JEQ, 0, ALLOW, NOTIFY));
+    for c in plan
+        .notify_unless_owner
+        .iter()
+        .filter(|c| legacy || !c.legacy)
+    {
+        // uid_t and gid_t are the low words; -1 leaves an owner unchanged.
+        test(d, &c.syscall, NEXT, 6)?;
+        let uid = OFFSET_ARGS + 8 * u32::from(c.uid_arg);
+        d.push(stmt(LD_W_ABS, uid));
+        d.push(jump(JEQ, plan.ids.uid, Target::At(d.len() + 2), NEXT));
+        d.push(jump(JEQ, u32::MAX, NEXT, NOTIFY));
+        d.push(stmt(LD_W_ABS, uid + 8));
+        d.push(jump(JEQ, plan.ids.gid, ALLOW, NEXT));
+        d.push(jump(JEQ, u32::MAX, ALLOW, NOTIFY));
     }
     keys.sort_unstable();
     keys.dedup();
@@ -175,9 +186,25 @@ mod tests {
     const ENOSYS: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
 
     fn program() -> BpfProgram {
+        program_for(oajail_policy::Policy::builtin_default())
+    }
+
+    /// The default policy with the workspace writable, and with a
+    /// `denyWrite` entry in it or not (a removal may then be refused, so
+    /// removals reach pid 1).
+    fn program_with_workspace(deny_write: bool) -> BpfProgram {
+        let mut policy = oajail_policy::Policy::builtin_default();
+        let entry = |p: &str| oajail_policy::PathEntry::parse(p, false).unwrap();
+        policy.filesystem.allow_write.push(entry("."));
+        if deny_write {
+            policy.filesystem.deny_write.push(entry("./locked"));
+        }
+        program_for(policy)
+    }
+
+    fn program_for(policy: oajail_policy::Policy) -> BpfProgram {
         let fs = oajail_policy::compile::MemFs::new().dirs(&["/h/w", "/tmp"]);
         let facts = oajail_policy::compile::HostFacts::with_dirs("/h", "/h/w");
-        let policy = oajail_policy::Policy::builtin_default();
         let compiled = oajail_policy::compile::compile(&policy, &facts, &fs).unwrap();
         compile(&compiled.guard.filter).unwrap()
     }
@@ -191,10 +218,7 @@ mod tests {
         let p = program();
         let creat = libc::O_CREAT as u64;
         for nr in [
-            libc::SYS_unlinkat,
             libc::SYS_truncate,
-            libc::SYS_fchmodat,
-            libc::SYS_fchownat,
             libc::SYS_setxattr,
             libc::SYS_lremovexattr,
         ] {
@@ -207,18 +231,10 @@ mod tests {
         ] {
             assert_eq!(call(&p, nr, [0; 6]), ALLOW, "{nr}");
         }
-        // utimensat with a path is notified; without one (futimens) it passes.
+        // Timestamps never reach pid 1, with or without a path.
         assert_eq!(
             call(&p, libc::SYS_utimensat, [3, 0x7fff_0000_1000, 0, 0, 0, 0]),
-            NOTIFY
-        );
-        assert_eq!(
-            call(&p, libc::SYS_utimensat, [3, 0x1000, 0, 0, 0, 0]),
-            NOTIFY
-        );
-        assert_eq!(
-            call(&p, libc::SYS_utimensat, [3, 0x7fff_0000_0000, 0, 0, 0, 0]),
-            NOTIFY
+            ALLOW
         );
         assert_eq!(call(&p, libc::SYS_utimensat, [3, 0, 0, 0, 0, 0]), ALLOW);
         for flags in [
@@ -276,6 +292,47 @@ mod tests {
         assert_eq!(call(&p, libc::SYS_ftruncate, [0; 6]), ALLOW);
     }
 
+    #[test]
+    fn modes_and_owners_reach_pid_one_only_when_they_could_matter() {
+        let p = program();
+        let at = |mode: u64| call(&p, libc::SYS_fchmodat, [3, 0x1000, mode, 0, 0, 0]);
+        for mode in [0o644, 0o600, 0o444, 0] {
+            assert_eq!(at(mode), ALLOW, "{mode:o}");
+        }
+        for mode in [0o755, 0o4644, 0o2644, 0o1644, 0o664, 0o646, 0o744] {
+            assert_eq!(at(mode), NOTIFY, "{mode:o}");
+        }
+        assert_eq!(call(&p, libc::SYS_fchmod, [3, 0o755, 0, 0, 0, 0]), NOTIFY);
+        assert_eq!(call(&p, libc::SYS_fchmod, [3, 0o644, 0, 0, 0, 0]), ALLOW);
+        // The default facts' command is uid 1000, gid 1000.
+        let none = u64::from(u32::MAX);
+        let own = |uid: u64, gid: u64| call(&p, libc::SYS_fchownat, [3, 0x1000, uid, gid, 0, 0]);
+        for (uid, gid) in [(1000, 1000), (none, none), (1000, none), (none, 1000)] {
+            assert_eq!(own(uid, gid), ALLOW, "{uid} {gid}");
+        }
+        // The kernel reads 32-bit ids: a high word changes nothing.
+        assert_eq!(own((1 << 32) | 1000, 1000), ALLOW);
+        for (uid, gid) in [(0, 1000), (1000, 0), (none, 5), (1001, none), (0, 0)] {
+            assert_eq!(own(uid, gid), NOTIFY, "{uid} {gid}");
+        }
+    }
+
+    #[test]
+    fn removals_reach_pid_one_only_when_a_deny_write_entry_can_refuse_them() {
+        let free = program_with_workspace(false);
+        let decided = program_with_workspace(true);
+        for flags in [0, libc::AT_REMOVEDIR as u64] {
+            let args = [3, 0x1000, flags, 0, 0, 0];
+            assert_eq!(call(&free, libc::SYS_unlinkat, args), ALLOW);
+            assert_eq!(call(&decided, libc::SYS_unlinkat, args), NOTIFY);
+        }
+        #[cfg(target_arch = "x86_64")]
+        for nr in [libc::SYS_unlink, libc::SYS_rmdir] {
+            assert_eq!(call(&free, nr, [0x1000, 0, 0, 0, 0, 0]), ALLOW);
+            assert_eq!(call(&decided, nr, [0x1000, 0, 0, 0, 0, 0]), NOTIFY);
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn legacy_x86_64_calls() {
@@ -288,21 +345,24 @@ mod tests {
             libc::SYS_symlink,
             libc::SYS_rename,
             libc::SYS_mknod,
-            libc::SYS_unlink,
-            libc::SYS_rmdir,
-            libc::SYS_chmod,
-            libc::SYS_chown,
-            libc::SYS_lchown,
-            libc::SYS_utime,
-            libc::SYS_utimes,
         ] {
             assert_eq!(call(&p, nr, [0; 6]), NOTIFY, "{nr}");
         }
         assert_eq!(
-            call(&p, libc::SYS_futimesat, [3, 0x1000, 0, 0, 0, 0]),
+            call(&p, libc::SYS_chmod, [0x1000, 0o755, 0, 0, 0, 0]),
             NOTIFY
         );
-        assert_eq!(call(&p, libc::SYS_futimesat, [3, 0, 0, 0, 0, 0]), ALLOW);
+        assert_eq!(
+            call(&p, libc::SYS_chmod, [0x1000, 0o644, 0, 0, 0, 0]),
+            ALLOW
+        );
+        for nr in [libc::SYS_chown, libc::SYS_lchown] {
+            assert_eq!(call(&p, nr, [0x1000, 0, 1000, 0, 0, 0]), NOTIFY, "{nr}");
+            assert_eq!(call(&p, nr, [0x1000, 1000, 1000, 0, 0, 0]), ALLOW, "{nr}");
+        }
+        for nr in [libc::SYS_utime, libc::SYS_utimes, libc::SYS_futimesat] {
+            assert_eq!(call(&p, nr, [3, 0x1000, 0, 0, 0, 0]), ALLOW, "{nr}");
+        }
         assert_eq!(call(&p, libc::SYS_open, [0, 0, 0, 0, 0, 0]), ALLOW);
         assert_eq!(call(&p, libc::SYS_open, [0, creat, 0, 0, 0, 0]), NOTIFY);
         assert_eq!(call(&p, libc::SYS_open, [0, 1, 0, 0, 0, 0]), NOTIFY);

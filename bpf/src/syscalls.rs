@@ -14,6 +14,10 @@ macro_rules! syscalls {
 /// not a silently absent rule).
 const SYSCALL_TABLE: &[(&str, i64)] = syscalls![
     SYS_socket,
+    SYS_socketpair,
+    SYS_sendto,
+    SYS_sendmsg,
+    SYS_sendmmsg,
     SYS_ioctl,
     SYS_clone,
     SYS_clone3,
@@ -110,6 +114,10 @@ pub fn guarded(name: &str) -> Option<i64> {
         "renameat2" => libc::SYS_renameat2,
         "openat" => libc::SYS_openat,
         "openat2" => libc::SYS_openat2,
+        // The container tier's connect hand-off (pid 1 makes them).
+        "connect" => libc::SYS_connect,
+        "bind" => libc::SYS_bind,
+        "listen" => libc::SYS_listen,
         #[cfg(target_arch = "x86_64")]
         "open" => libc::SYS_open,
         #[cfg(target_arch = "x86_64")]

@@ -55,12 +55,25 @@ fn prepare(
         nix::unistd::setsid().map_err(|e| (Step::Setsid, e.into()))?;
     }
     crate::rlimit::apply(&spec.rlimits).map_err(|e| (Step::Rlimits, e))?;
+    if spec.scope_command {
+        scope_signals().map_err(|e| (Step::Landlock, e.into()))?;
+    }
     crate::sys::fd::cloexec_from(3).map_err(|e| (Step::CloseFds, e.into()))?;
     // Last: the listener goes to pid 1 and no copy stays here.
     if let (Some(handoff), Some(spec)) = (guard, spec.guard.as_ref()) {
         handoff.install(spec).map_err(|e| (Step::Guard, e))?;
     }
     Ok(())
+}
+
+/// A Landlock layer of the command's own with only the signal scope (the
+/// container tier, ABI 6): its signals stop at its own domain, so it cannot
+/// kill pid 1, which ends every process of the jail when the command or
+/// the supervisor goes.
+fn scope_signals() -> std::io::Result<()> {
+    const LANDLOCK_SCOPE_SIGNAL: u64 = 1 << 1;
+    let ruleset = crate::sys::landlock::create_scoped_ruleset(LANDLOCK_SCOPE_SIGNAL)?;
+    crate::sys::landlock::restrict_self(std::os::fd::AsFd::as_fd(&ruleset))
 }
 
 /// `execve`, searching the `PATH` of the command's own environment when

@@ -1,5 +1,6 @@
 //! Kernel feature probes: what `oajail doctor` reports (the cheap probes the
-//! layer negotiation reads before each run are in `crate::layers`).
+//! layer negotiation reads before each run are in `crate::layers`; the
+//! steps of a run, tried in throw-away children, in `crate::envprobe`).
 
 use crate::negotiate::Kernel;
 use oajail_policy::compile::limits::{Resource, RlimitEntry};
@@ -11,7 +12,7 @@ use serde::Serialize;
 pub struct KernelFeatures {
     /// Kernel release (`uname -r`).
     pub kernel: String,
-    /// The features the negotiation reads (user namespaces as probed below).
+    /// The features the negotiation reads, with every step of a run tried.
     pub features: Kernel,
     /// `user.max_user_namespaces` (0 disables user namespaces).
     pub max_user_namespaces: Option<u64>,
@@ -19,21 +20,18 @@ pub struct KernelFeatures {
     pub unprivileged_userns_clone: Option<u64>,
     /// Ubuntu's `kernel.apparmor_restrict_unprivileged_userns` (1 restricts them).
     pub apparmor_restrict_unprivileged_userns: Option<u64>,
-    /// Result of actually creating a user namespace (`Err` holds the reason).
-    pub userns: Result<(), String>,
 }
 
 impl KernelFeatures {
-    /// Probe the running kernel (creates and reaps one short-lived process
-    /// to test user namespaces).
+    /// Probe the running kernel and try every step of a run (creates and
+    /// reaps two short-lived processes; the caller must be single-threaded).
     pub fn probe() -> Self {
-        let userns = userns_works();
         KernelFeatures {
             kernel: nix::sys::utsname::uname()
                 .map(|u| u.release().to_string_lossy().into_owned())
                 .unwrap_or_default(),
             features: Kernel {
-                user_namespaces: userns.is_ok(),
+                steps: crate::envprobe::steps(),
                 ..Kernel::probe()
             },
             max_user_namespaces: sysctl("user/max_user_namespaces"),
@@ -41,7 +39,6 @@ impl KernelFeatures {
             apparmor_restrict_unprivileged_userns: sysctl(
                 "kernel/apparmor_restrict_unprivileged_userns",
             ),
-            userns,
         }
     }
 }
@@ -144,31 +141,4 @@ fn sysctl(name: &str) -> Option<u64> {
         .trim()
         .parse()
         .ok()
-}
-
-/// Create a user namespace in a throw-away child and map our uid in it: the
-/// only reliable test (AppArmor's restriction lets the clone succeed and
-/// fails the map or later capability use).
-fn userns_works() -> Result<(), String> {
-    use crate::sys::process::{Forked, clone_fork, exit_now};
-    use nix::sys::wait::{WaitStatus, waitpid};
-    let uid = nix::unistd::getuid().as_raw();
-    let gid = nix::unistd::getgid().as_raw();
-    match clone_fork(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) {
-        Err(e) => Err(format!(
-            "clone(CLONE_NEWUSER): {}",
-            crate::error::lower_first(&e.to_string())
-        )),
-        Ok(Forked::Child) => {
-            let ok = crate::ns::write_id_maps(uid, gid).is_ok()
-                && nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).is_ok();
-            exit_now(if ok { 0 } else { 1 })
-        }
-        Ok(Forked::Parent(pid)) => match waitpid(nix::unistd::Pid::from_raw(pid), None) {
-            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
-            _ => {
-                Err("user namespace created but uid map or capabilities refused (AppArmor?)".into())
-            }
-        },
-    }
 }

@@ -118,10 +118,12 @@ impl JailError {
         }
     }
 
-    /// Whether this failure means the kernel refused the namespaces
-    /// (user namespaces disabled by sysctl, or AppArmor's
+    /// Whether this failure may be the environment refusing a step of the
+    /// full jail (user namespaces disabled by sysctl, AppArmor's
     /// `apparmor_restrict_unprivileged_userns` refusing the id maps or the
-    /// namespace's capabilities).
+    /// namespace's capabilities, a container's seccomp profile, its masked
+    /// `/proc`): the run then tries the steps (`crate::envprobe`) and
+    /// negotiates again on what they did.
     pub fn namespaces_refused(&self) -> bool {
         let JailError::Step { step, errno, .. } = self else {
             return false;
@@ -132,7 +134,7 @@ impl JailError {
         );
         match step {
             Step::Namespaces => true,
-            Step::IdMaps | Step::Hostname | Step::Loopback => denied,
+            Step::IdMaps | Step::Hostname | Step::Loopback | Step::Mounts => denied,
             _ => false,
         }
     }
@@ -145,6 +147,11 @@ impl JailError {
             _ => crate::exit_code::SETUP_FAILED,
         }
     }
+}
+
+/// An errno as `EPERM` (its symbolic name), for one-line messages.
+pub fn errno_name(errno: i32) -> String {
+    format!("{:?}", nix::errno::Errno::from_raw(errno))
 }
 
 /// Error texts from std start with a capital ("No such file…"); oajail's

@@ -75,7 +75,8 @@ pub(crate) fn run(
     keep.extend(guard.as_ref().map(Server::descriptors).unwrap_or_default());
     close_all_but(&keep);
     loop {
-        let (signal_ready, guard_event) = wait(&signals, guard.as_ref());
+        let watch = flat.then_some(&report);
+        let (signal_ready, guard_event) = wait(&signals, guard.as_ref(), watch);
         match guard_event {
             GuardEvent::Ready => {
                 // A failing listener fails every waiting call; drop it.
@@ -100,34 +101,54 @@ enum GuardEvent {
     Gone,
 }
 
-/// Block until a signal or a guard notification is pending.
-fn wait(signals: &SignalFd, guard: Option<&Server>) -> (bool, GuardEvent) {
+/// Block until a signal or a guard notification is pending. With
+/// `supervisor` (no pid namespace), its exit report's pipe is watched too:
+/// when it breaks the supervisor is gone, and every process of the jail is
+/// killed before pid 1 exits.
+fn wait(
+    signals: &SignalFd,
+    guard: Option<&Server>,
+    supervisor: Option<&ExitReport>,
+) -> (bool, GuardEvent) {
     let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-    if let Some(g) = guard {
-        fds.push(PollFd::new(g.listener.as_fd(), PollFlags::POLLIN));
-    }
+    let mut at = |fd, events| {
+        fds.push(PollFd::new(fd, events));
+        fds.len() - 1
+    };
+    let g = guard.map(|g| at(g.listener.as_fd(), PollFlags::POLLIN));
+    let s = supervisor.map(|r| at(r.as_fd(), PollFlags::empty()));
+    let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
     match poll(&mut fds, PollTimeout::NONE) {
         Ok(_) => {}
         Err(nix::Error::EINTR) => return (false, GuardEvent::Idle),
         // Cannot wait any more: exiting kills the whole jail (fail closed).
-        Err(_) => crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED),
+        Err(_) => end_now(supervisor.is_some()),
     }
-    let ready = |i: usize, f: PollFlags| {
-        fds.get(i)
+    let ready = |i: Option<usize>, f: PollFlags| {
+        i.and_then(|i| fds.get(i))
             .and_then(|p| p.revents())
             .is_some_and(|r| r.intersects(f))
     };
-    let event = if ready(1, PollFlags::POLLIN) {
+    if ready(s, gone) {
+        end_now(true);
+    }
+    let event = if ready(g, PollFlags::POLLIN) {
         GuardEvent::Ready
-    } else if ready(
-        1,
-        PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL,
-    ) {
+    } else if ready(g, gone) {
         GuardEvent::Gone
     } else {
         GuardEvent::Idle
     };
-    (ready(0, PollFlags::POLLIN), event)
+    (ready(Some(0), PollFlags::POLLIN), event)
+}
+
+/// Exit at once; without a pid namespace (`flat`) kill every process of the
+/// jail first, as the namespace's end would.
+fn end_now(flat: bool) -> ! {
+    if flat {
+        kill_descendants();
+    }
+    crate::sys::process::exit_now(crate::exit_code::SETUP_FAILED)
 }
 
 /// Read one signal: reap on SIGCHLD (ending the jail once the command is

@@ -159,6 +159,73 @@ impl Prebuilt {
     }
 }
 
+/// Without a mount view (the container tier) no rule depends on the jail,
+/// and the ruleset is built by both sides at once: the supervisor creates
+/// it ([`shared`]), hands pid 1 the descriptor with the spec and adds the
+/// first half of the path rules ([`Half::First`]) while pid 1 adds the
+/// second; the go-ahead comes once the supervisor's half is in, and pid 1
+/// enforces the whole ([`Built::restrict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Half {
+    /// The supervisor's.
+    First,
+    /// pid 1's.
+    Second,
+}
+
+/// The ruleset of `plan` at ABI `level`, with its port rules and no path
+/// rule yet (see [`Half`]).
+pub(crate) fn shared(plan: &LandlockPlan, level: u8) -> Result<OwnedFd, LandlockError> {
+    create(plan, level)
+}
+
+/// Add `half` of `plan`'s path rules to `ruleset`.
+pub(crate) fn add_half(
+    ruleset: BorrowedFd<'_>,
+    plan: &LandlockPlan,
+    level: u8,
+    half: Half,
+) -> Result<(), LandlockError> {
+    let (first, second) = plan.fs_rules.split_at(plan.fs_rules.len() / 2);
+    let rules = if half == Half::First { first } else { second };
+    add_fs_rules(ruleset, rules.iter(), level)
+}
+
+/// Build the whole ruleset of `plan` at ABI `level` without enforcing it
+/// (pid 1 without a mount view, when the supervisor did not share one).
+pub(crate) fn build(plan: &LandlockPlan, level: u8) -> Result<Built, LandlockError> {
+    let fd = create(plan, level)?;
+    add_fs_rules(fd.as_fd(), plan.fs_rules.iter(), level)?;
+    Ok(Built(fd))
+}
+
+/// A whole ruleset built ahead ([`build`], or [`Half`] by [`Half`]).
+#[derive(Debug)]
+pub(crate) struct Built(OwnedFd);
+
+impl Built {
+    /// pid 1: add the second half of the rules to the ruleset the
+    /// supervisor shared (it adds the first meanwhile).
+    pub(crate) fn finish_shared(
+        ruleset: OwnedFd,
+        plan: &LandlockPlan,
+        level: u8,
+    ) -> Result<Built, LandlockError> {
+        add_half(ruleset.as_fd(), plan, level, Half::Second)?;
+        Ok(Built(ruleset))
+    }
+
+    /// Enforce it on the calling process (no_new_privs is set already).
+    pub(crate) fn restrict(
+        self,
+        plan: &LandlockPlan,
+        level: u8,
+    ) -> Result<LandlockStatus, LandlockError> {
+        crate::sys::landlock::restrict_self(self.0.as_fd()).map_err(LandlockError::Os)?;
+        Ok(status_at(plan, level))
+    }
+}
+
 /// Build the ruleset of `plan` at ABI `level` with every rule that does not
 /// depend on the jail's mounts `mounts` (supervisor side; see the module docs).
 pub fn prebuild(
@@ -417,6 +484,30 @@ fn to_access(rights: impl Iterator<Item = FsAccess>) -> BitFlags<AccessFs> {
         };
     }
     out
+}
+
+/// Whether `landlock_restrict_self` works here (a container's seccomp
+/// profile may refuse the Landlock calls): restricts the calling process,
+/// a throw-away child of the environment probe (`envprobe.rs`).
+pub(crate) fn probe_restrict() -> std::io::Result<()> {
+    let restricted = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::ReadFile)
+        .and_then(|r| r.create())
+        .and_then(|r| r.restrict_self());
+    restricted.map(|_| ()).map_err(|e| {
+        // The errno of the refused call, when the chain carries one.
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(err) = source {
+            if let Some(io) = err.downcast_ref::<std::io::Error>()
+                && let Some(n) = io.raw_os_error()
+            {
+                return std::io::Error::from_raw_os_error(n);
+            }
+            source = err.source();
+        }
+        std::io::Error::other(lower_first(&e.to_string()))
+    })
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use oajail_policy::compile::limits::Resource;
 use std::net::TcpListener;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 /// How the jail ended.
@@ -175,9 +175,31 @@ impl Jail {
         // what is readable (Landlock ABI 1).
         let copy = (self.prebuilds() && !self.layers.mover()).then(|| pid1_copy(spec));
         let written = self.spec_file.write(copy.as_ref().unwrap_or(spec));
-        let sent = written.and_then(|()| self.chan.send_byte(byte));
+        // Without a mount view both sides build the ruleset at once.
+        let shared = self.shares_landlock(spec)?;
+        let sent = written.and_then(|()| match &shared {
+            Some(fd) => self.chan.send_byte_with_fd(byte, fd.as_fd()),
+            None => self.chan.send_byte(byte),
+        });
         self.sent(sent, Step::Supervisor)?;
+        if let (Some(fd), Some(plan)) = (shared, &spec.landlock) {
+            let half = crate::landlock::Half::First;
+            crate::landlock::add_half(fd.as_fd(), plan, self.layers.landlock_abi, half)
+                .map_err(|e| JailError::msg(Step::Landlock, e.to_string()))?;
+        }
         self.prebuild_landlock(spec)
+    }
+
+    /// Without a mount view: the ruleset both sides build (`landlock::Half`).
+    fn shares_landlock(&self, spec: &JailSpec) -> Result<Option<OwnedFd>, JailError> {
+        match &spec.landlock {
+            Some(plan) if self.layers.landlock && !self.layers.mount_view() => {
+                crate::landlock::shared(plan, self.layers.landlock_abi)
+                    .map(Some)
+                    .map_err(|e| JailError::msg(Step::Landlock, e.to_string()))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// What a failed send to pid 1 means (`at`: the step the send was
@@ -499,6 +521,8 @@ fn pid1_copy(spec: &JailSpec) -> JailSpec {
         ssh_helper,
         trust_bundle,
         masked_files,
+        connect,
+        scope_command,
     } = spec;
     let landlock = match (landlock, mounts) {
         (Some(plan), Some(mounts)) => Some(crate::landlock::jail_side_only(plan, mounts)),
@@ -517,5 +541,7 @@ fn pid1_copy(spec: &JailSpec) -> JailSpec {
         ssh_helper: ssh_helper.clone(),
         trust_bundle: trust_bundle.clone(),
         masked_files: masked_files.clone(),
+        connect: connect.clone(),
+        scope_command: *scope_command,
     }
 }

@@ -18,9 +18,21 @@
 //! and then serves as init (`init.rs`). The order and its reasons are in
 //! `docs/enforcement-order.md`.
 //!
+//! Where the environment refuses steps of that (a container engine's
+//! seccomp profile, its masked `/proc`), the negotiation takes a fallback
+//! per step (no uts namespace; the container's `/proc`; move-mount and
+//! `chroot` for `pivot_root`) or the *container tier*: no namespace, pid 1
+//! a plain child and subreaper, Landlock and the guard holding the file
+//! system with a private `TMPDIR` (`tmpdir`), seccomp limiting sockets to
+//! TCP, and pid 1 making every `connect`, `bind` and `listen` of the
+//! command (`connect`), so TCP still ends at the proxy. `envprobe` tries
+//! the steps in throw-away children (`oajail doctor`, and a run where
+//! something may refuse them).
+//!
 //! Module sides: code that runs inside the jail (`pid1`, `init`, `command`
 //! and the steps they call) never imports the supervisor's modules
-//! (`launcher`, `cgroup`, `negotiate`, `doctor`, `hostfs`); what both sides
+//! (`launcher`, `cgroup`, `negotiate`, `doctor`, `envprobe`, `hostfs`,
+//! `tmpdir`); what both sides
 //! need lives in shared modules (`report`: what pid 1 enforced, `signals`:
 //! the handled signals, `exit_code`, `sync`: the channel, `fdpass`, `cpus`:
 //! where pid 1 runs during set-up, `spec`, the layers' plans). The
@@ -52,14 +64,20 @@
 //! - nothing of the command runs before every step succeeded;
 //! - pid 1 exits when the command exits, and its exit kills every other
 //!   process of the jail;
-//! - the command's exit status passes through (128+N for signal N).
+//! - the command's exit status passes through (128+N for signal N);
+//! - a run is never less confined than its banner says: a step that was
+//!   tried and then fails in the jail stops the run at that step; one that
+//!   was only assumed is tried, and negotiated again, before anything of
+//!   the command exists.
 #![deny(missing_docs)]
 
 mod caps;
 mod cgroup;
 mod command;
+mod connect;
 mod cpus;
 pub mod doctor;
+pub mod envprobe;
 pub mod error;
 pub mod exit_code;
 mod fdpass;
@@ -85,8 +103,10 @@ mod sync;
 #[allow(unsafe_code)]
 mod sys;
 pub mod terminal;
+pub mod tmpdir;
 mod wire;
 
+pub use connect::ConnectSpec;
 pub use error::{JailError, Step};
 pub use hostfs::HostFs;
 pub use launcher::{Jail, Outcome, Waited};

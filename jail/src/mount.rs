@@ -38,7 +38,7 @@ use rustix::mount::{
     FsMountFlags, FsOpenFlags, MountAttrFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags,
 };
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 /// A mount step failed; names the operation and path.
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +95,17 @@ pub fn prepare() -> Result<Prepared, MountError> {
     })
 }
 
+/// How the view is finished where the environment refuses a step
+/// (`negotiate::Fallbacks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    /// A fresh `/proc` (else the container's, which the read-only root
+    /// clone already holds, with the host-wide files masked).
+    pub fresh_proc: bool,
+    /// `pivot_root` (else `move_mount` onto `/` and `chroot`).
+    pub pivot: bool,
+}
+
 /// The staging area made and the host's mounts read ([`prepare`]).
 pub struct Prepared {
     mountinfo: String,
@@ -103,12 +114,20 @@ pub struct Prepared {
 
 impl Prepared {
     /// Steps 3 and 4: build the jail's root from `plan` and pivot into it.
-    pub fn apply(self, plan: &MountPlan, masked: &[MaskedFileSpec]) -> Result<(), MountError> {
+    pub fn apply(
+        self,
+        plan: &MountPlan,
+        masked: &[MaskedFileSpec],
+        view: View,
+    ) -> Result<(), MountError> {
         let stage = self.stage;
         let shm =
             (plan.shm_size_bytes).unwrap_or(oajail_policy::compile::mounts::DEFAULT_SHM_BYTES);
         for step in &plan.steps {
-            stage.apply(step, shm)?;
+            match step {
+                MountStep::Proc if !view.fresh_proc => dev::container_proc(&stage)?,
+                step => stage.apply(step, shm)?,
+            }
         }
         let hidden: Vec<std::path::PathBuf> = plan
             .steps
@@ -120,7 +139,11 @@ impl Prepared {
             stage.mask_alias(&path.to_string_lossy())?;
         }
         stage.place_sentinels(plan, masked)?;
-        stage.pivot()
+        if view.pivot {
+            stage.pivot()
+        } else {
+            stage.move_and_chroot()
+        }
     }
 }
 
@@ -280,6 +303,37 @@ impl Stage {
         rustix::process::pivot_root(".", ".").ctx(|| "pivot_root".into())?;
         rustix::mount::unmount(".", rustix::mount::UnmountFlags::DETACH)
             .ctx(|| "detach old root".into())?;
+        rustix::process::chdir("/").ctx(|| "chdir /".into())?;
+        Ok(())
+    }
+}
+
+impl Stage {
+    /// `pivot_root`'s fallback (as runc's `no_pivot_root`): detach the
+    /// pristine host clone, move the new root onto `/` and `chroot` into
+    /// it. The container's tree stays mounted beneath the new root; no
+    /// path leads there from inside (`..` stops at the root), pid 1 keeps
+    /// no descriptor to it, and capabilities are dropped before the
+    /// command exists (`chroot` again, `mount` or `setns` are refused, by
+    /// the lack of them and by seccomp). What is left is
+    /// `/proc/<pid>/root` of a process outside the jail: there is none in
+    /// a fresh `/proc`, and beside the container's `/proc` Landlock's
+    /// ptrace restriction refuses it (the negotiation takes this fallback
+    /// there only with Landlock).
+    fn move_and_chroot(self) -> Result<(), MountError> {
+        let host = format!("/proc/self/fd/{}/host", self.base.as_raw_fd());
+        rustix::mount::unmount(host.as_str(), rustix::mount::UnmountFlags::DETACH)
+            .ctx(|| "detach the host clone".into())?;
+        rustix::process::fchdir(&self.root).ctx(|| "chdir to new root".into())?;
+        rustix::mount::move_mount(
+            &self.root,
+            "",
+            CWD,
+            "/",
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+        .ctx(|| "move the new root onto /".into())?;
+        rustix::process::chroot(".").ctx(|| "chroot".into())?;
         rustix::process::chdir("/").ctx(|| "chdir /".into())?;
         Ok(())
     }

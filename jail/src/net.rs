@@ -19,16 +19,26 @@ pub(crate) fn loopback_up() -> io::Result<()> {
     crate::sys::net::loopback_up()
 }
 
-/// Bind the listener(s) and send them to the supervisor, closing our copies.
-pub(crate) fn hand_off_listeners(chan: &Channel) -> io::Result<()> {
-    let mut listeners = vec![TcpListener::bind(SocketAddr::from((
-        [127, 0, 0, 1],
-        PROXY_PORT,
-    )))?];
-    // IPv6 may be disabled in the kernel or for this netns; then v4 alone.
-    if let Ok(v6) = TcpListener::bind(SocketAddr::from((Ipv6Addr::LOCALHOST, PROXY_PORT))) {
-        listeners.push(v6);
-    }
+/// Bind the listener(s) (when `bind`) and send them to the supervisor,
+/// closing our copies.
+pub(crate) fn hand_off_listeners(chan: &Channel, bind: bool) -> io::Result<()> {
+    let listeners = if bind {
+        listen_on_loopback(PROXY_PORT)?
+    } else {
+        Vec::new()
+    };
     let raw: Vec<_> = listeners.iter().map(|l| l.as_raw_fd()).collect();
     chan.send(&ChildMsg::Listeners, &raw)
+}
+
+/// Listeners on 127.0.0.1 and, when IPv6 loopback works, `[::1]` at
+/// `port` (0: a port of the kernel's choosing for each). The container
+/// tier's supervisor binds its proxy listeners with this.
+pub fn listen_on_loopback(port: u16) -> io::Result<Vec<TcpListener>> {
+    let mut listeners = vec![TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))?];
+    // IPv6 may be disabled in the kernel or for this netns; then v4 alone.
+    if let Ok(v6) = TcpListener::bind(SocketAddr::from((Ipv6Addr::LOCALHOST, port))) {
+        listeners.push(v6);
+    }
+    Ok(listeners)
 }

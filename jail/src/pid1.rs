@@ -17,7 +17,7 @@
 use crate::cpus::Affinity;
 use crate::error::{Failure, Step};
 use crate::guard::{Handoff, Mover, Server};
-use crate::landlock::{LandlockStatus, Prebuilt};
+use crate::landlock::{Built, LandlockStatus, Prebuilt};
 use crate::report::{EnforcementReport, LandlockEnforced};
 use crate::spec::{JailSpec, Layers};
 use crate::sync::{self, Channel, ChildMsg, ExitReport, SpecFile};
@@ -50,7 +50,14 @@ pub(crate) fn run(
             // Closing our end: once the command has executed too, the
             // supervisor sees end-of-file, which means "exec succeeded".
             drop(chan);
-            init::run(command, signals, !layers.namespaces, guard, report)
+            let flat = !layers.namespaces;
+            if flat {
+                // No pid namespace dies with pid 1 here: instead of dying
+                // at once with the supervisor, pid 1 sees it go (its exit
+                // report's pipe breaks) and ends every process of the jail.
+                let _ = nix::sys::prctl::set_pdeathsig(None);
+            }
+            init::run(command, signals, flat, guard, report)
         }
         Ok(Err((step, failure))) => sync::report(&chan, step, failure),
         Err(_) => sync::report(&chan, Step::Fork, Failure::msg("panic during jail setup")),
@@ -79,11 +86,17 @@ fn setup(
     } else {
         None
     };
-    let wants_terminal = at(Step::Supervisor, chan.wait_spec())?;
+    let (wants_terminal, shared) = at(Step::Supervisor, chan.wait_spec())?;
     let spec = at(Step::Supervisor, spec_file.read())?;
     match spec.mounts.as_ref().zip(staged) {
         // Includes pivot_root into the new root (see mount.rs).
-        Some((plan, staged)) => at(Step::Mounts, staged.apply(plan, &spec.masked_files))?,
+        Some((plan, staged)) => {
+            let view = crate::mount::View {
+                fresh_proc: layers.fresh_proc,
+                pivot: layers.pivot,
+            };
+            at(Step::Mounts, staged.apply(plan, &spec.masked_files, view))?
+        }
         // Without the jail's own mount view the real file would show.
         None if !spec.masked_files.is_empty() => {
             let msg = "masked files: a masked credential file needs the jail's own mount view";
@@ -97,11 +110,18 @@ fn setup(
     // Nothing needs a capability any more: drop them while the supervisor
     // still builds the ruleset and prepares the proxy.
     drop_privileges(layers)?;
+    // Without a mount view nothing of the ruleset depends on the jail: pid
+    // 1 builds its half while the supervisor builds the other.
+    let built = build_landlock(layers, &spec, shared)?;
     let prebuilt = at(Step::Supervisor, chan.wait_byte_with_fd(sync::GO))?;
     // The supervisor kept pid 1 off its CPU while both worked (cpus.rs);
     // pid 1 and the command get the caller's CPUs back.
     affinity.restore();
-    let (report, mover) = lock_down(layers, &spec, prebuilt.map(Prebuilt::from_fd))?;
+    let ruleset = match (prebuilt, built) {
+        (Some(fd), _) => Some(Ruleset::Prebuilt(Prebuilt::from_fd(fd))),
+        (None, built) => built.map(Ruleset::Built),
+    };
+    let (report, mover) = lock_down(layers, &spec, ruleset)?;
     at(Step::Fork, chan.send(&ChildMsg::Enforced(report), &[]))?;
     let signals = at(Step::Fork, init::signal_fd())?;
     // The guard's hand-off socketpair, made before the fork.
@@ -127,8 +147,9 @@ fn setup(
             let plan = g.plan().clone();
             let mut prime: Vec<std::path::PathBuf> = plan.roots.iter().map(Into::into).collect();
             prime.push(spec.cwd.clone());
+            let connect = spec.connect.clone().filter(|_| layers.connect);
             (at(Step::Guard, h.receive())?)
-                .map(|listener| Server::new(listener, plan, prime, mover))
+                .map(|listener| Server::new(listener, plan, prime, mover, connect))
         }
         _ => None,
     };
@@ -189,13 +210,17 @@ fn enter(layers: Layers, chan: &Channel, (uid, gid): (u32, u32)) -> StepResult {
     if !layers.namespaces {
         at(Step::InitHardening, init::become_subreaper())?;
     }
-    if layers.namespaces {
+    if layers.namespaces && layers.uts {
         at(Step::Hostname, ns::set_hostname(HOSTNAME))?;
     }
     if layers.namespaces && layers.netns {
         at(Step::Loopback, net::loopback_up())?;
     }
-    at(Step::ProxyListener, net::hand_off_listeners(chan))
+    // Without namespaces the supervisor binds the proxy's listeners itself
+    // (in the container's network, on ports of the kernel's choosing);
+    // the empty message still says pid 1 got this far.
+    let bind = layers.namespaces;
+    at(Step::ProxyListener, net::hand_off_listeners(chan, bind))
 }
 
 /// Every capability, then no_new_privs (Landlock and seccomp need it
@@ -215,7 +240,7 @@ fn drop_privileges(layers: Layers) -> StepResult {
 fn lock_down(
     layers: Layers,
     spec: &JailSpec,
-    prebuilt: Option<Prebuilt>,
+    prebuilt: Option<Ruleset>,
 ) -> StepResult<(EnforcementReport, Option<Mover>)> {
     let mover = start_mover(layers, spec)?;
     let landlock = apply_landlock(layers, spec, prebuilt)?;
@@ -248,19 +273,45 @@ fn start_mover(layers: Layers, spec: &JailSpec) -> StepResult<Option<Mover>> {
     at(Step::Guard, Mover::start(readable)).map(Some)
 }
 
+/// A ruleset made before the go-ahead: by the supervisor (its host-side
+/// part) or, without a mount view, all of it by pid 1.
+enum Ruleset {
+    Prebuilt(Prebuilt),
+    Built(Built),
+}
+
+/// Without a mount view: the ruleset, built before the go-ahead (pid 1's
+/// half of the one the supervisor shared, or all of it).
+fn build_landlock(
+    layers: Layers,
+    spec: &JailSpec,
+    shared: Option<std::os::fd::OwnedFd>,
+) -> StepResult<Option<Built>> {
+    let abi = layers.landlock_abi;
+    let built = match (spec.landlock.as_ref(), shared) {
+        (Some(_), _) if !layers.landlock || layers.mount_view() => return Ok(None),
+        (Some(plan), Some(fd)) => Built::finish_shared(fd, plan, abi),
+        (Some(plan), None) => crate::landlock::build(plan, abi),
+        (None, _) => return Ok(None),
+    };
+    Ok(Some(at(Step::Landlock, built)?))
+}
+
 /// Landlock: finish the ruleset the supervisor built ahead (jail-side rules
-/// only) or, without one (no mount view), build it all here.
+/// only), enforce the one pid 1 built, or build it all here.
 fn apply_landlock(
     layers: Layers,
     spec: &JailSpec,
-    prebuilt: Option<Prebuilt>,
+    ruleset: Option<Ruleset>,
 ) -> StepResult<LandlockEnforced> {
     let Some(plan) = spec.landlock.as_ref().filter(|_| layers.landlock) else {
         return Ok(LandlockEnforced::None);
     };
-    let status = match (prebuilt, &spec.mounts) {
-        (Some(ruleset), Some(mounts)) => ruleset.restrict(plan, mounts, layers.landlock_abi),
-        _ => crate::landlock::restrict(plan, layers.landlock_abi),
+    let abi = layers.landlock_abi;
+    let status = match (ruleset, &spec.mounts) {
+        (Some(Ruleset::Prebuilt(r)), Some(mounts)) => r.restrict(plan, mounts, abi),
+        (Some(Ruleset::Built(r)), _) => r.restrict(plan, abi),
+        _ => crate::landlock::restrict(plan, abi),
     };
     Ok(match at(Step::Landlock, status)? {
         LandlockStatus::Full => LandlockEnforced::Full,

@@ -2,6 +2,7 @@
 //! the [`JailSpec`] is compiled while the new namespaces come up and reaches
 //! the jail through a memfd, so the child only applies plain data.
 
+use crate::connect::ConnectSpec;
 use crate::guard::GuardSpec;
 use crate::seccomp::SeccompProgram;
 use oajail_policy::compile::landlock::LandlockPlan;
@@ -33,6 +34,16 @@ pub struct Layers {
     /// The create-guard (seccomp user notification served by pid 1; only a
     /// `test-layers` build turns this off).
     pub guard: bool,
+    /// A uts namespace with the jail's host name (off: `sethostname` is
+    /// refused here, the jail keeps the container's host name).
+    pub uts: bool,
+    /// A fresh `/proc` (off: the container's, read-only).
+    pub fresh_proc: bool,
+    /// `pivot_root` into the new root (off: `move_mount` onto `/` and
+    /// `chroot`).
+    pub pivot: bool,
+    /// The container tier's connect hand-off (`crate::connect`).
+    pub connect: bool,
 }
 
 impl Layers {
@@ -59,11 +70,14 @@ impl Layers {
 
     /// The namespaces pid 1 unshares itself (see `ns::UNSHARE_FLAGS`).
     pub(crate) fn unshare_flags(&self) -> libc::c_int {
-        match (self.namespaces, self.netns) {
-            (false, _) => 0,
-            (true, true) => crate::ns::UNSHARE_FLAGS,
-            (true, false) => crate::ns::UNSHARE_FLAGS & !libc::CLONE_NEWNET,
+        let mut flags = crate::ns::UNSHARE_FLAGS;
+        if !self.netns {
+            flags &= !libc::CLONE_NEWNET;
         }
+        if !self.uts {
+            flags &= !libc::CLONE_NEWUTS;
+        }
+        if self.namespaces { flags } else { 0 }
     }
 
     /// Every layer on.
@@ -76,6 +90,10 @@ impl Layers {
         netns: true,
         caps: true,
         guard: true,
+        uts: true,
+        fresh_proc: true,
+        pivot: true,
+        connect: false,
     };
 }
 
@@ -116,6 +134,12 @@ pub struct JailSpec {
     /// Masked credential files: the mount layer shows each path as a
     /// read-only file holding its sentinel (the real file stays masked).
     pub masked_files: Vec<MaskedFileSpec>,
+    /// The container tier's connect hand-off (`None` in the full jail).
+    pub connect: Option<ConnectSpec>,
+    /// The command adds a Landlock layer of its own with the signal scope
+    /// (the container tier on Landlock ABI 6): pid 1, which is no init
+    /// there, is then out of its reach, while pid 1 still signals it.
+    pub scope_command: bool,
 }
 
 /// One masked credential file as the jail shows it.
@@ -144,6 +168,8 @@ impl JailSpec {
             ssh_helper: None,
             trust_bundle: None,
             masked_files: Vec::new(),
+            connect: None,
+            scope_command: false,
         }
     }
 }

@@ -110,12 +110,14 @@ impl Channel {
         send_with_fds(self.fd.as_fd(), &[byte], &[fd.as_raw_fd()])
     }
 
-    /// Child: wait for [`SPEC`] or [`SPEC_TERMINAL`]; true for the latter.
-    pub(crate) fn wait_spec(&self) -> io::Result<bool> {
+    /// Child: wait for [`SPEC`] or [`SPEC_TERMINAL`]; true for the latter,
+    /// with the descriptor sent along (a Landlock ruleset the supervisor
+    /// shares, in the container tier).
+    pub(crate) fn wait_spec(&self) -> io::Result<(bool, Option<OwnedFd>)> {
         let mut b = [0u8; 1];
         match recv_with_fds(self.fd.as_fd(), &mut b)? {
-            (1, _) if b[0] == SPEC => Ok(false),
-            (1, _) if b[0] == SPEC_TERMINAL => Ok(true),
+            (1, fds) if b[0] == SPEC => Ok((false, fds.into_iter().next())),
+            (1, fds) if b[0] == SPEC_TERMINAL => Ok((true, fds.into_iter().next())),
             (0, _) => Err(io::Error::other("supervisor went away")),
             _ => Err(io::Error::other("unexpected message from supervisor")),
         }

@@ -77,6 +77,61 @@ impl Default for Limits {
     }
 }
 
+/// What the policy for `--jail` bounds the jail with as a whole
+/// (`oajail.limits`): memory (`addressSpaceBytes`: `RLIMIT_AS` of every
+/// process, and a memory cgroup for the whole jail where oajail can make
+/// one) and tasks (`processes`: `RLIMIT_NPROC`, and a pids cgroup).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JailBounds {
+    /// `limits.addressSpaceBytes`.
+    pub address_space_bytes: u64,
+    /// `limits.processes` (threads count).
+    pub processes: u64,
+}
+
+// The sizes the bounds are made of, measured on the release build
+// (docs/mcp.md, "Memory and tasks of the jailed server"): the server idles
+// at 12 MiB and peaked at 177 MiB with four executes returning 40,000
+// small records each (a 29 MiB tree apiece, under the 32 MiB tree budget,
+// plus its reply); a worker idles at 4 MiB and holds its heap cap plus
+// about 10 MiB at most; oajail's pid 1 holds 4 MiB; the server's virtual
+// size peaked at 370 MB; the jail's tasks at 19 with the default limits.
+const MIB: u64 = 1024 * 1024;
+const SERVER_IDLE_MB: u64 = 16;
+const SERVER_PER_EXECUTE_MB: u64 = 48;
+const WORKER_OVER_HEAP_MB: u64 = 32;
+const IDLE_WORKER_MB: u64 = 8;
+const JAIL_INIT_MB: u64 = 8;
+/// Virtual size the server needs whatever the memory it uses (arenas and
+/// stacks reserve address space): `RLIMIT_AS` is per process.
+const SERVER_VIRTUAL_MB: u64 = 512;
+/// The worker lowers its own `RLIMIT_AS` to its heap cap plus this
+/// (`worker::sandbox`), which must fit under the jail's.
+const WORKER_AS_HEADROOM_MB: u64 = 192;
+/// Tasks besides the workers: pid 1, the server's threads (main, the spawn
+/// and search lanes, two blocking threads) and slack.
+const BASE_TASKS: u64 = 16;
+
+impl Limits {
+    /// The jail's bounds for this configuration: the server's own share
+    /// (idle, plus its per-execute budget at every concurrency slot), each
+    /// running worker's heap and overhead, the pooled workers, pid 1; tasks
+    /// for the pool and for running, dying and replacement workers.
+    pub fn jail_bounds(&self) -> JailBounds {
+        let running = self.max_concurrency as u64;
+        let pool = self.pool_size as u64;
+        let per_execute = SERVER_PER_EXECUTE_MB + self.memory_mb + WORKER_OVER_HEAP_MB;
+        let mb = SERVER_IDLE_MB + JAIL_INIT_MB + running * per_execute + pool * IDLE_WORKER_MB;
+        let mb = mb
+            .max(SERVER_VIRTUAL_MB)
+            .max(self.memory_mb + WORKER_AS_HEADROOM_MB);
+        JailBounds {
+            address_space_bytes: mb * MIB,
+            processes: BASE_TASKS + pool + 3 * running,
+        }
+    }
+}
+
 /// The whole server configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -121,7 +176,8 @@ impl Config {
             self.extra_ca_certs.as_deref(),
             self.openapi.as_deref(),
             rules,
-        )?;
+        )?
+        .with_bounds(self.limits.jail_bounds());
         Ok(match &self.transport {
             crate::remote::Transport::Http(h) => {
                 needs.for_http(h.hosts(), h.masked(), h.env_keep(), h.issuers())
@@ -321,6 +377,31 @@ mod tests {
         assert!(api_key(Some("k"), "http://x/v3", false).is_err());
         assert!(api_key(Some("k"), "http://x/v3", true).is_ok());
         assert_eq!(api_key(None, "http://x/v3", false).unwrap(), None);
+    }
+
+    #[test]
+    fn the_jail_bounds_grow_with_what_the_configuration_allows() {
+        let d = Limits::default().jail_bounds();
+        assert_eq!(d.address_space_bytes, 1400 * MIB);
+        assert_eq!(d.processes, 32);
+        let small = Limits {
+            max_concurrency: 1,
+            pool_size: 1,
+            memory_mb: 8,
+            ..Limits::default()
+        }
+        .jail_bounds();
+        assert_eq!(small.address_space_bytes, SERVER_VIRTUAL_MB * MIB);
+        let big = Limits {
+            memory_mb: 4096,
+            max_concurrency: 1,
+            ..Limits::default()
+        }
+        .jail_bounds();
+        assert_eq!(
+            big.address_space_bytes,
+            (4096 + WORKER_AS_HEADROOM_MB) * MIB
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! proxy swaps the real key in for the API host only); every request to
 //! the API host judged by `oajail.httpRules` derived from the spec
 //! ([`crate::http_rules`]: the read operations, plus the write operations
-//! with `--allow-writes`); reads denied under `~` but re-allowed for exactly the files the server
+//! with `--allow-writes`); the jail's memory and tasks bounded as a whole
+//! (`oajail.limits`, [`crate::config::JailBounds`]); reads denied under `~`
+//! but re-allowed for exactly the files the server
 //! opens (its binary, the worker binary, the CA bundle and OpenAPI file when
 //! given), by absolute canonical path; no writes. Nothing is relative to the
 //! working directory, so the same server gets the same policy and hash from
@@ -73,6 +75,8 @@ pub struct Needs {
     /// that gets the real token (`oajail.issuedTokens`): the token
     /// exchange, for the API host.
     pub issued: Vec<(String, String)>,
+    /// The jail's memory and task bounds (`oajail.limits`), when set.
+    pub bounds: Option<crate::config::JailBounds>,
 }
 
 impl Needs {
@@ -108,12 +112,21 @@ impl Needs {
             hosts: Vec::new(),
             env_keep: Vec::new(),
             issued: Vec::new(),
+            bounds: None,
         })
     }
 
+    /// The same needs, with the jail bounded by `bounds` as a whole.
+    #[must_use]
+    pub fn with_bounds(mut self, bounds: crate::config::JailBounds) -> Self {
+        self.bounds = Some(bounds);
+        self
+    }
+
     /// The needs of the HTTP transport: `hosts` allowed beside the API's,
-    /// `masked` instead of the API key (which HTTP never uses), and the
-    /// configuration variables kept.
+    /// `masked` instead of the API key (which HTTP never uses), the
+    /// configuration variables kept, and the token endpoints whose issued
+    /// tokens the wrapper masks (for the API host).
     pub fn for_http(
         mut self,
         hosts: Vec<String>,
@@ -194,7 +207,7 @@ pub fn srt_settings(needs: &Needs) -> Value {
             "denyWrite": []
         },
         "credentials": {"envVars": masked},
-        "oajail": oajail
+        "oajail": oajail_keys(needs, oajail)
     })
 }
 
@@ -227,6 +240,17 @@ fn is_loopback_host(host: &str) -> bool {
         || bare
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The `oajail` object's bounds, when set, added to `keys`.
+fn oajail_keys(needs: &Needs, mut keys: Value) -> Value {
+    if let Some(b) = needs.bounds {
+        keys["limits"] = json!({
+            "addressSpaceBytes": b.address_space_bytes,
+            "processes": b.processes,
+        });
+    }
+    keys
 }
 
 /// This binary, canonical (what `/proc/self/exe` names).

@@ -12,8 +12,8 @@
 //! - JavaScript never runs in the server process: every `execute` runs in a
 //!   single-use worker process (`openagenda-mcp-worker`, or this binary
 //!   re-executed) that gets no code until it has dropped its
-//!   privileges (seccomp: no open, no socket, no exec, no ptrace; rlimits),
-//!   and that the server kills on its deadline;
+//!   privileges (a seccomp allow list: its pipes, memory, clocks, exit;
+//!   rlimits), and that the server kills on its deadline;
 //! - the API key lives only in the server's [`api::ApiClient`]; it is never
 //!   sent to a worker, never logged and redacted from every text a script
 //!   sees, as decoded ([`redact`]);

@@ -94,7 +94,9 @@ pub struct PathEntry {
 pub struct ProcessPolicy {
     /// srt `allowNestedUserNamespaces`: the command may create user namespaces.
     pub allow_nested_user_namespaces: bool,
-    /// srt `enableWeakerNestedSandbox`: accepted; oajail still mounts a fresh /proc.
+    /// srt `enableWeakerNestedSandbox`: accepts the losses of the tier the
+    /// environment allows (a container that refuses steps of the full
+    /// jail); never asks for one.
     pub enable_weaker_nested_sandbox: bool,
     /// srt `git.safeDirectories`, injected as `GIT_CONFIG_*` variables.
     pub git_safe_directories: Vec<String>,

@@ -99,3 +99,33 @@ pub fn landlock_level() -> u8 {
         v => v.min(6),
     }
 }
+
+/// `oajail ARGS…` (HOME = a scratch dir, as [`oajail`]) started by python
+/// after it installs the seccomp filter `prog` (`(code, jt, jf, k)` BPF
+/// tuples, inherited over `execve`, no_new_privs set): a kernel or a
+/// container engine that refuses some calls.
+pub fn oajail_under_filter(tag: &str, prog: &str, args: &[&str]) -> Command {
+    let script = format!(
+        r#"
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+prog = {prog}
+buf = b"".join(struct.pack("HBBI", *i) for i in prog)
+cbuf = ctypes.create_string_buffer(buf)
+fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(cbuf))
+cprog = ctypes.create_string_buffer(fprog)
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.addressof(cprog), 0, 0) == 0, ctypes.get_errno()
+os.execv(sys.argv[1], sys.argv[1:])
+"#
+    );
+    let home = scratch_home(tag);
+    let mut cmd = Command::new(PYTHON);
+    cmd.args(["-c", script.as_str(), OAJAIL])
+        .args(args)
+        .env("HOME", &home)
+        .env_remove("OAJAIL_SETTINGS")
+        .current_dir(&home);
+    cmd
+}

@@ -8,6 +8,10 @@
 //! `logs/events.jsonl`. Nothing leaves the machine: the lab's namespace has
 //! no route out.
 //!
+//! Inside a container no namespace can be made: there the caller prepares
+//! the container's own network namespace from outside and the lab runs in
+//! it (`LabNetwork::Prepared`, checked before anything starts).
+//!
 //! `oajail-lab sleeper MARKER` is the harness's host canary process (it just sleeps).
 
 // The keyring canary needs two raw calls; they live with the probe's (the
@@ -19,10 +23,13 @@ mod raw;
 #[path = "oajail-lab/overlay.rs"]
 mod overlay;
 
+#[path = "oajail-lab/prepared.rs"]
+mod prepared;
+
 use anyhow::{Context, Result, bail};
 use nix::sched::{CloneFlags, unshare};
 use oajail_audit::dns::Responder;
-use oajail_audit::labspec::{LAB_ADDRESSES, LabConfig, LabResult, TCP_SINK_PORTS, UDP_SINK_PORTS};
+use oajail_audit::labspec::{LabConfig, LabNetwork, LabResult, TCP_SINK_PORTS, UDP_SINK_PORTS};
 use oajail_audit::sinks::{self, EventLog};
 use std::fs;
 use std::net::{TcpListener, UdpSocket};
@@ -81,27 +88,33 @@ fn run(config_path: &Path) -> i32 {
 
 /// Everything in order; single-threaded until `start_sinks`.
 fn lab(config: &LabConfig) -> Result<LabResult> {
-    let in_userns = enter_namespaces(config)?;
-    // Before the resolv.conf bind: an overlay of /etc would hide it.
-    overlay::policy_paths(config, in_userns)?;
-    bind_resolv_conf(&config.dir)?;
-    if config.alias_home {
-        alias_home(&config.dir)?;
-    }
-    configure_network(&config.dir, in_userns)?;
-    if config.no_userns {
-        // 1 when the command itself needs one nested namespace to drop to its uid.
-        let limit = if config.uid == 0 { "0" } else { "1" };
-        fs::write("/proc/sys/user/max_user_namespaces", limit).context("limit user namespaces")?;
+    if config.network == LabNetwork::Prepared {
+        prepared::check(config)?;
+    } else {
+        let in_userns = enter_namespaces(config)?;
+        // Before the resolv.conf bind: an overlay of /etc would hide it.
+        overlay::policy_paths(config, in_userns)?;
+        bind_resolv_conf(&config.dir)?;
+        if config.alias_home {
+            alias_home(&config.dir)?;
+        }
+        configure_network(&config.dir)?;
+        if config.no_userns {
+            // 1 when the command itself needs one nested namespace to drop to its uid.
+            let limit = if config.uid == 0 { "0" } else { "1" };
+            fs::write("/proc/sys/user/max_user_namespaces", limit)
+                .context("limit user namespaces")?;
+        }
     }
     let log =
         EventLog::create(&config.dir.join("logs/events.jsonl")).context("create event log")?;
-    start_sinks(config, &log)?;
+    let unwatched = start_sinks(config, &log)?;
     if let Some((desc, payload)) = &config.keyring_canary {
         raw::join_new_session_keyring().context("new session keyring")?;
         raw::add_key_session(desc, payload.as_bytes()).context("add canary key")?;
     }
     let mut result = run_command(config, &log)?;
+    result.unwatched = unwatched;
     // Let sink threads finish logging what arrived just before the exit.
     std::thread::sleep(Duration::from_millis(150));
     if let Some(marker) = &config.daemon_marker {
@@ -157,15 +170,7 @@ fn bind_resolv_conf(dir: &Path) -> Result<()> {
     let etc = dir.join("etc");
     fs::create_dir_all(&etc)?;
     let resolv = etc.join("resolv.conf");
-    fs::write(
-        &resolv,
-        format!(
-            // The search domain is for E8: an allowed name that does not
-            // exist must not be retried as `<name>.corp.test`.
-            "nameserver {}\nsearch corp.test\noptions timeout:1 attempts:1\n",
-            oajail_audit::labspec::DNS_V4
-        ),
-    )?;
+    fs::write(&resolv, oajail_audit::labspec::resolv_conf())?;
     let hosts = etc.join("hosts");
     fs::write(&hosts, "127.0.0.1 localhost\n::1 localhost\n")?;
     for (src, dst) in [(&resolv, "/etc/resolv.conf"), (&hosts, "/etc/hosts")] {
@@ -223,38 +228,40 @@ fn create_lab_interface() -> Result<()> {
     ip(&["link", "set", "lab0", "up"])
 }
 
-fn configure_network(dir: &Path, in_userns: bool) -> Result<()> {
+fn configure_network(dir: &Path) -> Result<()> {
     ip(&["link", "set", "lo", "up"])?;
     create_lab_interface()?;
-    let mut batch = String::new();
-    for (addr, _) in LAB_ADDRESSES {
-        if addr.contains(':') {
-            batch.push_str(&format!("addr add {addr}/128 dev lab0 nodad\n"));
-        } else {
-            batch.push_str(&format!("addr add {addr}/32 dev lab0\n"));
-        }
-    }
-    batch.push_str("route add default dev lab0\nroute add ::/0 dev lab0\n");
-    // F19: addresses the lab accepts through a local route, on no interface.
-    batch.push_str(&format!(
-        "route add local {} dev lo\n",
-        oajail_audit::labspec::LOCAL_ROUTE_NET
-    ));
+    let batch = oajail_audit::labspec::network_batch("lab0");
     let file = dir.join("etc/ip.batch");
     fs::write(&file, batch)?;
     ip(&["-batch", &file.display().to_string()])?;
-    // Unprivileged ping sockets, so the unjailed control can ping. In a lab
-    // user namespace only gid 0 (the caller's gid) is mapped.
-    let range = if in_userns { "0 0" } else { "0 2147483647" };
-    fs::write("/proc/sys/net/ipv4/ping_group_range", range).context("ping_group_range")?;
+    // Unprivileged ping sockets, so the unjailed control can ping: every
+    // group this user namespace maps (in the lab's own only gid 0, the
+    // caller's; under a container's, its range; on the host, all).
+    fs::write("/proc/sys/net/ipv4/ping_group_range", mapped_gids()?).context("ping_group_range")?;
     Ok(())
+}
+
+/// `FIRST LAST` of the first range of `/proc/self/gid_map` (ping sockets
+/// take at most 2^31 - 1).
+fn mapped_gids() -> Result<String> {
+    let map = fs::read_to_string("/proc/self/gid_map").context("read gid_map")?;
+    let nums: Vec<u64> = (map.split_whitespace().take(3))
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let [first, _, count] = nums[..] else {
+        bail!("gid_map: {map:?}");
+    };
+    let last = (first + count.saturating_sub(1)).min(2_147_483_647);
+    Ok(format!("{first} {last}"))
 }
 
 fn spawn_thread(f: impl FnOnce() + Send + 'static) {
     std::thread::spawn(f);
 }
 
-fn start_sinks(config: &LabConfig, log: &EventLog) -> Result<()> {
+/// Starts every sink; returns the ones a prepared lab could not open.
+fn start_sinks(config: &LabConfig, log: &EventLog) -> Result<Vec<String>> {
     for port in TCP_SINK_PORTS.iter().chain(&[53]) {
         let l = TcpListener::bind(("::", *port)).with_context(|| format!("tcp sink :{port}"))?;
         let log = log.clone();
@@ -269,9 +276,21 @@ fn start_sinks(config: &LabConfig, log: &EventLog) -> Result<()> {
     let responder = Arc::new(Responder::new(config.dns));
     let dlog = log.clone();
     spawn_thread(move || sinks::dns_server(dns, responder, dlog));
-    start_icmp_logger(log)?;
+    let mut unwatched = Vec::new();
+    match start_icmp_logger(log) {
+        Ok(()) => {}
+        // uid 1000 in a container has no CAP_NET_RAW (the lab's own user
+        // namespace gives it one); the probe still judges its own ping.
+        Err(e) if config.network == LabNetwork::Prepared => {
+            unwatched.push(format!("icmp: {e:#}"));
+        }
+        Err(e) => return Err(e),
+    }
     sinks::start_https_sink(&config.dir, log).context("https sink")?;
-    start_unix_sinks(config, log)
+    start_unix_sinks(config, log)?;
+    let (cwd, log) = (config.cwd.clone(), log.clone());
+    spawn_thread(move || prepared::listen_on_request(&cwd, &log));
+    Ok(unwatched)
 }
 
 fn start_icmp_logger(log: &EventLog) -> Result<()> {
@@ -394,7 +413,9 @@ fn leak_fds(config: &LabConfig, log: &EventLog) -> Result<(Leaks, String)> {
 
 fn command_argv(config: &LabConfig) -> Vec<String> {
     let mut argv = Vec::new();
-    if config.uid != 0 {
+    // A prepared lab runs as the caller already; its own lab runs as root
+    // of a user namespace.
+    if config.uid != 0 && config.network == LabNetwork::Own {
         // Drop from the lab's root back to the caller's uid in a nested user
         // namespace, so the command runs exactly as unprivileged as the caller.
         argv.extend([

@@ -107,7 +107,7 @@ impl Decider {
 
     /// The call behind `req` was performed.
     pub(crate) fn done(&mut self, req: &Request<'_>) {
-        self.guard.performed(req);
+        self.guard.performed(&Probe, req);
     }
 
     /// Set pid 1's umask to the caller's (pid 1 is single-threaded, so its

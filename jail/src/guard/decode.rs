@@ -1,4 +1,6 @@
 //! Guarded system calls, decoded from their number and raw arguments.
+//! Timestamps never reach pid 1 (the filter lets them through), so the
+//! `utime` family is not here.
 
 /// `AT_FDCWD` as a raw 64-bit argument.
 const CWD: u64 = -100i64 as u64;
@@ -22,19 +24,6 @@ pub(crate) enum Obj {
     },
     /// A descriptor of the caller.
     Fd(u64),
-}
-
-/// The time argument of a `utime*` call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Times {
-    /// Now.
-    Now,
-    /// `struct timespec[2]` at this address.
-    Spec(u64),
-    /// `struct timeval[2]` at this address.
-    Val(u64),
-    /// `struct utimbuf` at this address.
-    Buf(u64),
 }
 
 /// A guarded call.
@@ -89,10 +78,6 @@ pub(crate) enum Call {
         obj: Obj,
         uid: u64,
         gid: u64,
-    },
-    Utimes {
-        obj: Obj,
-        times: Times,
     },
     SetXattr {
         obj: Obj,
@@ -198,15 +183,6 @@ fn metadata(nr: i64, a: [u64; 6]) -> Option<Call> {
             uid: a[1],
             gid: a[2],
         },
-        // A null path means the descriptor itself (futimens).
-        libc::SYS_utimensat if a[1] == 0 => Call::Utimes {
-            obj: Obj::Fd(a[0]),
-            times: spec(a[2]),
-        },
-        libc::SYS_utimensat => Call::Utimes {
-            obj: at(a[0], a[1], a[3]),
-            times: spec(a[2]),
-        },
         libc::SYS_setxattr => set_xattr(follow(a[0]), a),
         libc::SYS_lsetxattr => set_xattr(nofollow(a[0]), a),
         libc::SYS_removexattr => Call::RemoveXattr {
@@ -235,14 +211,6 @@ fn set_xattr(obj: Obj, a: [u64; 6]) -> Call {
     }
 }
 
-fn spec(addr: u64) -> Times {
-    if addr == 0 {
-        Times::Now
-    } else {
-        Times::Spec(addr)
-    }
-}
-
 /// The x86_64 calls without a directory argument: relative to the cwd.
 #[cfg(target_arch = "x86_64")]
 fn legacy(nr: i64, a: [u64; 6]) -> Option<Call> {
@@ -252,13 +220,6 @@ fn legacy(nr: i64, a: [u64; 6]) -> Option<Call> {
         path,
         follow: true,
         empty: false,
-    };
-    let val = |addr| {
-        if addr == 0 {
-            Times::Now
-        } else {
-            Times::Val(addr)
-        }
     };
     Some(match nr {
         libc::SYS_open => Call::Open {
@@ -328,31 +289,6 @@ fn legacy(nr: i64, a: [u64; 6]) -> Option<Call> {
             uid: a[1],
             gid: a[2],
         },
-        libc::SYS_utime => Call::Utimes {
-            obj: follow(a[0]),
-            times: if a[1] == 0 {
-                Times::Now
-            } else {
-                Times::Buf(a[1])
-            },
-        },
-        libc::SYS_utimes => Call::Utimes {
-            obj: follow(a[0]),
-            times: val(a[1]),
-        },
-        libc::SYS_futimesat if a[1] == 0 => Call::Utimes {
-            obj: Obj::Fd(a[0]),
-            times: val(a[2]),
-        },
-        libc::SYS_futimesat => Call::Utimes {
-            obj: Obj::Path {
-                dir: a[0],
-                path: a[1],
-                follow: true,
-                empty: false,
-            },
-            times: val(a[2]),
-        },
         _ => return None,
     })
 }
@@ -408,13 +344,6 @@ mod tests {
                 },
                 uid: 3,
                 gid: 4
-            })
-        );
-        assert_eq!(
-            decode(libc::SYS_utimensat, [7, 0, 0, 0, 0, 0]),
-            Some(Call::Utimes {
-                obj: Obj::Fd(7),
-                times: Times::Now
             })
         );
         assert_eq!(

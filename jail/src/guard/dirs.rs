@@ -2,40 +2,75 @@
 //! before (by the absolute path they were spelled as), and the real path of
 //! an open descriptor read back through pid 1's `/proc/self/fd`.
 //!
-//! The cache is emptied by every call that could change what a spelled
-//! path resolves to (a rename, a removed directory or link: they all pass
-//! through pid 1), and after [`DIRS_LIFETIME`] for changes made outside
-//! the jail.
+//! What the cache keeps, and why that stays true between calls, is on
+//! [`Dirs`]; everything is forgotten after [`DIRS_LIFETIME`] for changes
+//! made outside the jail.
 
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// How many resolved directories are kept, and for how long (a directory
 /// renamed outside the jail is seen again after that; the jail's own
-/// renames go through pid 1 and empty the cache at once).
+/// changes go through pid 1 and forget what they touch at once).
 const DIRS: usize = 512;
 const DIRS_LIFETIME: Duration = Duration::from_secs(1);
 
-/// Directories resolved before, by the absolute path they were named by
-/// (symlinks not yet followed): its real path and an `O_PATH` descriptor.
+/// Directories resolved before, by their real path, each with an `O_PATH`
+/// descriptor. Only a directory whose spelling was its real path is kept
+/// (no link on the way): then what can make an entry wrong is a change at
+/// that path or above it, and every such change that pid 1 does not make
+/// itself (a removal the filter lets through) leaves the name missing until
+/// something is made there again, which pid 1 does and reports
+/// ([`Dirs::forget_under`]). A directory removed and not made again is
+/// harmless to keep: nothing can be made in a deleted directory.
 #[derive(Default)]
 pub(crate) struct Dirs {
-    pub(super) map: HashMap<Vec<u8>, (Rc<OwnedFd>, PathBuf)>,
-    pub(super) since: Option<Instant>,
+    map: BTreeMap<Vec<u8>, Rc<OwnedFd>>,
+    since: Option<Instant>,
 }
 
 impl Dirs {
-    /// Forget everything: a rename or removal may have changed what a
-    /// spelled path resolves to.
+    /// The directory at this real path, if kept.
+    pub(crate) fn get(&self, real: &[u8]) -> Option<Rc<OwnedFd>> {
+        self.map.get(real).cloned()
+    }
+
+    /// Keep a directory resolved from a spelling that was its real path.
+    pub(crate) fn keep(&mut self, real: &Path, fd: Rc<OwnedFd>) {
+        self.since.get_or_insert_with(Instant::now);
+        self.map.insert(real.as_os_str().as_bytes().to_vec(), fd);
+    }
+
+    /// Forget everything.
     pub(crate) fn forget(&mut self) {
         self.map.clear();
         self.since = None;
+    }
+
+    /// Forget `path` and every directory below it: something was made,
+    /// moved or removed there.
+    pub(crate) fn forget_under(&mut self, path: &Path) {
+        let key = path.as_os_str().as_bytes();
+        self.map.remove(key);
+        let mut lo = key.to_vec();
+        if lo.last() != Some(&b'/') {
+            lo.push(b'/');
+        }
+        let mut hi = lo.clone();
+        if let Some(last) = hi.last_mut() {
+            // `0` follows `/`: [path/, path0) is exactly what lies below.
+            *last = b'0';
+        }
+        let below: Vec<Vec<u8>> = self.map.range(lo..hi).map(|(k, _)| k.clone()).collect();
+        for k in below {
+            self.map.remove(&k);
+        }
     }
 
     /// Forget everything when the entries are too old or too many.

@@ -7,12 +7,12 @@
 
 use super::callers::Caller;
 use super::decider::Decider;
-use super::decode::{Call, Obj, Times};
+use super::decode::{Call, Obj};
 use super::dirs::self_fds;
 use super::mover::Move;
 use super::resolve::{AT_FDCWD, At, Object};
 use oajail_policy::guard::{FileKind, Op, Request, Stat};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Timespec, Timestamps};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
@@ -70,10 +70,6 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
         Call::Truncate { path, len } => truncate(d, c, c.at(AT_FDCWD as u64, path)?, len),
         Call::Chmod { obj, mode } => meta(d, c, obj, |t| t.chmod(perm(mode))),
         Call::Chown { obj, uid, gid } => meta(d, c, obj, |t| t.chown(uid, gid)),
-        Call::Utimes { obj, times } => {
-            let times = read_times(c, times)?;
-            meta(d, c, obj, |t| t.utimes(&times))
-        }
         Call::SetXattr {
             obj,
             name,
@@ -114,6 +110,8 @@ fn make(
     set_umask(d, c)?;
     call()?;
     let path = at.path();
+    // A directory kept under this name was removed unseen: it is stale.
+    c.forget_dirs(&path);
     d.done(&request(&path, Op::Create(kind), at.stat));
     Ok(Answer::Value(0))
 }
@@ -192,6 +190,7 @@ fn create_file(
     set_umask(d, c)?;
     let flags = asked | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(&at.fd, at.last.as_slice(), flags, perm(mode))?;
+    c.forget_dirs(&path);
     d.done(&req);
     Ok(fd)
 }
@@ -268,6 +267,7 @@ fn link(
             dst.last.as_slice(),
             AtFlags::SYMLINK_FOLLOW,
         )?;
+        c.forget_dirs(&dst_path);
         d.done(&req);
         return Ok(Answer::Value(0));
     }
@@ -297,6 +297,7 @@ fn link(
         Err(Errno::XDEV) => across(d, Move::Link(follow_flag), (&src, &dst), follow, false)?,
         done => done?,
     }
+    c.forget_dirs(&dst_path);
     d.done(&req);
     Ok(Answer::Value(0))
 }
@@ -339,8 +340,9 @@ fn rename(d: &mut Decider, c: &Caller<'_>, src: At, dst: At, flags: u64) -> Resu
             d.check_at("renaming", at, op)?;
         }
     }
-    // Whatever happens next, a spelled path may now resolve elsewhere.
-    c.forget_dirs();
+    // Whatever happens next, directories kept at either name are stale.
+    c.forget_dirs(&sp);
+    c.forget_dirs(&dp);
     match rustix::fs::renameat_with(
         &*src.fd,
         src.last.as_slice(),
@@ -394,10 +396,7 @@ fn unlink(d: &mut Decider, c: &Caller<'_>, at: At, flags: u64) -> Result<Answer,
     let stat = at.stat.ok_or(Errno::NOENT)?;
     let req = request(&path, Op::Remove, Some(stat));
     d.check_at("removing", &at, Op::Remove)?;
-    if stat.kind != FileKind::File {
-        // A directory or link gone: a spelled path may now resolve elsewhere.
-        c.forget_dirs();
-    }
+    c.forget_dirs(&path);
     rustix::fs::unlinkat(&at.fd, at.last.as_slice(), flags)?;
     d.done(&req);
     Ok(Answer::Value(0))
@@ -437,21 +436,6 @@ impl Target {
         let uid = id(uid).map(rustix::fs::Uid::from_raw);
         let gid = id(gid).map(rustix::fs::Gid::from_raw);
         rustix::fs::chownat(&self.object.fd, "", uid, gid, AtFlags::EMPTY_PATH)
-    }
-
-    fn utimes(&self, times: &Timestamps) -> Result<(), Errno> {
-        match &self.link {
-            Some(at) => {
-                let name = at.name.as_str();
-                rustix::fs::utimensat(&at.fd, name, times, AtFlags::SYMLINK_NOFOLLOW)
-            }
-            None => rustix::fs::utimensat(
-                rustix::fs::CWD,
-                self.object.magic(),
-                times,
-                AtFlags::empty(),
-            ),
-        }
     }
 
     fn setxattr(
@@ -524,54 +508,6 @@ fn meta(
     }
     call(&target)?;
     Ok(Answer::Value(0))
-}
-
-/// The caller's time argument as two timestamps.
-fn read_times(c: &Caller<'_>, times: Times) -> Result<Timestamps, Errno> {
-    let now = Timespec {
-        tv_sec: 0,
-        tv_nsec: rustix::fs::UTIME_NOW,
-    };
-    let words = |addr: u64| -> Result<[i64; 4], Errno> {
-        let raw = c.bytes(addr, 32)?;
-        let mut w = [0i64; 4];
-        for (i, chunk) in raw.chunks_exact(8).enumerate() {
-            w[i] = i64::from_ne_bytes(chunk.try_into().map_err(|_| Errno::FAULT)?);
-        }
-        Ok(w)
-    };
-    let ts = |sec: i64, nsec: i64| Timespec {
-        tv_sec: sec,
-        tv_nsec: nsec as _,
-    };
-    Ok(match times {
-        Times::Now => Timestamps {
-            last_access: now,
-            last_modification: now,
-        },
-        Times::Spec(a) => {
-            let w = words(a)?;
-            Timestamps {
-                last_access: ts(w[0], w[1]),
-                last_modification: ts(w[2], w[3]),
-            }
-        }
-        Times::Val(a) => {
-            let w = words(a)?;
-            Timestamps {
-                last_access: ts(w[0], w[1] * 1000),
-                last_modification: ts(w[2], w[3] * 1000),
-            }
-        }
-        Times::Buf(a) => {
-            let raw = c.bytes(a, 16)?;
-            let sec = |i: usize| i64::from_ne_bytes(raw[i..i + 8].try_into().unwrap_or([0; 8]));
-            Timestamps {
-                last_access: ts(sec(0), 0),
-                last_modification: ts(sec(8), 0),
-            }
-        }
-    })
 }
 
 fn perm(mode: u64) -> Mode {

@@ -23,7 +23,6 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::Instant;
 
 /// `AT_FDCWD` as the kernel sees the 32-bit dirfd argument.
 pub(crate) const AT_FDCWD: i32 = -100;
@@ -204,12 +203,13 @@ impl Caller<'_> {
         // /proc entries belong to processes that come and go: never kept.
         let key = spelled
             .as_ref()
-            .map(|s| s.as_os_str().as_bytes().to_vec())
+            .map(|s| s.as_os_str().as_bytes())
             .filter(|k| !k.starts_with(b"/proc/"));
-        if let Some(k) = &key
-            && let Some((fd, real)) = self.dirs.borrow().map.get(k)
+        if let Some(k) = key
+            && let Some(fd) = self.dirs.borrow().get(k)
         {
-            return Ok((fd.clone(), real.clone(), spelled));
+            let real = spelled.clone().unwrap_or_default();
+            return Ok((fd, real, spelled));
         }
         let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let fd = match &spelled {
@@ -225,10 +225,8 @@ impl Caller<'_> {
         };
         let fd = Rc::new(fd);
         let real = real_path(fd.as_fd())?;
-        if let Some(k) = key {
-            let mut dirs = self.dirs.borrow_mut();
-            dirs.since.get_or_insert_with(Instant::now);
-            dirs.map.insert(k, (fd.clone(), real.clone()));
+        if key.is_some() && spelled.as_ref() == Some(&real) {
+            self.dirs.borrow_mut().keep(&real, fd.clone());
         }
         Ok((fd, real, spelled))
     }
@@ -248,9 +246,10 @@ impl Caller<'_> {
         }
     }
 
-    /// Forget the resolved directories (after a rename or a removal).
-    pub(crate) fn forget_dirs(&self) {
-        self.dirs.borrow_mut().forget();
+    /// Forget the resolved directories at and below `path` (something was
+    /// made, moved or removed there).
+    pub(crate) fn forget_dirs(&self, path: &Path) {
+        self.dirs.borrow_mut().forget_under(path);
     }
 
     /// Resolve the object a call acts on: the path's final component,

@@ -14,6 +14,7 @@ use super::decider::{Decider, LOUD_DENIALS};
 use super::decode::{Call, decode};
 use super::mover::Mover;
 use super::ops::{self, Answer};
+use crate::connect::{self, ConnectSpec, Connector};
 use crate::sys::notify::{answer, answer_fd};
 use oajail_policy::guard::GuardPlan;
 use rustix::io::Errno;
@@ -25,6 +26,9 @@ pub(crate) struct Server {
     pub(crate) listener: OwnedFd,
     decider: Decider,
     callers: Callers,
+    /// The container tier's connect hand-off (its calls come through the
+    /// same listener: a filter chain has one).
+    connect: Option<Connector>,
 }
 
 impl Server {
@@ -35,12 +39,14 @@ impl Server {
         plan: GuardPlan,
         prime: Vec<PathBuf>,
         mover: Option<Mover>,
+        connect: Option<ConnectSpec>,
     ) -> Self {
         crate::sys::notify::sync_wake_up(listener.as_fd());
         Server {
             listener,
             decider: Decider::new(plan, prime, mover),
             callers: Callers::new(),
+            connect: connect.map(Connector::new),
         }
     }
 
@@ -53,6 +59,18 @@ impl Server {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EINTR)) => return Ok(()),
             Err(e) => return Err(e),
         };
+        if let Some(connect) = self.connect.as_mut().filter(|_| Connector::handles(n.nr)) {
+            let reply = self.callers.get(n).and_then(|caller| {
+                let read = |addr, len| caller.bytes(addr, len);
+                connect.perform(&connect::Call {
+                    nr: n.nr,
+                    args: n.args,
+                    proc_dir: caller.proc_dir(),
+                    read: &read,
+                })
+            });
+            return crate::connect::answer(self.listener.as_fd(), n.id, reply);
+        }
         // Not a guarded call (the filter and this table disagree): refuse.
         let result = match decode(n.nr, n.args) {
             None => Err(Errno::NOSYS),
@@ -87,6 +105,9 @@ impl Server {
         let denied = self.decider.denied();
         if denied > LOUD_DENIALS {
             eprintln!("oajail: guard: {denied} calls denied in total");
+        }
+        if let Some(connect) = &self.connect {
+            connect.report_total();
         }
     }
 }

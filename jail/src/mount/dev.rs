@@ -41,6 +41,24 @@ pub(super) fn proc(stage: &Stage) -> Result<(), MountError> {
         .try_for_each(|file| stage.mask_file(file))
 }
 
+/// The container's `/proc` in place of a fresh one (the kernel refuses a
+/// new procfs where the container masks parts of its own): the root clone
+/// holds it already, read-only, nosuid and nodev, with the container's own
+/// masks; [`PROC_MASKS`] are masked on top. The pid namespace is kept, so
+/// the jail cannot signal or trace what it sees there; what it can see is
+/// the container's process list and command lines (the negotiation names
+/// that loss).
+pub(super) fn container_proc(stage: &Stage) -> Result<(), MountError> {
+    let present = PROC_MASKS.iter().filter(|file| {
+        let name = file.trim_start_matches('/');
+        open_path(&stage.root, name, true).is_ok()
+    });
+    let present: Vec<&&str> = present.collect();
+    present
+        .into_iter()
+        .try_for_each(|file| stage.mask_file(file))
+}
+
 /// The minimal `/dev`, with a `/dev/shm` of `shm_bytes`.
 pub(super) fn dev(stage: &Stage, shm_bytes: u64) -> Result<(), MountError> {
     let fs = new_tmpfs("0755", Size::Fixed(1 << 20, 64), ATTR_NOSUID | ATTR_NOEXEC)?;

@@ -1,38 +1,58 @@
-//! Layer negotiation: the one front door that decides, for this kernel, at
-//! which level each layer runs and which layers hold each rule class of the
-//! policy.
+//! Layer negotiation: the one front door that decides, for this kernel and
+//! this environment, at which level each layer runs and which layers hold
+//! each rule class of the policy.
 //!
 //! Modelled on rust-landlock's compatibility levels: the plan is written
 //! for the newest kernel; each layer gets a [`LayerStatus`] (full, at a lower
-//! level, or off and why); each [`RuleClass`] lists its holders ([`Holder`]).
-//! A run is *full* when every rule class that applies has at least one
-//! available holder that holds it completely; then it runs without any flag,
-//! with Landlock as defence in depth at whatever ABI the kernel has. A rule
-//! class with no holder refuses the run, naming the rule and the kernel
-//! feature its holders need, unless the user accepts fewer rules
-//! (`--allow-degraded`), in which case the banner names them. `--strict`
-//! (or `oajail.strict`) refuses any layer below the level the plan was
-//! written for.
+//! level, with a fallback, or off and why); each [`RuleClass`] lists its
+//! holders ([`Holder`]). A run is *full* when every rule class that applies
+//! has at least one available holder that holds it completely; then it runs
+//! without any flag, with Landlock as defence in depth at whatever ABI the
+//! kernel has.
 //!
-//! The decision is pure data ([`Negotiation::decide`] over a [`Kernel`], the
-//! policy's [`PlanFacts`] and a [`Request`]), unit-tested as a table of
-//! kernel feature sets. `run`, `doctor`, `explain` and `-d` read its result.
+//! The environment decides the *tier* ([`Tier`]): with user namespaces the
+//! jail has its own namespaces and mount view (each refused step that has
+//! a fallback takes it: no uts namespace when `sethostname` is refused, the
+//! container's `/proc` read-only when a fresh one is refused, `move_mount`
+//! and `chroot` when `pivot_root` is); where a container refuses them, the
+//! *container tier* runs on Landlock, seccomp (sockets limited to TCP), the
+//! guard and the connect hand-off, with a private `TMPDIR`.
+//!
+//! A rule class with no complete holder refuses the run, naming the rule
+//! and what its holders need, unless the user accepts fewer rules: srt's
+//! `enableWeakerNestedSandbox` accepts the losses the environment's tier
+//! brings (what a jail with every namespace step would hold), and
+//! `--allow-degraded` accepts every loss; the banner names each one.
+//! `--strict` (or `oajail.strict`) refuses any layer below the level the
+//! plan was written for.
+//!
+//! The decision is pure data ([`Negotiation::decide`] over a [`Kernel`] with
+//! its [`Steps`] and [`Place`], the policy's [`PlanFacts`] and a
+//! [`Request`]), unit-tested as a table of kernels and environments.
+//! `run`, `doctor`, `explain` and `-d` read its result.
 
+mod place;
 mod rules;
 mod spec;
+mod steps;
 #[cfg(test)]
 mod tests;
+mod tier;
 
+pub use place::{Ci, Engine, Place};
 pub use rules::{Holder, RuleClass, RuleHolding};
-pub use spec::Command;
+pub use spec::{Command, ContainerTier};
+pub use steps::{Outcome, StepName, Steps};
+pub use tier::{Fallbacks, Tier};
 
 use crate::spec::Layers;
 use oajail_policy::Policy;
 use oajail_policy::compile::landlock::MIN_ABI;
 use serde::Serialize;
 
-/// What the kernel offers, as far as the jail is concerned (plain data;
-/// [`Kernel::probe`] fills it from the running kernel).
+/// What the kernel and the environment offer, as far as the jail is
+/// concerned (plain data; [`Kernel::probe`] fills it cheaply, and
+/// `crate::envprobe` adds what the steps did when they were tried).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Kernel {
@@ -44,21 +64,33 @@ pub struct Kernel {
     pub user_notif: bool,
     /// The new mount API (`open_tree`, `move_mount`) and `mount_setattr` (Linux 5.12).
     pub mount_api: bool,
-    /// User namespaces with capabilities inside. Not probed before a run (it
-    /// costs a process): assumed until the clone or the first privileged
-    /// step says otherwise ([`Negotiation::without_namespaces`]).
-    pub user_namespaces: bool,
+    /// What each step of a run did when tried ([`Steps::ASSUMED`] when not).
+    pub steps: Steps,
+    /// Where oajail runs.
+    pub place: Place,
 }
 
 impl Kernel {
-    /// Probe the running kernel with cheap syscalls (no process is created).
+    /// Probe the running kernel with cheap syscalls and look for the marks
+    /// of a container engine (no process is created; the steps are
+    /// assumed).
     pub fn probe() -> Self {
         Kernel {
             landlock_abi: crate::layers::landlock_abi(),
             seccomp: crate::layers::seccomp_available(),
             user_notif: crate::layers::user_notif_available(),
             mount_api: crate::sys::probe::mount_api_available(),
-            user_namespaces: true,
+            steps: Steps::ASSUMED,
+            place: Place::detect(),
+        }
+    }
+
+    /// `self` with every namespace step working: the jail this kernel
+    /// would give where the environment refuses nothing.
+    fn unconfined(self) -> Kernel {
+        Kernel {
+            steps: self.steps.namespace_steps(Outcome::Works),
+            ..self
         }
     }
 }
@@ -69,8 +101,7 @@ impl Kernel {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanFacts {
-    /// TCP is restricted to the proxy (no `allowLocalBinding`): Landlock
-    /// can hold it from ABI 4.
+    /// TCP is restricted to the proxy (no `allowLocalBinding`).
     pub restrict_tcp: bool,
     /// `socket(AF_UNIX)` is refused by seccomp (no `allowAllUnixSockets`).
     pub unix_sockets_denied: bool,
@@ -95,6 +126,11 @@ pub struct Request {
     /// Run even when rule classes have no holder (`--allow-degraded`,
     /// `oajail.allowDegraded`); the banner names them.
     pub accept_unheld: bool,
+    /// Run with the losses of the tier the environment allows (srt's
+    /// `enableWeakerNestedSandbox`): the rule classes a jail with every
+    /// namespace step would hold and this one does not; the banner names
+    /// them. Never asks for a loss: where the full jail runs, it runs.
+    pub accept_container: bool,
     /// Layers a `test-layers` build switches off (`OAJAIL_TEST_DISABLE`);
     /// always empty in release builds. These never refuse a run: the
     /// security suite uses them to show what each layer holds.
@@ -117,17 +153,23 @@ pub enum LayerName {
     Seccomp,
     /// The guard (seccomp user notification served by pid 1).
     Guard,
+    /// The container tier's network: every `connect`, `bind` and `listen`
+    /// of the command made by pid 1 (through the guard's listener), so a
+    /// TCP connect ends at the proxy whatever address it names, or is
+    /// refused.
+    Connect,
 }
 
 impl LayerName {
     /// Every layer, in the order the banner lists them.
-    pub const ALL: [LayerName; 6] = [
+    pub const ALL: [LayerName; 7] = [
         LayerName::Namespaces,
         LayerName::Mounts,
         LayerName::NetNamespace,
         LayerName::Landlock,
         LayerName::Seccomp,
         LayerName::Guard,
+        LayerName::Connect,
     ];
 
     /// The name used in messages (and by `OAJAIL_TEST_DISABLE`).
@@ -139,11 +181,12 @@ impl LayerName {
             LayerName::Landlock => "landlock",
             LayerName::Seccomp => "seccomp",
             LayerName::Guard => "guard",
+            LayerName::Connect => "connect",
         }
     }
 }
 
-/// At which level a layer runs on this kernel.
+/// At which level a layer runs here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "status")]
 pub enum LayerStatus {
@@ -156,6 +199,12 @@ pub enum LayerStatus {
         /// What the lower level lacks.
         lacks: String,
     },
+    /// Running, with a negotiated fallback for a step the environment
+    /// refuses (what it does instead, and what that loses).
+    Fallback {
+        /// The fallbacks, in words.
+        instead: String,
+    },
     /// Not applied.
     Off {
         /// Why (the missing kernel feature, or the reason to leave it off).
@@ -167,16 +216,22 @@ pub enum LayerStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Negotiation {
-    /// The kernel this was decided for.
+    /// The kernel and environment this was decided for.
     pub kernel: Kernel,
+    /// The policy's facts it was decided for.
+    pub facts: PlanFacts,
+    /// The jail's tier.
+    pub tier: Tier,
+    /// The fallbacks taken (namespace tier only).
+    pub fallbacks: Fallbacks,
     /// Every layer's status, in [`LayerName::ALL`] order.
     pub layers: Vec<(LayerName, LayerStatus)>,
     /// The Landlock ABI the ruleset is built for; 0 when Landlock is off.
     pub landlock_abi: u8,
     /// Every rule class that applies and its holders.
     pub rules: Vec<RuleHolding>,
-    /// Rule classes no running layer holds (only with `accept_unheld`, or
-    /// because a test build switched layers off).
+    /// Rule classes no running layer holds in full (accepted by the
+    /// request, or because a test build switched layers off).
     pub unheld: Vec<RuleClass>,
     /// Layers a test build switched off.
     pub test_disabled: Vec<String>,
@@ -195,6 +250,17 @@ pub enum NegotiationError {
         them = if .0.len() == 1 { "it" } else { "them" }
     )]
     Unheld(Vec<(RuleClass, String)>),
+    /// The environment refuses steps of the full jail and the run did not
+    /// accept the losses of the tier it allows.
+    #[error("{}", container_refusal(.place, .refused, .losses))]
+    Container {
+        /// Where oajail runs.
+        place: Place,
+        /// The refused steps and their errno.
+        refused: Vec<(StepName, i32)>,
+        /// The rule classes the allowed tier does not hold in full.
+        losses: Vec<RuleClass>,
+    },
     /// `--strict`: a layer runs below the planned level.
     #[error("strict: {layer} {why}; refusing to run (strict demands every layer as planned)")]
     Strict {
@@ -213,6 +279,38 @@ fn unheld_list(items: &[(RuleClass, String)]) -> String {
         .join(", ")
 }
 
+/// `container: docker refuses user and pid namespaces (EPERM: docker's
+/// default seccomp profile …); its tier loses: …; set … or …`.
+fn container_refusal(place: &Place, refused: &[(StepName, i32)], losses: &[RuleClass]) -> String {
+    let steps: Vec<String> = (refused.iter())
+        .filter(|(step, _)| *step != StepName::MoveChroot)
+        .map(|(step, errno)| {
+            format!(
+                "{} ({}: {})",
+                step.describe(),
+                crate::error::errno_name(*errno),
+                place.blocked_by(*step, *errno)
+            )
+        })
+        .collect();
+    let lost: Vec<&str> = losses.iter().map(|c| c.describe()).collect();
+    let chroot = !refused.iter().any(|(s, _)| *s == StepName::MoveChroot);
+    let what = if place.in_container() {
+        "container"
+    } else {
+        "namespaces"
+    };
+    format!(
+        "{what}: {} refuses {}; the jail it allows does not hold in full: {}; refusing to \
+         run (set \"enableWeakerNestedSandbox\": true in the settings, or --allow-degraded, \
+         to accept these losses; for the full jail: {})",
+        place.describe(),
+        steps.join(", "),
+        lost.join(", "),
+        place.full_jail(refused, chroot)
+    )
+}
+
 impl Negotiation {
     /// Decide the layers for `kernel`, the policy's `facts` and `request`.
     pub fn decide(
@@ -220,23 +318,63 @@ impl Negotiation {
         facts: PlanFacts,
         request: &Request,
     ) -> Result<Negotiation, NegotiationError> {
-        let layers = statuses(&kernel);
+        let mut decided = Negotiation::holding(kernel, facts);
         if request.strict {
-            check_strict(&layers)?;
+            check_strict(&decided.layers)?;
         }
+        if !decided.unheld.is_empty() && !request.accept_unheld {
+            decided.check_losses(request)?;
+        }
+        decided.switch_off(&request.test_disabled);
+        Ok(decided)
+    }
+
+    /// The layers, rules and unheld classes for `kernel`, nothing refused.
+    fn holding(kernel: Kernel, facts: PlanFacts) -> Negotiation {
+        let (tier, fallbacks) = tier::choose(&kernel);
+        let layers = tier::statuses(&kernel, tier, fallbacks);
         let abi = landlock_level(&layers);
-        let rules = rules::holdings(&layers, abi, facts);
-        let unheld: Vec<RuleClass> = rules
+        let shape = rules::Shape {
+            facts,
+            tier,
+            proc_fallback: fallbacks.container_proc,
+            landlock_abi: abi,
+        };
+        let rules = rules::holdings(&layers, abi, shape);
+        let unheld = rules
             .iter()
             .filter(|r| !r.held())
             .map(|r| r.class)
             .collect();
-        if !unheld.is_empty() && !request.accept_unheld {
-            let named = (rules.iter())
-                .filter(|r| !r.held())
+        Negotiation {
+            kernel,
+            facts,
+            tier,
+            fallbacks,
+            layers,
+            landlock_abi: abi,
+            rules,
+            unheld,
+            test_disabled: Vec::new(),
+        }
+    }
+
+    /// Refuse unless the request accepts every unheld class: the losses of
+    /// the environment's tier need `accept_container` (srt's key), the
+    /// others (a kernel feature missing) `accept_unheld`.
+    fn check_losses(&self, request: &Request) -> Result<(), NegotiationError> {
+        let unconfined = Negotiation::holding(self.kernel.unconfined(), self.facts);
+        let (tier_losses, kernel_losses): (Vec<RuleClass>, Vec<RuleClass>) = self
+            .unheld
+            .iter()
+            .partition(|c| !unconfined.unheld.contains(c));
+        if !kernel_losses.is_empty() {
+            let shape = self.shape();
+            let named = (self.rules.iter())
+                .filter(|r| kernel_losses.contains(&r.class))
                 .map(|r| {
-                    let mut why =
-                        format!("needs {}", rules::needed_feature(r.class, &kernel, facts));
+                    let need = rules::needed_feature(r.class, &self.kernel, shape);
+                    let mut why = format!("needs {need}");
                     if let Some(part) = r.partly() {
                         why.push_str(&format!("; here only {part}"));
                     }
@@ -245,32 +383,20 @@ impl Negotiation {
                 .collect();
             return Err(NegotiationError::Unheld(named));
         }
-        let mut decided = Negotiation {
-            kernel,
-            layers,
-            landlock_abi: abi,
-            rules,
-            unheld,
-            test_disabled: Vec::new(),
-        };
-        decided.switch_off(&request.test_disabled, facts);
-        Ok(decided)
-    }
-
-    /// Decide again after the clone found user namespaces unusable (`why`).
-    pub fn without_namespaces(
-        &self,
-        why: &str,
-        facts: PlanFacts,
-        request: &Request,
-    ) -> Result<Negotiation, NegotiationError> {
-        let kernel = Kernel {
-            user_namespaces: false,
-            ..self.kernel
-        };
-        let mut decided = Negotiation::decide(kernel, facts, request)?;
-        decided.set_status(LayerName::Namespaces, off(why));
-        Ok(decided)
+        if !tier_losses.is_empty() && !request.accept_container {
+            let refused = (self.kernel.steps.each().into_iter())
+                .filter_map(|(step, o)| match o {
+                    Outcome::Refused { errno } => Some((step, errno)),
+                    _ => None,
+                })
+                .collect();
+            return Err(NegotiationError::Container {
+                place: self.kernel.place,
+                refused,
+                losses: tier_losses,
+            });
+        }
+        Ok(())
     }
 
     /// The layer switches the jail is cloned with.
@@ -285,6 +411,10 @@ impl Negotiation {
             netns: is_on(LayerName::NetNamespace),
             caps: !self.test_disabled.iter().any(|l| l == "caps"),
             guard: is_on(LayerName::Guard),
+            uts: !self.fallbacks.no_uts,
+            fresh_proc: !self.fallbacks.container_proc,
+            pivot: !self.fallbacks.chroot,
+            connect: is_on(LayerName::Connect),
         }
     }
 
@@ -293,37 +423,48 @@ impl Negotiation {
         self.layers.iter().find(|(n, _)| *n == name).map(|(_, s)| s)
     }
 
-    /// The banner printed before a run with rule classes nobody holds
-    /// (empty for a full run).
+    /// The lines printed before the command runs: each fallback taken, and
+    /// one line per rule class not held in full, with its loss (empty for
+    /// a full run without fallbacks).
     pub fn banner(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .layers
-            .iter()
-            .filter_map(|(name, status)| match status {
-                LayerStatus::Off { why } => Some(format!("layer off: {}: {why}", name.as_str())),
-                _ => None,
-            })
-            .collect();
+        let mut lines: Vec<String> = Vec::new();
+        // Layers off for one reason share a line.
+        let mut off: Vec<(Vec<&str>, &str)> = Vec::new();
+        for (name, status) in &self.layers {
+            match status {
+                LayerStatus::Fallback { instead } => {
+                    lines.push(format!("fallback: {}: {instead}", name.as_str()));
+                }
+                // Off where the network namespace holds TCP: not a loss.
+                LayerStatus::Off { .. } if *name == LayerName::Connect => {}
+                LayerStatus::Off { why } if !self.unheld.is_empty() => {
+                    match off.iter_mut().find(|(_, w)| w == why) {
+                        Some((names, _)) => names.push(name.as_str()),
+                        None => off.push((vec![name.as_str()], why)),
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (names, why) in off {
+            lines.push(format!("layer off: {}: {why}", names.join(", ")));
+        }
+        let shape = self.shape();
         lines.extend(
             (self.rules.iter())
                 .filter(|r| self.unheld.contains(&r.class))
-                .map(|r| match r.partly() {
-                    Some(part) => {
-                        format!("NOT ENFORCED in full: {}: only {part}", r.class.describe())
-                    }
-                    None => format!("NOT ENFORCED: {}", r.class.describe()),
+                .map(|r| {
+                    let loss = rules::loss(r, shape);
+                    format!("NOT ENFORCED in full: {}: {loss}", r.class.describe())
                 }),
         );
-        if self.unheld.is_empty() {
-            lines.clear();
-        }
         lines
     }
 
     /// One line per layer and per rule class: what `doctor`, `explain` and
     /// `-d` print.
     pub fn report_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out = vec![format!("tier: {}", self.tier.describe())];
         for (name, status) in &self.layers {
             let text = match status {
                 LayerStatus::Full if *name == LayerName::Landlock => {
@@ -331,6 +472,7 @@ impl Negotiation {
                 }
                 LayerStatus::Full => "full".to_owned(),
                 LayerStatus::Partial { abi, lacks } => format!("abi {abi}: {lacks}"),
+                LayerStatus::Fallback { instead } => format!("fallback: {instead}"),
                 LayerStatus::Off { why } => format!("off: {why}"),
             };
             out.push(format!("layer {}: {text}", name.as_str()));
@@ -341,6 +483,15 @@ impl Negotiation {
         out
     }
 
+    fn shape(&self) -> rules::Shape {
+        rules::Shape {
+            facts: self.facts,
+            tier: self.tier,
+            proc_fallback: self.fallbacks.container_proc,
+            landlock_abi: self.landlock_abi,
+        }
+    }
+
     fn set_status(&mut self, name: LayerName, status: LayerStatus) {
         if let Some(entry) = self.layers.iter_mut().find(|(n, _)| *n == name) {
             entry.1 = status;
@@ -349,7 +500,7 @@ impl Negotiation {
 
     /// Apply a test build's switches: the layers go off, and the rule
     /// classes they leave without a holder are listed (never refused).
-    fn switch_off(&mut self, names: &[String], facts: PlanFacts) {
+    fn switch_off(&mut self, names: &[String]) {
         if names.is_empty() {
             return;
         }
@@ -358,11 +509,13 @@ impl Negotiation {
                 self.set_status(name, off("switched off by OAJAIL_TEST_DISABLE"));
             }
         }
+        // The connect hand-off is served through the guard's listener.
+        if names.iter().any(|n| n == "guard") {
+            self.set_status(LayerName::Connect, off("its listener is the guard's"));
+        }
         self.landlock_abi = landlock_level(&self.layers);
-        self.rules = rules::holdings(&self.layers, self.landlock_abi, facts);
-        self.unheld = self
-            .rules
-            .iter()
+        self.rules = rules::holdings(&self.layers, self.landlock_abi, self.shape());
+        self.unheld = (self.rules.iter())
             .filter(|r| !r.held())
             .map(|r| r.class)
             .collect();
@@ -373,83 +526,6 @@ impl Negotiation {
 fn off(why: &str) -> LayerStatus {
     LayerStatus::Off {
         why: why.to_owned(),
-    }
-}
-
-/// Each layer's status on `kernel`.
-fn statuses(kernel: &Kernel) -> Vec<(LayerName, LayerStatus)> {
-    let ns = kernel.user_namespaces;
-    let ns_off = || off("user namespaces unavailable");
-    let mounts = match (ns, kernel.mount_api) {
-        (false, _) => ns_off(),
-        (true, false) => off("no mount api (open_tree, move_mount, mount_setattr: linux 5.12)"),
-        (true, true) => LayerStatus::Full,
-    };
-    let guard = match (kernel.seccomp, kernel.user_notif) {
-        (false, _) => off("no seccomp filters"),
-        (true, false) => off("no seccomp user notification with addfd (linux 5.9)"),
-        (true, true) => LayerStatus::Full,
-    };
-    let mounts_run = mounts == LayerStatus::Full;
-    vec![
-        (
-            LayerName::Namespaces,
-            if ns { LayerStatus::Full } else { ns_off() },
-        ),
-        (LayerName::Mounts, mounts),
-        (
-            LayerName::NetNamespace,
-            if ns { LayerStatus::Full } else { ns_off() },
-        ),
-        (
-            LayerName::Landlock,
-            landlock_status(kernel.landlock_abi, mounts_run, guard == LayerStatus::Full),
-        ),
-        (
-            LayerName::Seccomp,
-            if kernel.seccomp {
-                LayerStatus::Full
-            } else {
-                off("no seccomp filters (kill, errno)")
-            },
-        ),
-        (LayerName::Guard, guard),
-    ]
-}
-
-/// Landlock at the kernel's best ABI up to the plan's. ABI 1 has no
-/// `refer` right: any Landlock domain there refuses every rename or link
-/// across directories (`EXDEV`), which would break `mv`, git and package
-/// managers in writable roots. Beside the mounts and the guard, pid 1's
-/// mover makes those moves outside the domain after checking what ABI 2
-/// would (`guard/mover.rs`), so ABI 1 runs. Without the guard no call
-/// reaches the mover, so it stays off there (the mounts then hold read
-/// deny only in part: `rules::design`); without the mounts it is applied,
-/// as the only holder of the filesystem rules, and renames across
-/// directories fail.
-fn landlock_status(abi: Option<u8>, mounts_run: bool, guard_runs: bool) -> LayerStatus {
-    match abi {
-        None => off("not offered by the kernel (not built, or not in the lsm= list)"),
-        Some(1) if mounts_run && !guard_runs => off(
-            "abi 1 refuses every cross-directory rename and link (no refer right), \
-             and without the guard nothing makes them in its place",
-        ),
-        Some(1) => {
-            let moves = if mounts_run {
-                "pid 1's mover makes the moves across directories"
-            } else {
-                "moves across directories fail"
-            };
-            LayerStatus::Partial {
-                abi: 1,
-                lacks: format!("{}; {moves}", rules::landlock_lacks(1)),
-            }
-        }
-        Some(v) if v >= MIN_ABI => LayerStatus::Full,
-        Some(v) => LayerStatus::Partial {
-            abi: v,
-            lacks: rules::landlock_lacks(v),
-        },
     }
 }
 
@@ -466,9 +542,12 @@ fn check_strict(layers: &[(LayerName, LayerStatus)]) -> Result<(), NegotiationEr
     for (name, status) in layers {
         let why = match status {
             LayerStatus::Full => continue,
+            // Not needed where the network namespace holds TCP.
+            LayerStatus::Off { .. } if *name == LayerName::Connect => continue,
             LayerStatus::Partial { abi, lacks } => {
                 format!("runs at abi {abi}, the plan is written for abi {MIN_ABI} ({lacks})")
             }
+            LayerStatus::Fallback { instead } => format!("runs with a fallback: {instead}"),
             LayerStatus::Off { why } => format!("is off: {why}"),
         };
         return Err(NegotiationError::Strict {

@@ -1,8 +1,7 @@
 //! The rule classes of a policy and the layers that hold each one: the
 //! table of docs/enforcement.md as data.
 
-use super::{Kernel, LayerName, LayerStatus, PlanFacts};
-use oajail_policy::compile::landlock::MIN_ABI;
+use super::{Kernel, LayerName, LayerStatus, PlanFacts, Tier};
 use serde::Serialize;
 
 /// A class of rules of the policy, enforced as a whole by some layers.
@@ -115,7 +114,7 @@ impl RuleHolding {
             if h.layer == LayerName::Landlock {
                 s.push_str(&format!(" abi {}", h.landlock_abi));
             }
-            if !h.complete {
+            if !h.note.is_empty() {
                 s.push_str(&format!(" ({})", h.note));
             }
             s
@@ -147,11 +146,26 @@ impl RuleHolding {
 const HOST_CHANGES: &str =
     "not a denied file the host creates, replaces or makes again during the run";
 
+/// What the negotiation knows of the jail's shape when it lists holders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub(super) facts: PlanFacts,
+    pub(super) tier: Tier,
+    /// The namespace tier with the container's `/proc`.
+    pub(super) proc_fallback: bool,
+    /// The Landlock ABI the ruleset is built for (0: off).
+    pub(super) landlock_abi: u8,
+}
+
 /// `(layer, landlock abi, complete, note)`: a designed holder.
 type Design = (LayerName, u8, bool, &'static str);
 
-fn design(class: RuleClass, facts: PlanFacts) -> Vec<Design> {
+fn design(class: RuleClass, shape: Shape) -> Vec<Design> {
+    if shape.tier == Tier::Container {
+        return container_design(class, shape.facts);
+    }
     use LayerName::{Guard, Landlock, Mounts, Namespaces, NetNamespace, Seccomp};
+    let facts = shape.facts;
     let full = |l| (l, 0, true, "");
     let ll = |abi| (Landlock, abi, true, "");
     match class {
@@ -166,7 +180,11 @@ fn design(class: RuleClass, facts: PlanFacts) -> Vec<Design> {
         RuleClass::PrivateTmp => vec![full(Mounts)],
         RuleClass::HostSockets if facts.unix_sockets_denied => vec![full(Mounts), full(Seccomp)],
         RuleClass::HostSockets => vec![full(Mounts)],
-        RuleClass::TcpEgress if facts.restrict_tcp => vec![full(NetNamespace), ll(4)],
+        // Landlock's TCP rule names a port, not an address: the proxy's port
+        // on any other address is open to it.
+        RuleClass::TcpEgress if facts.restrict_tcp => {
+            vec![full(NetNamespace), (Landlock, 4, false, PORT_ONLY)]
+        }
         RuleClass::TcpEgress | RuleClass::OtherEgress => vec![full(NetNamespace)],
         RuleClass::Signals => vec![full(Namespaces), ll(6)],
         RuleClass::AbstractSockets => vec![full(NetNamespace), ll(6)],
@@ -181,9 +199,140 @@ fn design(class: RuleClass, facts: PlanFacts) -> Vec<Design> {
             ll(2),
             (Guard, 0, false, "links of protected files"),
         ],
+        RuleClass::Processes if shape.proc_fallback => vec![
+            (Namespaces, 0, false, CONTAINER_PROC),
+            (Landlock, 1, false, PTRACE_SCOPE),
+        ],
         RuleClass::Processes => vec![full(Namespaces)],
         RuleClass::Syscalls => vec![full(Seccomp)],
     }
+}
+
+/// What Landlock's TCP rule holds of "only through the proxy".
+const PORT_ONLY: &str = "the proxy's port, but on every address";
+/// What the pid namespace holds beside the container's `/proc`.
+const CONTAINER_PROC: &str =
+    "the pid namespace; the container's process list and command lines show through its /proc";
+/// What Landlock holds of other processes.
+const PTRACE_SCOPE: &str = "their memory, environment and descriptors (ptrace restriction)";
+
+/// The container tier's holders: no namespace and no mount view. Landlock
+/// holds the file system (its plan is the container tier's: a private
+/// `TMPDIR`, `/tmp` and `/dev/shm` out of reach, only the harmless device
+/// nodes), seccomp limits sockets to TCP (and to stream pairs when unix
+/// sockets are denied), the connect hand-off makes every TCP connect end
+/// at the proxy.
+fn container_design(class: RuleClass, facts: PlanFacts) -> Vec<Design> {
+    use LayerName::{Connect, Guard, Landlock, Seccomp};
+    let full = |l| (l, 0, true, "");
+    let ll = |abi| (Landlock, abi, true, "");
+    match class {
+        RuleClass::ReadDeny | RuleClass::WriteAllow => vec![ll(1)],
+        RuleClass::WriteDeny | RuleClass::MandatoryDenies => vec![full(Guard)],
+        RuleClass::PrivateTmp => vec![(
+            Landlock,
+            1,
+            true,
+            "a private TMPDIR, the only writable tmp; /tmp and /dev/shm out of reach",
+        )],
+        RuleClass::HostSockets if facts.unix_sockets_denied => vec![(
+            Seccomp,
+            0,
+            true,
+            "no unix socket but stream pairs; connect handed to pid 1",
+        )],
+        RuleClass::HostSockets => vec![],
+        RuleClass::TcpEgress if facts.restrict_tcp => vec![
+            (Landlock, 4, false, PORT_ONLY),
+            (
+                Connect,
+                0,
+                true,
+                "every connect made by pid 1: to the proxy, or refused",
+            ),
+        ],
+        RuleClass::TcpEgress => vec![(
+            Connect,
+            0,
+            true,
+            "every connect made by pid 1: to the proxy or the jail's own listeners",
+        )],
+        RuleClass::OtherEgress => vec![(
+            Seccomp,
+            0,
+            true,
+            "sockets limited to tcp: no udp, raw, packet or netlink",
+        )],
+        RuleClass::Signals => vec![ll(6)],
+        RuleClass::AbstractSockets if facts.unix_sockets_denied => {
+            vec![ll(6), (Seccomp, 0, true, "no unix socket but stream pairs")]
+        }
+        RuleClass::AbstractSockets => vec![ll(6)],
+        RuleClass::Devices => vec![
+            (Landlock, 1, true, "only the harmless nodes of /dev"),
+            (Seccomp, 0, false, "terminal injection ioctls"),
+        ],
+        RuleClass::Truncate => vec![ll(3)],
+        RuleClass::CrossDirectoryRename => vec![
+            (
+                Landlock,
+                1,
+                true,
+                "refer from abi 2; abi 1 refuses every such move",
+            ),
+            (Guard, 0, false, "links of protected files"),
+        ],
+        RuleClass::Processes => vec![(Landlock, 1, false, PTRACE_SCOPE)],
+        RuleClass::Syscalls => vec![full(Seccomp)],
+    }
+}
+
+/// What is lost when `rule` has no complete holder: what the command can
+/// do that the rule forbids. One phrase, printed in the banner.
+pub(super) fn loss(rule: &RuleHolding, shape: Shape) -> String {
+    let container = shape.tier == Tier::Container;
+    let text = match rule.class {
+        RuleClass::ReadDeny => {
+            "a denied file the host creates, replaces or makes again during \
+                                the run is readable"
+        }
+        RuleClass::WriteAllow => "files outside allowWrite that the user may write are writable",
+        RuleClass::WriteDeny => "denyWrite paths are writable",
+        RuleClass::MandatoryDenies => {
+            "shell start-up files, git hooks and configuration and \
+                                       editor settings in writable roots are writable"
+        }
+        RuleClass::PrivateTmp => "the host's /tmp is the jail's",
+        RuleClass::HostSockets => {
+            "unix sockets outside the jail (/run, docker.sock, agents) can be connected to"
+        }
+        RuleClass::TcpEgress if rule.partly().is_some() => {
+            "tcp to the proxy's port on any other address skips the proxy"
+        }
+        RuleClass::TcpEgress => "tcp to any address skips the proxy",
+        RuleClass::OtherEgress => "udp (dns included), icmp and raw packets leave the jail",
+        RuleClass::Signals => "the command can signal other processes of its user",
+        RuleClass::AbstractSockets => "abstract unix sockets outside the jail can be connected to",
+        RuleClass::Devices => "device nodes beyond the harmless ones, and their ioctls",
+        RuleClass::Truncate => {
+            "files outside allowWrite that the user may write can be \
+                                truncated"
+        }
+        RuleClass::CrossDirectoryRename => "a hidden file can be linked into view",
+        // With the signal scope the command cannot kill pid 1, which ends
+        // every process of the jail when the command or the supervisor goes.
+        RuleClass::Processes if container && shape.landlock_abi >= 6 => {
+            "processes outside the jail and their command lines are visible"
+        }
+        RuleClass::Processes if container => {
+            "processes outside the jail and their command lines are visible, and the \
+             command's processes can outlive oajail (without Landlock's signal scope the \
+             command can kill pid 1)"
+        }
+        RuleClass::Processes => "the container's process list and command lines are visible",
+        RuleClass::Syscalls => "the syscall deny list does not apply",
+    };
+    text.to_owned()
 }
 
 /// Every rule class, in the order they are listed.
@@ -209,7 +358,7 @@ pub const ALL: [RuleClass; 15] = [
 pub(super) fn holdings(
     layers: &[(LayerName, LayerStatus)],
     landlock_abi: u8,
-    facts: PlanFacts,
+    shape: Shape,
 ) -> Vec<RuleHolding> {
     let runs = |layer: LayerName| {
         layers
@@ -219,7 +368,7 @@ pub(super) fn holdings(
     ALL.iter()
         .map(|&class| RuleHolding {
             class,
-            holders: design(class, facts)
+            holders: design(class, shape)
                 .into_iter()
                 .map(|(layer, abi, complete, note)| Holder {
                     layer,
@@ -234,15 +383,23 @@ pub(super) fn holdings(
 }
 
 /// The kernel features that would give `class` a complete holder.
-pub(super) fn needed_feature(class: RuleClass, kernel: &Kernel, facts: PlanFacts) -> String {
+pub(super) fn needed_feature(class: RuleClass, kernel: &Kernel, shape: Shape) -> String {
     let mut needs: Vec<String> = Vec::new();
-    for (layer, abi, complete, _) in design(class, facts) {
+    let ns = kernel.steps.namespaces_usable();
+    let unconfined = Shape {
+        tier: Tier::Namespaces,
+        ..shape
+    };
+    let designed = design(class, unconfined)
+        .into_iter()
+        .chain(design(class, shape));
+    for (layer, abi, complete, _) in designed {
         if !complete {
             continue;
         }
         let need = match layer {
             LayerName::Namespaces | LayerName::NetNamespace => "user namespaces".to_owned(),
-            LayerName::Mounts if !kernel.user_namespaces => "user namespaces".to_owned(),
+            LayerName::Mounts if !ns => "user namespaces".to_owned(),
             LayerName::Mounts => "the mount api (linux 5.12)".to_owned(),
             // The one case where Landlock is offered at the ABI yet not run.
             LayerName::Landlock if abi <= 1 && kernel.landlock_abi == Some(1) => {
@@ -250,28 +407,13 @@ pub(super) fn needed_feature(class: RuleClass, kernel: &Kernel, facts: PlanFacts
             }
             LayerName::Landlock => format!("landlock abi {abi}"),
             LayerName::Seccomp => "seccomp filters".to_owned(),
-            LayerName::Guard => "seccomp user notification with addfd (linux 5.9)".to_owned(),
+            LayerName::Guard | LayerName::Connect => {
+                "seccomp user notification with addfd (linux 5.9)".to_owned()
+            }
         };
         if !needs.contains(&need) {
             needs.push(need);
         }
     }
     needs.join(" or ")
-}
-
-/// What Landlock at ABI `v` lacks compared with the plan's ABI.
-pub(super) fn landlock_lacks(v: u8) -> String {
-    let parts = [
-        (2, "refer"),
-        (3, "truncate"),
-        (4, "tcp port rules"),
-        (5, "device ioctls"),
-        (6, "signal and abstract-socket scopes"),
-    ];
-    let missing: Vec<String> = parts
-        .iter()
-        .filter(|(abi, _)| *abi > v && *abi <= MIN_ABI)
-        .map(|(abi, what)| format!("{what} (abi {abi})"))
-        .collect();
-    format!("no {}", missing.join(", "))
 }

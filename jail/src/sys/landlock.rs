@@ -5,7 +5,7 @@
 //! jail-side rules and restricts itself with the kernel ABI directly.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// `LANDLOCK_RULE_PATH_BENEATH` from `<linux/landlock.h>`.
 const RULE_PATH_BENEATH: libc::c_int = 1;
@@ -63,4 +63,39 @@ pub(crate) fn restrict_self(ruleset: BorrowedFd<'_>) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// `struct landlock_ruleset_attr` as of ABI 6.
+#[repr(C)]
+struct RulesetAttr {
+    handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
+}
+
+/// A ruleset that handles no access right, only the scopes `scoped`
+/// (`LANDLOCK_SCOPE_*`, ABI 6). Raw and allocation-free: the command makes
+/// it while it still shares pid 1's memory (`sys::process::spawn_shared`).
+pub(crate) fn create_scoped_ruleset(scoped: u64) -> io::Result<OwnedFd> {
+    let attr = RulesetAttr {
+        handled_access_fs: 0,
+        handled_access_net: 0,
+        scoped,
+    };
+    // SAFETY: the kernel reads `size_of::<RulesetAttr>()` bytes from
+    // `attr`, which lives on this stack frame until the call returns; flags
+    // are 0.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::from_ref(&attr),
+            std::mem::size_of::<RulesetAttr>(),
+            0 as libc::c_uint,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: on success the call returns a new descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(ret as libc::c_int) })
 }

@@ -174,6 +174,37 @@ pub(crate) fn answer_fd(
     check_answer(ret)
 }
 
+/// Put `fd` into the caller's descriptor table at number `target`,
+/// closing what was there (`SECCOMP_ADDFD_FLAG_SETFD`, as `dup2` would),
+/// without answering the call: the connect hand-off replaces the caller's
+/// socket by one pid 1 connected, then answers 0. `cloexec` sets
+/// O_CLOEXEC on the caller's copy.
+pub(crate) fn replace_fd(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    target: i32,
+    cloexec: bool,
+) -> io::Result<()> {
+    let add = libc::seccomp_notif_addfd {
+        id,
+        flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
+        srcfd: fd.as_raw_fd() as u32,
+        newfd: target as u32,
+        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+    };
+    // SAFETY: the ioctl reads one `struct seccomp_notif_addfd` from `add`;
+    // `fd` is a live descriptor of ours for the duration of the call.
+    let ret = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+            &add as *const libc::seccomp_notif_addfd,
+        )
+    };
+    check_answer(ret)
+}
+
 fn check_answer(ret: libc::c_int) -> io::Result<()> {
     if ret >= 0 {
         return Ok(());

@@ -45,12 +45,29 @@ struct Shared {
     outstanding: Cell<usize>,
 }
 
+/// What a worker runs in place of the script: the syscall probe of the
+/// tests (`src/probe_main.rs`, a binary that is never shipped). It is called
+/// once just before the seccomp filter is installed (`false`) and once after
+/// `exec` arrives (`true`, with the code sent), and returns JSON text; the
+/// run's result is `{"before": …, "after": …}`.
+pub type StandIn = fn(after_filter: bool, code: &str) -> String;
+
 /// Entry point of `openagenda-mcp __execute-worker MEMORY_MB TIMEOUT_MS`.
 ///
 /// Everything that does not depend on the code (limits, runtime, context,
 /// `console` and `oa`, the seccomp filter) happens before [`ToServer::Ready`],
 /// while the worker waits in the pool; after it, only the script runs.
 pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
+    run_with(memory_mb, timeout_ms, None)
+}
+
+/// [`run`], with a [`StandIn`] in place of the script when given: the same
+/// limits, world and filter, in the same order.
+pub fn run_with(
+    memory_mb: u64,
+    timeout_ms: u64,
+    stand_in: Option<StandIn>,
+) -> Result<(), McpError> {
     die_with_parent()?;
     let cpu_secs = timeout_ms.div_ceil(1000) + 2;
     sandbox::apply_rlimits(memory_mb, cpu_secs)?;
@@ -68,7 +85,7 @@ pub fn run(memory_mb: u64, timeout_ms: u64) -> Result<(), McpError> {
     };
     shared.output_cap.set(output_cap);
     shared.max_calls.set(u64::from(max_calls));
-    let Some(outcome) = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops))? else {
+    let Some(outcome) = ctx.with(|ctx| prepare_and_run(&ctx, &shared, &ops, stand_in))? else {
         // The server closed the pipe before sending code: it is shutting
         // down and this pooled worker was never used. Not an error.
         return Ok(());
@@ -93,6 +110,7 @@ fn prepare_and_run(
     ctx: &Ctx<'_>,
     shared: &Rc<Shared>,
     ops: &[(String, String)],
+    stand_in: Option<StandIn>,
 ) -> Result<Option<Outcome>, McpError> {
     let settle = install_host(ctx, shared)
         .and_then(|()| ctx.eval::<Function, _>(shim(ops, shared.max_calls.get())))
@@ -100,6 +118,7 @@ fn prepare_and_run(
             step: "quickjs world",
             source,
         })?;
+    let before = stand_in.map(|f| f(false, ""));
     sandbox::apply_seccomp()?;
     frame::write_sync(&mut std::io::stdout().lock(), &ToServer::Ready)
         .map_err(McpError::WorkerPipe)?;
@@ -112,6 +131,13 @@ fn prepare_and_run(
     shared
         .deadline
         .set(Some(Instant::now() + Duration::from_millis(timeout_ms)));
+    if let (Some(f), Some(before)) = (stand_in, before) {
+        let report = format!(r#"{{"before":{before},"after":{}}}"#, f(true, &code));
+        return Ok(Some(match RawValue::from_string(report) {
+            Ok(result_json) => Outcome::Ok { result_json },
+            Err(e) => internal(format!("stand-in report: {e}")),
+        }));
+    }
     Ok(Some(run_script(ctx, shared, &code, &settle)))
 }
 

@@ -37,6 +37,12 @@ pub const WORKER_BIN: &str = "openagenda-mcp-worker";
 /// The worker's `main`: `ARGV0 __execute-worker MEMORY_MB TIMEOUT_MS`, then
 /// [`child::run`]; returns the exit status.
 pub fn main_with_args(args: &[String]) -> i32 {
+    main_with(args, None)
+}
+
+/// [`main_with_args`] with a [`child::StandIn`] in place of the script (the
+/// tests' syscall probe, `src/probe_main.rs`).
+pub fn main_with(args: &[String], stand_in: Option<child::StandIn>) -> i32 {
     let num = |i: usize| args.get(i).and_then(|s| s.parse::<u64>().ok());
     let (Some(WORKER_ARG), Some(memory_mb), Some(timeout_ms)) =
         (args.get(1).map(String::as_str), num(2), num(3))
@@ -47,7 +53,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         );
         return 2;
     };
-    match child::run(memory_mb, timeout_ms) {
+    match child::run_with(memory_mb, timeout_ms, stand_in) {
         Ok(()) => 0,
         Err(e) => {
             crate::log::line("error", &format!("worker: {e}"));

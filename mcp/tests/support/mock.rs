@@ -8,6 +8,9 @@
 //! - `GET /agendas/302` → a redirect to another host;
 //! - `GET /agendas/{uid}/overview` → answers after 300 ms;
 //! - `GET /agendas/slow` → an agenda, after 2 s;
+//! - `GET /agendas/echo-json`, `echo-text`, `echo-error` → the presented
+//!   Authorization header echoed in many encodings ([`echo_forms`]), in a
+//!   JSON body, a text body, and an error message;
 //! - anything else → 404.
 //!
 //! Every request is recorded (method, target, whether the expected key was
@@ -258,6 +261,22 @@ fn route(method: &str, target: &str, auth: Option<&str>) -> (&'static str, Strin
             String::new(),
             serde_json::json!({"ref": "staging/mock-1"}).to_string(),
         ),
+        ("GET", ["v3", "agendas", "echo-json"]) => {
+            ("200 OK", String::new(), echo_json(auth.unwrap_or("")))
+        }
+        ("GET", ["v3", "agendas", "echo-text"]) => (
+            "200 OK",
+            String::new(),
+            format!("token={}", percent_all(auth.unwrap_or(""))),
+        ),
+        ("GET", ["v3", "agendas", "echo-error"]) => (
+            "403 Forbidden",
+            String::new(),
+            format!(
+                r#"{{"error": {{"message": "refused {}"}}}}"#,
+                escape_all(auth.unwrap_or(""))
+            ),
+        ),
         ("GET", ["v3", "agendas", uid]) => (
             "200 OK",
             String::new(),
@@ -265,4 +284,54 @@ fn route(method: &str, target: &str, auth: Option<&str>) -> (&'static str, Strin
         ),
         _ => ("404 Not Found", String::new(), serde_json::json!({"error": {"message": "not found"}}).to_string()),
     }
+}
+
+/// `\u00XX` for every character (a JSON escape a parser turns back).
+pub fn escape_all(text: &str) -> String {
+    text.bytes().map(|b| format!("\\u{b:04x}")).collect()
+}
+
+/// `%XX` for every byte.
+pub fn percent_all(text: &str) -> String {
+    text.bytes().map(|b| format!("%{b:02X}")).collect()
+}
+
+/// The encodings the echo routes use, by name (the header value is
+/// `Bearer KEY`).
+pub fn echo_forms(auth: &str) -> Vec<(&'static str, String)> {
+    use base64::Engine;
+    let key = auth.strip_prefix("Bearer ").unwrap_or(auth);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    vec![
+        ("plain", auth.to_owned()),
+        ("escaped", escape_all(auth)),
+        ("percent", percent_all(auth)),
+        (
+            "percent-lower",
+            auth.bytes().map(|b| format!("%{b:02x}")).collect(),
+        ),
+        ("html", auth.bytes().map(|b| format!("&#{b};")).collect()),
+        ("base64", b64.encode(auth)),
+        ("base64-key", b64.encode(key)),
+        ("base64url-shifted", url.encode(format!("xy{key}z"))),
+        ("hex", key.bytes().map(|b| format!("{b:02x}")).collect()),
+        ("double-escaped", escape_all(auth).replace('\\', "\\\\")),
+    ]
+}
+
+/// A JSON body with every form as a value, the escaped one also as a key
+/// and inside a string that itself holds JSON.
+fn echo_json(auth: &str) -> String {
+    let mut body = String::from("{");
+    for (name, form) in echo_forms(auth) {
+        // Every form is valid inside a JSON string as it stands.
+        body.push_str(&format!(r#""{name}": "{form}", "#));
+    }
+    body.push_str(&format!(
+        r#""{}": "as a key", "nested": "{{\"inner\": \"{}\"}}"}}"#,
+        escape_all(auth),
+        escape_all(auth).replace('\\', "\\\\")
+    ));
+    body
 }

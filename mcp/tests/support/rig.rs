@@ -11,7 +11,8 @@
 use super::mock::{Mock, TempDir};
 use super::{BIN, Server, command};
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Where the server runs.
@@ -29,6 +30,7 @@ pub const KEY: &str = "oa_sk_hostile_0123456789abcdef";
 /// A server, its mock and the files they share.
 pub struct Rig {
     pub mode: Mode,
+    bin: PathBuf,
     pub mock: Mock,
     pub server: Server,
     _files: TempDir,
@@ -39,6 +41,12 @@ impl Rig {
     /// Starts a server in `mode` with `envs` and `args` added. Jailed, `None`
     /// when there is no oajail binary (a failure under `OAJAIL_TEST_STRICT`).
     pub fn start(mode: Mode, envs: &[(&str, &str)], args: &[&str]) -> Option<Self> {
+        Self::start_bin(mode, Path::new(BIN), envs, args)
+    }
+
+    /// [`Rig::start`] with another copy of the server binary (whose worker
+    /// is the one beside it).
+    pub fn start_bin(mode: Mode, bin: &Path, envs: &[(&str, &str)], args: &[&str]) -> Option<Self> {
         let (mock, base) = match mode {
             Mode::Bare => {
                 let mock = Mock::start();
@@ -65,7 +73,7 @@ impl Rig {
             ("HOME", home.0.to_str().unwrap()),
         ];
         let oajail = super::oajail_binary();
-        let sibling = std::path::Path::new(BIN).parent().unwrap().join("oajail");
+        let sibling = bin.parent().unwrap().join("oajail");
         let named = oajail.filter(|p| *p != sibling);
         let mut args_all: Vec<&str> = Vec::new();
         match mode {
@@ -77,9 +85,16 @@ impl Rig {
         }
         all.extend_from_slice(envs);
         args_all.extend_from_slice(args);
-        let server = Server::start_command(command(&all, &args_all));
+        let mut cmd = command(&all, &args_all);
+        if bin != Path::new(BIN) {
+            cmd = Command::new(bin);
+            cmd.args(&args_all).env_clear().env("PATH", "/usr/bin:/bin");
+            cmd.envs(all.iter().copied());
+        }
+        let server = Server::start_command(cmd);
         let mut rig = Self {
             mode,
+            bin: bin.to_path_buf(),
             mock,
             server,
             _files: files,
@@ -105,7 +120,7 @@ impl Rig {
         if self.mode == Mode::Bare {
             return top;
         }
-        let bin = std::fs::canonicalize(BIN).unwrap();
+        let bin = std::fs::canonicalize(&self.bin).unwrap();
         descendants(top)
             .into_iter()
             .map(|(pid, _)| pid)
@@ -213,4 +228,24 @@ pub fn status_kib(pid: u32, field: &str) -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// A copy of the server with `worker` beside it as its worker
+/// (`openagenda-mcp-worker`), in a directory removed on drop; hard links
+/// where the file system allows them, copies otherwise.
+pub fn server_with_worker(worker: &Path) -> (TempDir, PathBuf) {
+    let bin_dir = Path::new(BIN).parent().unwrap().to_path_buf();
+    let mut bases = vec![bin_dir];
+    bases.extend(std::env::var_os("HOME").map(PathBuf::from));
+    bases.push("/var/tmp".into());
+    let dir = TempDir::new_in(&bases, "probe-server");
+    let server = dir.0.join("openagenda-mcp");
+    let place = |from: &Path, to: &Path| {
+        if std::fs::hard_link(from, to).is_err() {
+            std::fs::copy(from, to).unwrap();
+        }
+    };
+    place(Path::new(BIN), &server);
+    place(worker, &dir.0.join("openagenda-mcp-worker"));
+    (dir, server)
 }

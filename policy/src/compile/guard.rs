@@ -2,11 +2,18 @@
 //! guarded, the user's `denyWrite` entries, the home directory, and which
 //! calls the command's filter sends to pid 1. The decision itself, which
 //! pid 1 runs, is `crate::guard`.
+//!
+//! Which calls go to pid 1, by class (`docs/enforcement.md`, "What reaches
+//! pid 1"): every call that makes a name or writes a file; metadata calls
+//! only when their effect can make something run or let others change a
+//! file (a risky mode, a new owner), never for timestamps; removals only
+//! when something could refuse them: a `denyWrite` entry below a guarded
+//! root (a removal plants nothing, so the decision allows every other).
 
 use super::rules::{Rules, TMP};
 use crate::Policy;
-use crate::guard::{FilterShape, FlagsArg, GuardPlan, ModeArg, PathArg};
-use std::path::Path;
+use crate::guard::{FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs};
+use std::path::{Path, PathBuf};
 
 /// The calls always sent to pid 1, on every architecture (kernel names).
 const NOTIFY: &[&str] = &[
@@ -16,10 +23,7 @@ const NOTIFY: &[&str] = &[
     "symlinkat",
     "renameat",
     "renameat2",
-    "unlinkat",
     "truncate",
-    "fchmodat",
-    "fchownat",
     "setxattr",
     "lsetxattr",
     "removexattr",
@@ -27,10 +31,12 @@ const NOTIFY: &[&str] = &[
 ];
 
 /// x86_64-only calls always sent to pid 1.
-const LEGACY_NOTIFY: &[&str] = &[
-    "creat", "mkdir", "mknod", "link", "symlink", "rename", "unlink", "rmdir", "chmod", "chown",
-    "lchown", "utime", "utimes",
-];
+const LEGACY_NOTIFY: &[&str] = &["creat", "mkdir", "mknod", "link", "symlink", "rename"];
+
+/// Removals: sent to pid 1 only when a `denyWrite` entry lies below a
+/// guarded root (`unlinkat` on every architecture, then x86_64's own).
+const REMOVE: &[&str] = &["unlinkat"];
+const LEGACY_REMOVE: &[&str] = &["unlink", "rmdir"];
 
 /// Build the guard plan from the resolved rules.
 pub(crate) fn build(
@@ -38,11 +44,15 @@ pub(crate) fn build(
     rules: &Rules,
     home: &Path,
     config_home: Option<&Path>,
+    ids: Ids,
 ) -> GuardPlan {
-    let strings = |it: &mut dyn Iterator<Item = &std::path::PathBuf>| {
+    let strings = |it: &mut dyn Iterator<Item = &PathBuf>| {
         it.map(|p| p.display().to_string()).collect::<Vec<_>>()
     };
-    let roots = strings(&mut rules.allow_write.iter().filter(|p| rules.writable(p)));
+    let roots: Vec<PathBuf> = (rules.allow_write.iter())
+        .filter(|p| rules.writable(p))
+        .cloned()
+        .collect();
     let mut private = vec!["/dev".to_owned()];
     if rules.private.contains(Path::new(TMP)) {
         private.push(TMP.to_owned());
@@ -55,38 +65,51 @@ pub(crate) fn build(
         flags_arg,
         legacy,
     };
+    let deny_write: Vec<PathBuf> = rules.deny_write.iter().cloned().collect();
+    let decided_removals = deny_write
+        .iter()
+        .any(|d| roots.iter().any(|r| d.starts_with(r)));
+    let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let mut notify = names(NOTIFY);
+    let mut legacy = names(LEGACY_NOTIFY);
+    if decided_removals {
+        notify.extend(names(REMOVE));
+        legacy.extend(names(LEGACY_REMOVE));
+    }
+    let mode = |syscall: &str, mode_arg: u8, legacy: bool| ModeArg {
+        syscall: syscall.into(),
+        mode_arg,
+        legacy,
+    };
+    let owner = |syscall: &str, uid_arg: u8, legacy: bool| OwnerArgs {
+        syscall: syscall.into(),
+        uid_arg,
+        legacy,
+    };
     GuardPlan {
-        roots,
+        roots: roots.iter().map(|p| p.display().to_string()).collect(),
         private,
-        deny_write: strings(&mut rules.deny_write.iter()),
+        deny_write: strings(&mut deny_write.iter()),
         home: home.display().to_string(),
         config_home,
         allow_git_config: policy.filesystem.allow_git_config,
         filter: FilterShape {
-            notify: NOTIFY.iter().map(|s| (*s).to_owned()).collect(),
-            legacy: LEGACY_NOTIFY.iter().map(|s| (*s).to_owned()).collect(),
+            notify,
+            legacy,
             notify_if_write: vec![arg("openat", 2, false), arg("open", 1, true)],
-            notify_if_path: vec![
-                PathArg {
-                    syscall: "utimensat".into(),
-                    path_arg: 1,
-                    legacy: false,
-                },
-                PathArg {
-                    syscall: "futimesat".into(),
-                    path_arg: 1,
-                    legacy: true,
-                },
+            notify_if_mode: vec![
+                mode("fchmod", 1, false),
+                mode("fchmodat", 2, false),
+                mode("chmod", 1, true),
             ],
-            notify_if_mode: vec![ModeArg {
-                syscall: "fchmod".into(),
-                mode_arg: 1,
-            }],
+            notify_unless_owner: vec![
+                owner("fchownat", 2, false),
+                owner("chown", 1, true),
+                owner("lchown", 1, true),
+            ],
+            ids,
             watch: vec!["umask".into()],
-            enosys: ["openat2", "fchmodat2", "setxattrat", "removexattrat"]
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect(),
+            enosys: names(&["openat2", "fchmodat2", "setxattrat", "removexattrat"]),
         },
     }
 }

@@ -24,6 +24,7 @@
 //! - any budget overrun or unexpressible rule is an error (fail closed), never
 //!   a silently smaller protection.
 
+pub mod container;
 mod fsview;
 mod guard;
 pub mod home_sockets;
@@ -161,7 +162,11 @@ pub fn compile(
         .xdg_config_home
         .as_ref()
         .and_then(|p| fsview::canonicalize(fs, p).ok());
-    let guard = guard::build(policy, &rules, &rules.home, config_home.as_deref());
+    let ids = crate::guard::Ids {
+        uid: facts.uid,
+        gid: facts.gid,
+    };
+    let guard = guard::build(policy, &rules, &rules.home, config_home.as_deref(), ids);
     Ok(CompiledPolicy {
         policy_sha256: policy.sha256(),
         mounts,

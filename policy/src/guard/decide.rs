@@ -8,12 +8,13 @@
 //! the user's `denyWrite` entries, and at what the call does ([`Op`]).
 //!
 //! Memory: what the probe answered about directories (is it a git directory,
-//! which repository holds it, what its configuration protects) is kept in a
-//! memo, so a call in a directory seen before costs no extra system call.
-//! pid 1 reports every call it performed ([`Guard::performed`]); a call that
-//! could change those answers (a marker name, a `.git`, a moved or removed
-//! directory, a written git configuration) empties the memo, and pid 1 also
-//! empties it on a timer ([`Guard::forget`]) for changes made outside the jail.
+//! which repository holds it, what its configuration protects) is kept
+//! (`knowledge.rs`), so a call in a directory seen before costs no extra
+//! system call. pid 1 reports every call it performed ([`Guard::performed`]);
+//! what a call could change (a marker name or a `.git` in a directory, a
+//! moved or removed directory, a written git configuration) is forgotten or
+//! read again, and pid 1 empties everything on a timer ([`Guard::forget`])
+//! for changes made outside the jail.
 
 use super::git::{self, Inside};
 use super::knowledge::Knowledge;
@@ -210,6 +211,9 @@ impl Guard {
         if let Some(v) = self.user_denied(req) {
             return v;
         }
+        if req.op == Op::Remove {
+            return removable();
+        }
         let dotgit_file = name == ".git" && req.existing.is_some_and(|s| s.kind != FileKind::Dir);
         let hit = match dotgit_file {
             // A `.git` file or link redirects git to another directory.
@@ -218,7 +222,7 @@ impl Guard {
         };
         match req.op {
             Op::Write | Op::Meta => self.change(fs, req, hit),
-            Op::Remove => removable(hit),
+            Op::Remove => removable(),
             Op::RenameFrom => movable(name, hit),
             Op::Create(kind) => self.create(fs, p, name, kind, req.existing, hit),
             Op::Link { source, stat } => self.link(fs, req, name, source, stat, hit),
@@ -226,21 +230,17 @@ impl Guard {
         }
     }
 
-    /// Tell the guard a call was performed, so the memo forgets what it
-    /// may have changed.
-    pub fn performed(&mut self, req: &Request<'_>) {
-        let name = req.path.file_name().and_then(OsStr::to_str).unwrap_or("");
-        let structural = git::MARKERS.contains(&name)
-            || matches!(name, ".git" | "config.worktree" | ".gitconfig")
-            || self.know.known().files.iter().any(|f| f == req.path);
-        let moved_dir = match req.op {
+    /// Tell the guard a call was performed, so what it knows of the tree
+    /// follows (see `knowledge.rs`: the facts the call may have changed are
+    /// forgotten, a changed configuration is read again at once).
+    pub fn performed(&mut self, fs: &dyn GuardFs, req: &Request<'_>) {
+        let tree = match req.op {
+            Op::Create(kind) => kind != FileKind::File,
             Op::RenameTo { stat, .. } => stat.kind != FileKind::File,
             Op::RenameFrom | Op::Remove => req.existing.is_none_or(|s| s.kind != FileKind::File),
-            _ => false,
+            Op::Link { .. } | Op::Write | Op::Meta => false,
         };
-        if structural || moved_dir {
-            self.forget();
-        }
+        self.know.changed(fs, req.path, tree);
     }
 
     fn user_denied(&self, req: &Request<'_>) -> Option<Verdict> {
@@ -525,14 +525,15 @@ fn movable(name: &str, hit: Option<Hit>) -> Verdict {
     }
 }
 
-/// `unlink`/`rmdir`: protected entries stay; an empty `hooks`/`info` and
-/// `*.sample` hooks may go (git's own templates).
-fn removable(hit: Option<Hit>) -> Verdict {
-    match hit {
-        None => Verdict::Allow,
-        Some(h) => match h.inside {
-            Some(Inside::TemplateDir | Inside::Template { sample: true }) => Verdict::Allow,
-            _ => deny(h.why),
-        },
-    }
+/// `unlink`/`rmdir` are allowed whatever they remove (only `denyWrite`,
+/// checked first, refuses them): the guard keeps the user's tools from
+/// running what the command planted, and a removal plants nothing. What
+/// runs in place of a removed file (git finding an enclosing repository
+/// once a `.git` is gone, bash reading `.profile` once `.bash_profile` is
+/// gone) was there before the run or passed the guard when it was made,
+/// since making, writing and moving into protected names stay refused.
+/// So a clone, a `node_modules` with nested repositories or a build
+/// directory can be cleaned up in the jail.
+fn removable() -> Verdict {
+    Verdict::Allow
 }

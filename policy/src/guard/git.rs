@@ -138,17 +138,35 @@ pub(crate) struct Protects {
     pub(crate) files: Vec<PathBuf>,
 }
 
+impl Protects {
+    /// Add `other`'s paths that are not here yet.
+    pub(crate) fn extend(&mut self, other: Protects) {
+        for d in other.dirs {
+            if !self.dirs.contains(&d) {
+                self.dirs.push(d);
+            }
+        }
+        for f in other.files {
+            if !self.files.contains(&f) {
+                self.files.push(f);
+            }
+        }
+    }
+}
+
 /// The most configuration files followed through `include.path` from one
 /// starting file (git's own limit is 10 levels).
 const MAX_INCLUDES: usize = 32;
 
 /// Read `config` (and what it includes) of a repository whose hooks run in
-/// `top`; `home` expands `~/`.
+/// `top`; `home` expands `~/`. Every file looked at (read or missing) is
+/// added to `read`, so a later change to one of them can be noticed.
 pub(crate) fn config_protects(
     fs: &dyn GuardFs,
     config: &Path,
     top: &Path,
     home: &Path,
+    read: &mut Vec<PathBuf>,
 ) -> Protects {
     let mut out = Protects::default();
     let mut todo = vec![config.to_path_buf()];
@@ -158,6 +176,7 @@ pub(crate) fn config_protects(
             continue;
         }
         seen.push(file.clone());
+        read.push(file.clone());
         let Some(text) = fs.read_file(&file, 1 << 20) else {
             continue;
         };

@@ -2,17 +2,43 @@
 //! — which directories are git directories, which repository git finds for
 //! a directory and what its configuration (and the user's global one)
 //! protects, the targets of protected names that are links, the inodes of
-//! protected files — kept in a memo so a call in a directory seen before
-//! costs no system call. [`Knowledge::forget`] empties it (pid 1 calls it
-//! after calls that could change the answers, and on a timer).
+//! protected files — kept so a call in a directory seen before costs no
+//! system call.
+//!
+//! Every fact is kept until something that could change it is performed
+//! through the guard ([`Knowledge::changed`]): a marker name or a `.git`
+//! made, moved or removed in a directory forgets what is known of that
+//! directory and below it (which repository git finds there); a directory
+//! moved or removed forgets its subtree; a configuration file that was read
+//! (or looked for) being written, made, moved or removed reloads what it
+//! protects at once. Facts may be kept a little longer than true, never
+//! shorter: a removal the filter lets through without asking pid 1 (see
+//! `docs/enforcement.md`) can only leave a fact that protects more than
+//! needed, because every repository enclosing a directory is loaded with
+//! it, so a `.git` removed below one cannot make git find a repository the
+//! guard has not read. [`Knowledge::forget`] empties everything (pid 1
+//! calls it on a timer, for changes made outside the jail).
 
 use super::git::{self, Protects, Repo};
 use super::names;
 use super::{FileKind, GuardFs, Stat};
-use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+
+/// Where a set of protected paths comes from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Source {
+    /// The user's global git configuration.
+    Globals,
+    /// The targets of protected names that are links.
+    LinkTargets,
+    /// A repository's configuration, by its git directory and the top its
+    /// hooks run in (a git directory reached from inside is its own top).
+    Repo(PathBuf, PathBuf),
+}
 
 /// The guard's memo and what it is anchored at.
 #[derive(Debug)]
@@ -25,11 +51,21 @@ pub(super) struct Knowledge {
     memo: Memo,
 }
 
+/// Facts keyed by path bytes, so a subtree is one range (see [`below`]).
+type ByPath<T> = BTreeMap<OsString, T>;
+
 #[derive(Debug, Default)]
 struct Memo {
-    git_dir: HashMap<OsString, bool>,
-    repo: HashMap<OsString, Option<Rc<Repo>>>,
-    loaded: HashSet<PathBuf>,
+    git_dir: ByPath<bool>,
+    repo: ByPath<Option<Rc<Repo>>>,
+    /// What each loaded source protects.
+    sources: BTreeMap<Source, Protects>,
+    /// Repositories loaded, by git directory and top.
+    repos: HashMap<(PathBuf, PathBuf), Rc<Repo>>,
+    /// Every configuration file a source read or looked for (and the
+    /// target of one that is a link), and the sources that read it.
+    configs: HashMap<PathBuf, Vec<Source>>,
+    /// The union of `sources`.
     known: Protects,
     globals_loaded: bool,
     home_ids: Option<HashSet<(u64, u64)>>,
@@ -69,8 +105,6 @@ impl Knowledge {
         v
     }
 
-    /// The repository git finds for `dir`; learning it adds what its
-    /// configuration protects to the memo.
     /// What the memo learns once: the global git configuration, the
     /// anchors' repositories, and the targets of protected names that are
     /// links in the anchors and the home directory.
@@ -79,8 +113,7 @@ impl Knowledge {
             return;
         }
         self.memo.globals_loaded = true;
-        let home = self.home.clone();
-        self.load_globals(fs, &home);
+        self.load_globals(fs);
         for dir in self.anchors.clone() {
             self.repo_for(fs, &dir);
         }
@@ -118,9 +151,12 @@ impl Knowledge {
                 }
             }
         }
-        self.add_known(found);
+        self.set_source(Source::LinkTargets, found);
     }
 
+    /// The repository git finds for `dir`; learning it loads what its
+    /// configuration protects, and what every repository enclosing it
+    /// protects (git finds one of those if this one's `.git` goes).
     pub(super) fn repo_for(&mut self, fs: &dyn GuardFs, dir: &Path) -> Option<Rc<Repo>> {
         self.load(fs);
         let mut walked = Vec::new();
@@ -140,20 +176,28 @@ impl Knowledge {
             self.memo.repo.insert(w, found.clone());
         }
         if let Some(repo) = &found
-            && self.memo.loaded.insert(repo.git_dir.clone())
+            && !self.memo.repos.contains_key(&key(repo))
         {
-            self.load_repo(fs, repo);
+            self.load_repo(fs, repo.clone());
+            if let Some(up) = repo.top.parent() {
+                self.repo_for(fs, up);
+            }
         }
         found
     }
 
     /// The user's global git configuration, whose hooks and programs apply
-    /// to every repository.
-    fn load_globals(&mut self, fs: &dyn GuardFs, top: &Path) {
+    /// to every repository (a relative hook path is relative to the
+    /// repository; the home directory stands for it here).
+    fn load_globals(&mut self, fs: &dyn GuardFs) {
+        let mut all = Protects::default();
+        let mut read = Vec::new();
         for config in self.global_configs() {
-            let p = git::config_protects(fs, &config, top, &self.home);
-            self.add_known(p);
+            let p = git::config_protects(fs, &config, &self.home, &self.home, &mut read);
+            all.extend(p);
         }
+        self.note_configs(fs, &read, &Source::Globals);
+        self.set_source(Source::Globals, all);
     }
 
     fn global_configs(&self) -> Vec<PathBuf> {
@@ -168,33 +212,85 @@ impl Knowledge {
         ]
     }
 
-    fn load_repo(&mut self, fs: &dyn GuardFs, repo: &Repo) {
+    fn load_repo(&mut self, fs: &dyn GuardFs, repo: Rc<Repo>) {
         let mut configs = vec![
             repo.git_dir.join("config"),
             repo.git_dir.join("config.worktree"),
         ];
-        if let Some(common) = fs.read_file(&repo.git_dir.join("commondir"), 4096) {
+        let commondir = repo.git_dir.join("commondir");
+        let mut read = vec![commondir.clone()];
+        if let Some(common) = fs.read_file(&commondir, 4096) {
             let common = String::from_utf8_lossy(&common);
             let common = crate::paths::lexical_join(&repo.git_dir, Path::new(common.trim()));
             configs.push(common.join("config"));
         }
         configs.extend(self.global_configs());
+        let mut all = Protects::default();
         for config in configs {
-            let p = git::config_protects(fs, &config, &repo.top, &self.home);
-            self.add_known(p);
+            all.extend(git::config_protects(
+                fs, &config, &repo.top, &self.home, &mut read,
+            ));
+        }
+        let source = Source::Repo(repo.git_dir.clone(), repo.top.clone());
+        self.note_configs(fs, &read, &source);
+        self.set_source(source, all);
+        self.memo.repos.insert(key(&repo), repo);
+    }
+
+    /// Remember which source read these files (and the targets of those
+    /// that are links: a write through the target changes them too).
+    fn note_configs(&mut self, fs: &dyn GuardFs, read: &[PathBuf], source: &Source) {
+        for file in read {
+            let mut paths = vec![file.clone()];
+            if fs.lstat(file).is_some_and(|s| s.kind == FileKind::Symlink)
+                && let Some(target) = fs.canonical(file)
+            {
+                paths.push(target);
+            }
+            for p in paths {
+                let owners = self.memo.configs.entry(p).or_default();
+                if !owners.contains(source) {
+                    owners.push(source.clone());
+                }
+            }
         }
     }
 
-    fn add_known(&mut self, p: Protects) {
-        let known = &mut self.memo.known;
-        for d in p.dirs {
-            if !known.dirs.contains(&d) {
-                known.dirs.push(d);
-            }
+    fn set_source(&mut self, source: Source, protects: Protects) {
+        self.memo.sources.insert(source, protects);
+        let mut known = Protects::default();
+        for p in self.memo.sources.values() {
+            known.extend(p.clone());
         }
-        for f in p.files {
-            if !known.files.contains(&f) {
-                known.files.push(f);
+        self.memo.known = known;
+    }
+
+    /// A call was performed at `path`; `tree`: a directory or link was
+    /// made, moved or removed there. Forget what it may have changed;
+    /// reload at once what a changed configuration file protects.
+    pub(super) fn changed(&mut self, fs: &dyn GuardFs, path: &Path, tree: bool) {
+        let name = path.file_name().and_then(OsStr::to_str).unwrap_or("");
+        let parent = path.parent().unwrap_or(Path::new("/"));
+        if git::MARKERS.contains(&name) || name == ".git" {
+            // What the directory is, and which repository git finds there
+            // and below.
+            self.memo.git_dir.remove(parent.as_os_str());
+            forget_below(&mut self.memo.repo, parent);
+        }
+        if tree {
+            forget_below(&mut self.memo.git_dir, path);
+            forget_below(&mut self.memo.repo, path);
+        }
+        let owners = self.memo.configs.get(path).cloned().unwrap_or_default();
+        for source in owners {
+            match source {
+                Source::Globals => self.load_globals(fs),
+                Source::LinkTargets => self.load_link_targets(fs),
+                Source::Repo(git_dir, top) => {
+                    if let Some(repo) = self.memo.repos.get(&(git_dir, top)).cloned() {
+                        self.load_repo(fs, repo);
+                    }
+                }
             }
         }
     }
@@ -240,4 +336,33 @@ impl Knowledge {
         }
         self.memo.home_ids.get_or_insert_with(HashSet::new)
     }
+}
+
+fn key(repo: &Repo) -> (PathBuf, PathBuf) {
+    (repo.git_dir.clone(), repo.top.clone())
+}
+
+/// Remove `path` and every path below it from `map`: the keys from
+/// `path/` up to `path0` (`0` follows `/` in byte order) are exactly the
+/// paths below it.
+fn forget_below<T>(map: &mut ByPath<T>, path: &Path) {
+    map.remove(path.as_os_str());
+    let (lo, hi) = below(path);
+    let keys: Vec<OsString> = map.range(lo..hi).map(|(k, _)| k.clone()).collect();
+    for k in keys {
+        map.remove(&k);
+    }
+}
+
+/// The key range of the paths strictly below `path`.
+fn below(path: &Path) -> (OsString, OsString) {
+    let mut lo = path.as_os_str().as_bytes().to_vec();
+    if lo.last() != Some(&b'/') {
+        lo.push(b'/');
+    }
+    let mut hi = lo.clone();
+    if let Some(last) = hi.last_mut() {
+        *last = b'0';
+    }
+    (OsString::from_vec(lo), OsString::from_vec(hi))
 }

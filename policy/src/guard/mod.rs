@@ -39,7 +39,9 @@ mod plan;
 
 pub use crate::stat::{FileKind, Stat};
 pub use decide::{Denial, Guard, Op, Request, Verdict};
-pub use plan::{FilterShape, FlagsArg, GuardPlan, ModeArg, PathArg, RISKY_MODE, WRITE_FLAGS};
+pub use plan::{
+    FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, RISKY_MODE, WRITE_FLAGS,
+};
 
 use std::path::Path;
 
@@ -57,6 +59,8 @@ pub trait GuardFs {
     fn canonical(&self, path: &Path) -> Option<std::path::PathBuf>;
 }
 
+#[cfg(test)]
+mod knowledge_tests;
 #[cfg(test)]
 mod testfs;
 #[cfg(test)]

@@ -27,8 +27,9 @@ pub const RISKY_MODE: u32 = 0o7133;
 
 /// A call sent to pid 1 only when its mode argument has a [`RISKY_MODE`]
 /// bit: `fchmod` on a descriptor (a read-only one is enough to change the
-/// mode, and a mode can make a disabled hook run again; `fchmod(fd, 0644)`,
-/// what archivers do for every file, changes nothing that runs).
+/// mode, and a mode can make a disabled hook run again), `fchmodat` and
+/// `chmod` by path. `chmod(f, 0644)`, what archivers do for every file,
+/// changes nothing that runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModeArg {
@@ -36,19 +37,33 @@ pub struct ModeArg {
     pub syscall: String,
     /// Index of its mode argument.
     pub mode_arg: u8,
+    /// x86_64 only.
+    #[serde(default)]
+    pub legacy: bool,
 }
 
-/// A call sent to pid 1 only when a path argument is given (not NULL):
-/// `utimensat(fd, NULL, …)` is `futimens`, a call on a descriptor.
+/// A call sent to pid 1 only when it could change an owner: its user
+/// argument is neither `-1` nor the command's uid, or its group argument
+/// neither `-1` nor the command's gid. `chown(f, me, me)`, what archivers
+/// run as root for every file, changes nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PathArg {
+pub struct OwnerArgs {
     /// Kernel name of the call.
     pub syscall: String,
-    /// Index of its path argument.
-    pub path_arg: u8,
+    /// Index of its user argument (the group's is the next one).
+    pub uid_arg: u8,
     /// x86_64 only.
     pub legacy: bool,
+}
+
+/// The command's own ids, for [`OwnerArgs`] (the jail maps each to itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ids {
+    /// The uid.
+    pub uid: u32,
+    /// The gid.
+    pub gid: u32,
 }
 
 /// The shape of the command's notification filter.
@@ -61,10 +76,12 @@ pub struct FilterShape {
     pub legacy: Vec<String>,
     /// Calls sent to pid 1 when their flags can write or create.
     pub notify_if_write: Vec<FlagsArg>,
-    /// Calls sent to pid 1 when they name a path.
-    pub notify_if_path: Vec<PathArg>,
     /// Calls sent to pid 1 when they set a risky mode bit.
     pub notify_if_mode: Vec<ModeArg>,
+    /// Calls sent to pid 1 when they could change an owner.
+    pub notify_unless_owner: Vec<OwnerArgs>,
+    /// The command's ids those are compared with.
+    pub ids: Ids,
     /// Calls pid 1 only watches and then lets through (`umask`: pid 1
     /// creates files with the caller's mask, and reading it from
     /// `/proc/<pid>/status` at every creation would cost more than the
@@ -90,7 +107,7 @@ pub struct GuardPlan {
     /// `denyWrite` entries (resolved; existing or not), the settings file
     /// and the oajail binary.
     pub deny_write: Vec<String>,
-    /// The home directory (anchor of [`names::HOME`]).
+    /// The home directory (anchor of [`super::names::HOME`]).
     pub home: String,
     /// `$XDG_CONFIG_HOME` when set to another place than `~/.config`.
     pub config_home: Option<String>,

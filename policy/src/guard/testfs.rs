@@ -57,6 +57,25 @@ impl Tree {
         self.nodes.insert(path.to_path_buf(), node);
     }
 
+    /// Remove `path` and everything below it.
+    fn remove(&mut self, path: &Path) {
+        self.nodes.retain(|p, _| !p.starts_with(path));
+    }
+
+    /// Move `from` (and everything below it) to `to`.
+    fn rename(&mut self, from: &Path, to: &Path) {
+        self.remove(to);
+        let moved: Vec<(PathBuf, Node)> = (self.nodes.iter())
+            .filter(|(p, _)| p.starts_with(from))
+            .map(|(p, n)| (p.clone(), n.clone()))
+            .collect();
+        self.remove(from);
+        for (p, n) in moved {
+            let rel = p.strip_prefix(from).unwrap_or(Path::new(""));
+            self.insert(&to.join(rel), n);
+        }
+    }
+
     fn kind(&self, path: &Path) -> Option<FileKind> {
         self.nodes.get(path).map(|n| match n {
             Node::Dir => FileKind::Dir,
@@ -142,6 +161,16 @@ impl TestFs {
         self.tree
             .borrow_mut()
             .insert(Path::new(path), Node::File(text.to_owned()));
+    }
+
+    /// Remove a path (and what is below it) now.
+    pub(super) fn remove(&self, path: &str) {
+        self.tree.borrow_mut().remove(Path::new(path));
+    }
+
+    /// Rename now.
+    pub(super) fn rename(&self, from: &str, to: &str) {
+        (self.tree.borrow_mut()).rename(Path::new(from), Path::new(to));
     }
 
     fn id(&self, path: &Path) -> u64 {

@@ -15,8 +15,9 @@ fn plan(allow_git_config: bool) -> GuardPlan {
             notify: Vec::new(),
             legacy: Vec::new(),
             notify_if_write: Vec::new(),
-            notify_if_path: Vec::new(),
             notify_if_mode: Vec::new(),
+            notify_unless_owner: Vec::new(),
+            ids: Ids { uid: 0, gid: 0 },
             watch: Vec::new(),
             enosys: Vec::new(),
         },
@@ -145,11 +146,12 @@ fn protected_names_at_any_depth_as_anything() {
         }
     }
     // The existing one at depth 9: no append, truncate, chmod, rename
-    // over, rename away or unlink.
+    // over or rename away; removing it plants nothing.
     let deep = "/w/nm/a/b/c/d/e/f/g/.bashrc";
-    for op in [Write, Meta, Remove, RenameFrom, rename_to(src, File)] {
+    for op in [Write, Meta, RenameFrom, rename_to(src, File)] {
         assert!(!t.ok(deep, op), "{op:?}");
     }
+    assert!(t.ok(deep, Remove));
 }
 
 #[test]
@@ -212,7 +214,6 @@ fn inside_a_git_directory() {
     let mut t = T::new();
     let src = Path::new(SRC);
     assert!(!t.ok("/w/s/.git/hooks/pre-commit", Write));
-    assert!(!t.ok("/w/s/.git/hooks/pre-commit", Remove));
     assert!(!t.ok("/w/s/.git/hooks/pre-commit", Meta));
     assert!(!t.ok("/w/s/.git/hooks/post-checkout", Create(File)));
     assert!(!t.ok("/w/s/.git/hooks/post-checkout", rename_to(src, File)));
@@ -400,6 +401,27 @@ fn hard_links_of_protected_files() {
         "/w/d/x",
         link(Path::new("/w/s/.git/hooks/pre-commit"), File)
     ));
+}
+
+#[test]
+fn removals_are_refused_only_by_deny_write() {
+    let mut t = T::new();
+    for path in [
+        "/w/s/.git/hooks/pre-commit",
+        "/w/s/.git/info/exclude",
+        "/w/s/.git/config",
+        "/w/s/.git/HEAD",
+        "/w/s/.git",
+        "/w/wt/.git",
+        "/w/a/.vscode/tasks.json",
+        "/w/a/.claude/settings.json",
+        "/h/.bashrc",
+        "/h/.ssh/config",
+    ] {
+        assert!(t.ok(path, Remove), "{path}");
+    }
+    assert!(!t.ok("/w/locked", Remove));
+    assert!(!t.ok("/w/locked/x", Remove));
 }
 
 #[test]

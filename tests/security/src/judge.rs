@@ -54,6 +54,11 @@ pub struct ResultRecord {
     /// earlier run can be told apart.
     #[serde(default)]
     pub recorded_at: u64,
+    /// oajail's own lines on stderr (its banner of rules not held in
+    /// full, a refusal): the container matrix judges an escape against
+    /// the banner of the run it happened in.
+    #[serde(default)]
+    pub oajail_lines: Vec<String>,
 }
 
 /// Violations of the global post-conditions (`allow_events`: contacting a
@@ -403,6 +408,11 @@ fn finish(id: &str, run: &Run, j: Judgement, detail: String) {
         uid: nix::unistd::getuid().as_raw(),
         kernel: kernel(),
         recorded_at: now_secs(),
+        oajail_lines: (run.stderr.lines())
+            .filter(|l| l.starts_with("oajail:"))
+            .take(40)
+            .map(str::to_owned)
+            .collect(),
     };
     record(&rec);
     match j {

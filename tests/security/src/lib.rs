@@ -3,7 +3,8 @@
 //! Owns: the stage of the guard's attacks and the host's own git
 //! afterwards ([`plant`]), judging and result records ([`judge`]) and the
 //! report ([`report`], written by the `oajail-security-report` binary in
-//! `src/bin/`). The catalogue, the probe, the lab and the audit's judging
+//! `src/bin/`), and the container matrix's records ([`cells`], written by
+//! `oajail-container-matrix`) and report section ([`cells_report`]). The catalogue, the probe, the lab and the audit's judging
 //! are product code in `oajail-audit` (`audit/`), which ships beside
 //! `oajail`; they are re-exported here so the suite's tests name one crate.
 //!
@@ -20,6 +21,8 @@
 
 pub use oajail_audit::{audit, canary, catalog, dns, lab, labspec, sinks, tlssink, verdict};
 
+pub mod cells;
+pub mod cells_report;
 pub mod judge;
 pub mod plant;
 pub mod report;

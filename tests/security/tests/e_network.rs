@@ -114,3 +114,14 @@ fn blocks_host_loopback_services() {
         argv!["tcp-connect", "127.0.0.1", 9999]
     });
 }
+
+/// The proxy's port on another loopback address, where the lab listens:
+/// a holder of "TCP only through the proxy" that looks at the port alone
+/// (Landlock's TCP rule) lets this through; the jail's network namespace,
+/// or the supervisor taking every connect in the container tier, does not.
+#[test]
+fn blocks_direct_tcp_to_the_proxy_port_on_another_loopback_address() {
+    expect_blocked("E9-proxy-port-other-address", DENY_HOME, |_| {
+        argv!["tcp-proxy-port-elsewhere", "127.0.0.2"]
+    });
+}

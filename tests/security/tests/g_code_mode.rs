@@ -231,3 +231,257 @@ fn blocks_code_mode_attacks() {
         format!("allocation loop: {code}"),
     );
 }
+
+/// Issue 32: one execute must never stall, bloat or outlive the server.
+/// The server reads each path parameter once (a value that is its own
+/// template is data), bounds a call's arguments (1 MiB) and what one execute
+/// queues (4 MiB), bounds the reply as sent (3 MiB), and runs searches on a
+/// lane of their own that answers `busy` beyond its queue. Each hostile
+/// script is followed by an execute that must still be answered; the jail's
+/// policy bounds the server's memory and tasks as a whole
+/// (`oajail.limits`). Latencies and the server's peak resident set are
+/// measured by `mcp/tests/hostile.rs`.
+const TEMPLATE_LOOP: &str = "const r = await oa.agendas.get({ path: { agendaUid: '{agendaUid}' } }); r.error ? r.error.status : 'answered'";
+const FLOOD: &str = "const big = 'x'.repeat(1200000); const calls = [];\n\
+     for (let i = 0; i < 50; i++) calls.push(oa.agendas.get({ path: { agendaUid: 1 }, body: { big } }));\n\
+     await Promise.all(calls)";
+const NESTED: &str = "const leaf = () => { let v = [0]; for (let i = 0; i < 118; i++) v = [v]; return v; };\n\
+     const out = []; for (let i = 0; i < 2000; i++) out.push(leaf()); out";
+const SEARCHES: i64 = 2000;
+
+fn hostile_session() -> Vec<u8> {
+    let call = |id: i64, name: &str, args: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": args}})
+    };
+    let exec = |id, code: &str| call(id, "execute", json!({"code": code}));
+    let mut msgs = vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "oajail-security", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        exec(10, TEMPLATE_LOOP),
+        exec(11, AFTER),
+    ];
+    msgs.extend((12..16).map(|id| exec(id, FLOOD)));
+    msgs.push(exec(16, AFTER));
+    msgs.push(exec(17, NESTED));
+    msgs.extend((0..SEARCHES).map(|i| {
+        call(
+            100 + i,
+            "search_docs",
+            json!({"query": format!("events in city {i}")}),
+        )
+    }));
+    msgs.push(exec(18, AFTER));
+    msgs.iter()
+        .map(|m| format!("{m}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// The code-mode server under oajail with the policy it prints, fed `stdin`.
+fn run_server(lab: &Lab, mcp: &std::path::Path, stdin: Vec<u8>, hold_ms: u64) -> Run {
+    let printed = std::process::Command::new(mcp)
+        .args([
+            "print-egress-policy",
+            "--format",
+            "srt",
+            "--base-url",
+            "https://allowed.test/v3",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("run {} print-egress-policy: {e}", mcp.display()));
+    assert!(printed.status.success(), "print-egress-policy failed");
+    let policy = lab.policy_text(&String::from_utf8_lossy(&printed.stdout));
+    let argv = vec![
+        lab.tools.oajail.display().to_string(),
+        "-s".into(),
+        policy,
+        "--".into(),
+        mcp.display().to_string(),
+        "--base-url".into(),
+        "https://allowed.test/v3".into(),
+    ];
+    let opts = RunOptions {
+        env: vec![
+            (
+                "OA_API_KEY".into(),
+                oajail_security::canary::canary(&lab.token, "oa-api-key"),
+            ),
+            ("OA_SANDBOX_TIMEOUT_MS".into(), "5000".into()),
+        ],
+        stdin: Some(stdin),
+        stdin_hold_ms: hold_ms,
+        ..RunOptions::default()
+    };
+    lab.run(argv, &opts)
+}
+
+fn code_of(v: &Value) -> &str {
+    v["result"]["structuredContent"]["error"]["code"]
+        .as_str()
+        .unwrap_or("")
+}
+
+#[test]
+fn hostile_scripts_neither_stall_nor_bloat_the_server() {
+    let mut lab = Lab::new("code-mode-hostile");
+    let mcp = mcp_binary(&lab);
+    let run = run_server(&lab, &mcp, hostile_session(), 20_000);
+    assert!(
+        run.lab.lab_error.is_none(),
+        "lab failed: {:?}",
+        run.lab.lab_error
+    );
+    let answered = |id| response(&run, id)["result"]["structuredContent"]["result"] == json!(42);
+
+    let looped = response(&run, 10);
+    judge(
+        &mut lab,
+        &run,
+        "H10-code-mode-template-loop",
+        looped.get("result").is_some() && answered(11),
+        format!(
+            "template: {}; next execute answered: {}",
+            looped["result"]["structuredContent"],
+            answered(11)
+        ),
+    );
+
+    let codes: Vec<String> = (12..16)
+        .map(|id| code_of(&response(&run, id)).to_owned())
+        .collect();
+    judge(
+        &mut lab,
+        &run,
+        "H10-code-mode-argument-flood",
+        codes.iter().all(|c| c == "request_limit") && answered(16),
+        format!(
+            "4 x 50 calls of 1.2 MB: {codes:?}; next execute answered: {}",
+            answered(16)
+        ),
+    );
+
+    let nested = response(&run, 17);
+    let sent = nested.to_string().len();
+    judge(
+        &mut lab,
+        &run,
+        "H10-code-mode-nested-result",
+        nested["result"]["isError"] == json!(false) && sent <= 3 * 1024 * 1024,
+        format!("a result nested 120 deep: reply of {sent} bytes (cap 3 MiB)"),
+    );
+
+    let all: std::collections::HashMap<i64, Value> = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| Some((v["id"].as_i64()?, v)))
+        .collect();
+    let missing = (0..SEARCHES)
+        .filter(|i| !all.contains_key(&(100 + i)))
+        .count();
+    assert_eq!(missing, 0, "searches without an answer");
+    let busy = (0..SEARCHES)
+        .filter(|i| code_of(&all[&(100 + i)]) == "busy")
+        .count();
+    judge(
+        &mut lab,
+        &run,
+        "H10-code-mode-search-flood",
+        busy > 0 && answered(18),
+        format!(
+            "{SEARCHES} searches: {busy} answered busy; the execute behind them answered: {}",
+            answered(18)
+        ),
+    );
+}
+
+/// The worker's own seccomp filter is an allow list: the real server under
+/// the jail runs `openagenda-mcp-syscall-probe` as its worker (the worker's
+/// code with a syscall probe in place of the script), and every call the
+/// probe makes after the filter (fchmodat2, open_tree, fsopen, setxattr,
+/// utimensat, shmget, prctl(PR_SET_PDEATHSIG, 0), setsid and some hundred
+/// more) must get the filter's own ENOSYS.
+#[test]
+fn the_worker_filter_refuses_every_call_outside_its_allow_list() {
+    let mut lab = Lab::new("code-mode-worker-syscalls");
+    let mcp = mcp_binary(&lab);
+    let probe = mcp.with_file_name("openagenda-mcp-syscall-probe");
+    assert!(
+        probe.is_file(),
+        "{} not found (build it with `cargo build -p openagenda-mcp`)",
+        probe.display()
+    );
+    // A copy of the server with the probe beside it as its worker.
+    let dir = PathBuf::from(lab.path("mcp-probe"));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    let server = dir.join("openagenda-mcp");
+    for (from, to) in [
+        (&mcp, server.clone()),
+        (&probe, dir.join("openagenda-mcp-worker")),
+    ] {
+        if std::fs::hard_link(from, &to).is_err() {
+            std::fs::copy(from, &to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+        }
+    }
+    let session = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "oajail-security", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "execute", "arguments": {"code": "probe"}}}),
+    ];
+    let stdin = session
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect::<String>()
+        .into_bytes();
+    let run = run_server(&lab, &server, stdin, 6_000);
+    let report = response(&run, 2)["result"]["structuredContent"]["result"].clone();
+    let after = report["after"].as_object().cloned().unwrap_or_default();
+    let controls = [
+        "getpid",
+        "write-empty",
+        "getrandom",
+        "clock_gettime",
+        "mmap-rw",
+        "futex-wake",
+    ];
+    let enosys = format!("errno {}", libc::ENOSYS);
+    let open: Vec<String> = after
+        .iter()
+        .filter(|(name, seen)| {
+            let want = if controls.contains(&name.as_str()) {
+                "ok"
+            } else {
+                enosys.as_str()
+            };
+            seen["got"].as_str() != Some(want)
+        })
+        .map(|(name, seen)| format!("{name}: {}", seen["got"]))
+        .collect();
+    let reviewed = [
+        "fchmodat2",
+        "open_tree",
+        "fsopen",
+        "setxattr",
+        "utimensat",
+        "shmget",
+        "prctl-pdeathsig-0",
+        "setsid",
+    ];
+    let complete = after.len() > 100 && reviewed.iter().all(|n| after.contains_key(*n));
+    judge(
+        &mut lab,
+        &run,
+        "D11-code-mode-worker-syscalls",
+        complete && open.is_empty(),
+        format!(
+            "{} calls after the worker's filter; not refused as they should be: {open:?}",
+            after.len()
+        ),
+    );
+}

@@ -9,6 +9,7 @@
 //! down silently. The probe never prints a canary: it only says whether
 //! canary bytes were reachable.
 
+mod egress;
 mod exfil;
 mod fs;
 mod guard;
@@ -198,6 +199,7 @@ fn ids() -> Vec<&'static str> {
         "nnp",
         "caps",
         "tcp-connect",
+        "tcp-proxy-port-elsewhere",
         "udp-send",
         "dns-query",
         "resolve",
@@ -314,6 +316,7 @@ fn dispatch_sys_net(id: &str, p: &[String]) -> Outcome {
         "nnp" => sys::nnp(id),
         "caps" => sys::caps(id),
         "tcp-connect" => net::tcp_connect(id, a(0), a(1)),
+        "tcp-proxy-port-elsewhere" => egress::proxy_port_elsewhere(id, a(0)),
         "udp-send" => net::udp_send(id, a(0), a(1)),
         "dns-query" => net::dns_query(id, a(0), a(1)),
         "resolve" => net::resolve(id, a(0)),
@@ -365,11 +368,29 @@ fn arity_ok(id: &str, n: usize) -> bool {
         "fork-bomb" => 2,
         "print-escapes" | "reap-orphans" | "inotify-instances" => 1,
         "proxy-raw" => 1,
-        "read-file" | "read-when-created" | "read-when-replaced" | "sendfile-file"
-        | "read-tree" | "unlink-recreate" | "open-write" | "daemonize" | "ptrace-attach"
-        | "proc-mem" | "process-vm-read" | "pidfd-getfd" | "kill" | "unix-connect"
-        | "unix-sendto" | "abstract-connect" | "umount" | "open-tree" | "keyctl-read"
-        | "resolve" | "icmp-ping" | "socket-family" => 1,
+        "read-file"
+        | "read-when-created"
+        | "read-when-replaced"
+        | "sendfile-file"
+        | "read-tree"
+        | "unlink-recreate"
+        | "open-write"
+        | "daemonize"
+        | "ptrace-attach"
+        | "proc-mem"
+        | "process-vm-read"
+        | "pidfd-getfd"
+        | "kill"
+        | "unix-connect"
+        | "unix-sendto"
+        | "abstract-connect"
+        | "umount"
+        | "open-tree"
+        | "keyctl-read"
+        | "resolve"
+        | "icmp-ping"
+        | "socket-family"
+        | "tcp-proxy-port-elsewhere" => 1,
         // Variadic: at least one path.
         "read-files" | "read-any" => return n >= 1,
         // Channel, target, then at least one source.

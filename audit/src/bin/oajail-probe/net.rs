@@ -1,12 +1,17 @@
 //! Family E: direct network egress that ignores the proxy, and socket families.
 //!
-//! A connection or a sent datagram is reported as `succeeded` even if no
-//! one answered: the lab's sinks are the ground truth and the harness checks
-//! them too. Payloads carry a marker, never a canary.
+//! A sent datagram is reported as `succeeded` even if no one answered: the
+//! lab's sinks are the ground truth and the harness checks them too. A TCP
+//! connection is `succeeded` when the lab's sink answers it; one answered by
+//! anything else is the jail's proxy taking the connection (the container
+//! tier hands every connect to it, whatever address it names), and the
+//! sinks still say whether anything reached them. Payloads carry a marker,
+//! never a canary.
 
 use crate::raw as sys;
 use crate::report::{FILTERED, Outcome, io_errno};
 use nix::errno::Errno;
+use oajail_audit::sinks::SINK_ACK;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::Duration;
@@ -41,12 +46,39 @@ pub fn tcp_connect(attack: &str, ip: &str, port: &str) -> Outcome {
         Err(o) => return o,
     };
     match TcpStream::connect_timeout(&sa, Duration::from_secs(2)) {
-        Ok(mut s) => {
-            let _ = s.write_all(PAYLOAD);
-            Outcome::succeeded(attack, format!("connected to {sa}"))
-        }
+        Ok(s) => after_connect(attack, sa, s),
         Err(e) => Outcome::failed(attack, "connect", io_errno(&e), NET_DENIED),
     }
+}
+
+/// Send the marker on a connected stream and read who answers: the lab's
+/// sink (an escape) or something else (the proxy the connect was handed to).
+pub fn after_connect(attack: &str, sa: SocketAddr, mut s: TcpStream) -> Outcome {
+    use std::io::Read;
+    let _ = s.write_all(PAYLOAD);
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 512];
+    while answer.len() < 4096 {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+        }
+        if answer
+            .windows(SINK_ACK.len())
+            .any(|w| w == SINK_ACK.as_bytes())
+        {
+            return Outcome::succeeded(
+                attack,
+                format!("connected to {sa}; the lab's sink answered"),
+            );
+        }
+    }
+    let first = String::from_utf8_lossy(&answer[..answer.len().min(40)]).into_owned();
+    Outcome::blocked_plain(
+        attack,
+        format!("connected, but not to {sa}: answered {first:?}, not by the lab's sink"),
+    )
 }
 
 /// `udp-send IP PORT`.

@@ -2,12 +2,16 @@
 //! records of the root and unprivileged runs.
 //!
 //! Usage: `oajail-security-report [--root DIR] [--user DIR] [--notes FILE] [--out FILE]
-//! [--kernel NAME=ROOTDIR,USERDIR]… [--check]`.
+//! [--kernel NAME=ROOTDIR,USERDIR]… [--cells DIR] [--check]`.
 //! Defaults: `/var/tmp/oajail-security-results-root`, `…-user`,
 //! `tests/security/report-notes.md`, `docs/security-tests.md`.
 //! Each `--kernel` adds a column for the results of another kernel
 //! (`.ci/kernel-matrix`); `--check` then also requires records from both of
 //! its runs, all of them `blocked`, `not_applicable` or `residual`.
+//! `--cells` adds the container matrix's section from `oajail-container-matrix`'s
+//! output directory; `--check` then also requires cells, none with a
+//! disagreement between doctor and the run or an escape outside the losses
+//! its banner names, none stale.
 //! With `--check` it exits 1 when any record is not `blocked` or
 //! `not_applicable`, or when an attack of the catalogue has no record for
 //! a run that has any records (an unexplained skip), or when a result is
@@ -30,6 +34,7 @@ fn main() -> Result<()> {
     let mut out = PathBuf::from(root_dir).join("../../docs/security-tests.md");
     let mut check = false;
     let mut kernels: Vec<(String, PathBuf, PathBuf)> = Vec::new();
+    let mut cells_dir: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -41,6 +46,7 @@ fn main() -> Result<()> {
             "--kernel" => kernels.push(kernel_arg(
                 &args.next().context("--kernel needs NAME=ROOTDIR,USERDIR")?,
             )?),
+            "--cells" => cells_dir = Some(args.next().context("--cells needs a directory")?.into()),
             other => bail!("unknown argument {other}"),
         }
     }
@@ -59,6 +65,11 @@ fn main() -> Result<()> {
         })
         .collect();
     text.push_str(&report::render_kernels((&r, &u), &runs));
+    let cells = cells_dir
+        .as_deref()
+        .map(oajail_security::cells::load)
+        .unwrap_or_default();
+    text.push_str(&oajail_security::cells_report::render(&cells));
     text.push_str(&notes_text);
     std::fs::write(&out, text).with_context(|| format!("write {}", out.display()))?;
     println!(
@@ -94,6 +105,9 @@ fn main() -> Result<()> {
             }
         }
         bad.extend(check_kernels(&runs));
+        if cells_dir.is_some() {
+            bad.extend(check_cells(&cells));
+        }
         if !bad.is_empty() {
             bail!("security report check failed:\n{}", bad.join("\n"));
         }
@@ -110,6 +124,30 @@ fn kernel_arg(arg: &str) -> Result<(String, PathBuf, PathBuf)> {
         .split_once(',')
         .context("--kernel: expected NAME=ROOTDIR,USERDIR")?;
     Ok((name.to_owned(), root.into(), user.into()))
+}
+
+/// The container matrix ran, fresh, and every cell passed.
+fn check_cells(cells: &[oajail_security::cells::CellRecord]) -> Vec<String> {
+    if cells.is_empty() {
+        return vec!["containers: no cell results at all".into()];
+    }
+    let now = oajail_security::judge::now_secs();
+    let mut bad: Vec<String> = (cells.iter())
+        .filter(|c| now.saturating_sub(c.recorded_at) > MAX_AGE_SECS)
+        .map(|c| {
+            format!(
+                "containers: {} {}: stale (older than {MAX_AGE_SECS} s)",
+                c.cell, c.who
+            )
+        })
+        .collect();
+    bad.extend(
+        cells
+            .iter()
+            .flat_map(|c| c.failures())
+            .map(|f| format!("containers: {f}")),
+    );
+    bad
 }
 
 /// Every other kernel's runs have records, none of them an escape or an
