@@ -153,8 +153,8 @@ pub struct Config {
     pub api_key: Option<String>,
     /// stdio, or HTTP with its OAuth settings ([`crate::remote`]).
     pub transport: crate::remote::Transport,
-    /// Per-caller limits ([`crate::callers`]).
-    pub caller_limits: crate::callers::Limits,
+    /// Per-caller limits ([`crate::callers`]), when any applies.
+    pub caller_limits: Option<crate::callers::Limits>,
 }
 
 impl Config {

@@ -264,8 +264,12 @@ pub fn current_exe() -> Result<PathBuf, McpError> {
 
 /// The policy hash of srt settings text, computed by `oajail-policy`.
 pub fn policy_hash(srt_text: &str) -> Result<String, McpError> {
-    let loaded = oajail_policy::Policy::from_settings_json(srt_text, "print-egress-policy")
+    let mut loaded = oajail_policy::Policy::from_settings_json(srt_text, "print-egress-policy")
         .map_err(McpError::EgressPolicy)?;
+    // oajail keeps the built-in secret stores denied under every settings
+    // file (those the file does not name), and hashes the result: so does
+    // this, or the boot check could never match.
+    loaded.policy.deny_builtin_secret_stores();
     Ok(loaded.policy.sha256())
 }
 

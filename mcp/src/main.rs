@@ -305,8 +305,11 @@ async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> R
         cfg.limits.timeout,
         cfg.limits.memory_mb,
         egress_note,
-    )
-    .with_gate(callers::Gate::new(cfg.caller_limits));
+    );
+    let tools = match cfg.caller_limits {
+        Some(limits) => tools.with_gate(callers::Gate::new(limits)),
+        None => tools,
+    };
     let transport = match &cfg.transport {
         remote::Transport::Stdio => "stdio",
         remote::Transport::Http(_) => "http",

@@ -22,15 +22,15 @@ pub struct Args {
     /// Where --transport http listens: HOST:PORT, or `stdin` (a listening socket given as stdin).
     #[arg(long, env = "OA_HTTP_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Tool calls per minute per caller (token bucket refill; 0: no limit).
-    #[arg(long, env = "OA_RATE_LIMIT_PER_MIN", default_value_t = 120)]
-    pub rate_limit_per_min: u32,
-    /// Tool calls a caller may make at once after a quiet spell (bucket size).
-    #[arg(long, env = "OA_RATE_LIMIT_BURST", default_value_t = 20)]
-    pub rate_limit_burst: u32,
-    /// Executes one caller may have running at once (0: no limit).
-    #[arg(long, env = "OA_MAX_CONCURRENCY_PER_CALLER", default_value_t = 2)]
-    pub max_concurrency_per_caller: usize,
+    /// Tool calls per minute per caller (token bucket refill; 0: no limit; HTTP default 120).
+    #[arg(long, env = "OA_RATE_LIMIT_PER_MIN")]
+    pub rate_limit_per_min: Option<u32>,
+    /// Tool calls a caller may make at once after a quiet spell (bucket size; HTTP default 20).
+    #[arg(long, env = "OA_RATE_LIMIT_BURST")]
+    pub rate_limit_burst: Option<u32>,
+    /// Executes one caller may have running at once (0: no limit; HTTP default 2).
+    #[arg(long, env = "OA_MAX_CONCURRENCY_PER_CALLER")]
+    pub max_concurrency_per_caller: Option<usize>,
 }
 
 /// Variables that only `--transport http` reads.
@@ -141,13 +141,27 @@ pub enum Transport {
 }
 
 impl Args {
-    /// The per-caller limits.
-    pub fn limits(&self) -> crate::callers::Limits {
-        crate::callers::Limits {
-            per_min: self.rate_limit_per_min,
-            burst: self.rate_limit_burst,
-            max_concurrency: self.max_concurrency_per_caller,
+    /// The per-caller limits: over HTTP, the defaults where none is given;
+    /// on stdio (one caller, the local user) only those given, and none
+    /// at all when none is.
+    pub fn limits(&self) -> Option<crate::callers::Limits> {
+        let given = self.rate_limit_per_min.is_some()
+            || self.rate_limit_burst.is_some()
+            || self.max_concurrency_per_caller.is_some();
+        if self.transport != "http" && !given {
+            return None;
         }
+        let (d, stdio) = (crate::callers::Limits::default(), self.transport != "http");
+        let or = |v: Option<u32>, http: u32| v.unwrap_or(if stdio { 0 } else { http });
+        Some(crate::callers::Limits {
+            per_min: or(self.rate_limit_per_min, d.per_min),
+            burst: or(self.rate_limit_burst, d.burst),
+            max_concurrency: (self.max_concurrency_per_caller).unwrap_or(if stdio {
+                0
+            } else {
+                d.max_concurrency
+            }),
+        })
     }
 
     /// The transport, from these options and the environment (`env`).
@@ -265,9 +279,9 @@ mod tests {
         Args {
             transport: transport.into(),
             listen: "127.0.0.1:0".into(),
-            rate_limit_per_min: 120,
-            rate_limit_burst: 20,
-            max_concurrency_per_caller: 2,
+            rate_limit_per_min: None,
+            rate_limit_burst: None,
+            max_concurrency_per_caller: None,
         }
     }
 
