@@ -258,9 +258,12 @@ fn exchanged_tokens_are_masked_by_the_wrapper() {
     ]);
     let aud = support::http::resource(s.port);
     let code = "const b = await oa.agendas.get({ path: { agendaUid: 5 } }); return b.data.uid;";
-    for (i, who) in ["alice", "bob", "alice"].into_iter().enumerate() {
-        let token = lab.authz.token_for(who, &aud);
-        let r = s.call_tool(&token, i as i64 + 1, "execute", json!({"code": code}));
+    // One token per caller, as a client holds it (the exchange is cached
+    // per caller token).
+    let alice = lab.authz.token_for("alice", &aud);
+    let bob = lab.authz.token_for("bob", &aud);
+    for (i, token) in [&alice, &bob, &alice].into_iter().enumerate() {
+        let r = s.call_tool(token, i as i64 + 1, "execute", json!({"code": code}));
         assert_eq!(
             r["result"]["structuredContent"]["result"],
             json!(5),
@@ -285,7 +288,12 @@ fn exchanged_tokens_are_masked_by_the_wrapper() {
         .collect();
     assert_eq!(seen, want);
     // ...while the jailed server only ever held stand-ins: its audit
-    // records fingerprint what it sent, which is not the real token.
+    // records fingerprint what it sent, which is not the real token. (The
+    // log is read by its own thread: wait for the third record.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while s.log().matches("\"audit\"").count() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let log = s.log();
     let fingerprints: Vec<String> = log
         .lines()
@@ -313,4 +321,15 @@ fn exchanged_tokens_are_masked_by_the_wrapper() {
         "alice's stand-in is reused"
     );
     assert_ne!(fingerprints[0], fingerprints[1]);
+    // An API that echoes the credential in its body: the proxy puts the
+    // stand-in back before the jail reads it, the server redacts that.
+    let echo = "return (await oa.agendas.get({ path: { agendaUid: 401 } })).error";
+    let r = s.call_tool(&alice, 9, "execute", json!({"code": echo}));
+    let text = r.to_string();
+    assert!(text.contains("bad credential"), "{text}");
+    assert!(
+        !text.contains(&issued[0].1),
+        "the real exchanged token reached the script: {text}"
+    );
+    assert!(text.contains("[redacted]"), "{text}");
 }

@@ -40,7 +40,8 @@
 //! failed, answered inside TLS with the reason); `masked` (srt `credentials` with
 //! `mode: "mask"`: sentinels swapped in headers to `injectHosts` only,
 //! refused everywhere else), `issued` (`oajail.issuedTokens`: tokens a
-//! token endpoint issues reach the jail as sentinels). The modules form no import cycle
+//! token endpoint issues reach the jail as sentinels), `unswap` (a real
+//! value echoed in a response body reaches the jail as its sentinel). The modules form no import cycle
 //! (`.ci/module-imports.py`).
 //! Design, answers and log format: docs/proxy.md.
 #![deny(missing_docs)]
@@ -70,6 +71,7 @@ mod socks;
 mod terminate;
 mod tls;
 mod unreached;
+mod unswap;
 
 pub use addr::{LocalAddrs, classify};
 pub use helper::ssh_connect_helper;

@@ -355,6 +355,20 @@ impl Credentials {
         }
     }
 
+    /// (real value, sentinel) of every live value long enough to be looked
+    /// for in a response body (`unswap.rs`).
+    pub(crate) fn unswap_pairs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (self.all().iter())
+            .filter(|s| s.real.len() >= MIN_UNSWAP)
+            .map(|s| (s.real.clone().into_bytes(), s.sentinel.clone().into_bytes()))
+            .collect()
+    }
+
+    /// Whether some value is swapped in for `host:port`.
+    pub(crate) fn injects_to(&self, host: &Host, port: u16) -> bool {
+        !self.is_empty() && self.all().iter().any(|s| s.rule.injects_to(host, port))
+    }
+
     /// A streaming scanner for one request body.
     pub(crate) fn scanner(&self) -> BodyScan {
         BodyScan {

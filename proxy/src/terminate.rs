@@ -305,7 +305,9 @@ impl Conn {
             Ok(checked) => checked,
             Err(leak) => return self.refuse(rec, self.leaked(&leak)),
         };
-        if issuer.is_some() {
+        // A host that gets a real value (or issues one) answers in clear,
+        // so an echo of the value can be found (unswap.rs, issued.rs).
+        if issuer.is_some() || self.shared.creds.injects_to(&self.host, self.port) {
             let identity = HeaderValue::from_static("identity");
             parts
                 .headers
@@ -460,7 +462,15 @@ impl Conn {
         let mut resp = resp.map_err(|e| format!("the upstream failed: {e}"))?;
         strip_hop_by_hop(resp.headers_mut());
         self.shared.creds.unswap(resp.headers_mut());
-        Ok(resp.map(|b| b.boxed()))
+        let resp = resp.map(|b| b.boxed());
+        if crate::unswap::encoded(&resp) && self.shared.creds.injects_to(&self.host, self.port) {
+            return Err(
+                "a compressed answer from a host that gets a masked value could hide an echo of it; \
+                 it is not passed into the jail"
+                    .into(),
+            );
+        }
+        Ok(crate::unswap::response(&self.shared.creds, resp))
     }
 
     /// A new HTTP connection to the same checked address (never a new
