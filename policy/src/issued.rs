@@ -23,9 +23,9 @@
 
 use crate::NetworkPolicy;
 use crate::domain::DomainPattern;
+use crate::error::At;
 use crate::error::{JsonPath, Problem, quote};
 use crate::host::{self, Host};
-use crate::error::At;
 use serde::{Deserialize, Serialize};
 
 /// One token endpoint whose issued tokens are masked.

@@ -66,7 +66,8 @@ impl Key {
         .unwrap()
     }
 
-    fn jwk(self) -> Value {
+    /// The public key as a JWK (with `kid` and `use`).
+    pub fn jwk(self) -> Value {
         let jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&self.encoding(), self.alg()).unwrap();
         let mut v = serde_json::to_value(jwk).unwrap();
         v["kid"] = json!(self.kid());

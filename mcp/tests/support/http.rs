@@ -211,6 +211,12 @@ impl Drop for HttpServer {
     }
 }
 
+/// A `GET`, or `None` while nothing answers on the port.
+pub fn try_get(port: u16, path: &str) -> Option<Reply> {
+    TcpStream::connect(("127.0.0.1", port)).ok()?;
+    Some(request(port, "GET", path, &[], b""))
+}
+
 /// A raw HTTP/1.1 request to 127.0.0.1:`port` (`Connection: close`).
 pub fn request(
     port: u16,
