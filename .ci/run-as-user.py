@@ -19,11 +19,11 @@ user = sys.argv[1]
 rest = sys.argv[2:]
 selection, test_args = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
 home = f"/home/{user}"
-# The security suite runs binaries of other packages (oajail, and the audit's
+# The security suite runs binaries of other packages (oajail, the audit's
 # oajail-probe and oajail-lab): `cargo test -p oajail-security-tests` does not
 # build those, so build them here, or the tests would run stale copies.
 if not selection or "oajail-security-tests" in selection:
-    subprocess.run(["cargo", "build", "--locked", "--bins", "-p", "oajail", "-p", "oajail-audit"], check=True)
+    subprocess.run(["cargo", "build", "--locked", "--bins", "-p", "oajail", "-p", "oajail-audit", "-p", "openagenda-mcp"], check=True)
 out = subprocess.run(
     ["cargo", "test", "--locked", "--no-run", "--message-format=json", *(selection or ["--workspace"])],
     check=True, capture_output=True, text=True,

@@ -10,13 +10,14 @@
 
 use crate::Fail;
 use crate::audit_format::{self, Report};
-use crate::cli::{AuditArgs, Common};
+use crate::cli::{AuditArgs, AuditTier, Common};
 use crate::settings::{self, Origin};
 use anyhow::{Context, anyhow};
 use oajail_audit::audit::session::{self, Setup};
-use oajail_audit::audit::{Case, Finding, Verdict, runbook};
+use oajail_audit::audit::{Case, Finding, Verdict, channels, runbook};
 use oajail_audit::catalog::FAMILIES;
 use oajail_audit::lab::Tools;
+use oajail_audit::rundir::RunDir;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -48,26 +49,55 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
                 .ok_or_else(|| Fail::usage(anyhow!("--as-user: no user named {name}")))?,
         ),
     };
+    let tools = tools().map_err(Fail::setup)?;
+    // Ctrl-C and friends stop the attacks and come back through the
+    // clean-up below. Without the watch, a signal still ends the audit
+    // and the next one sweeps, so a failure to set it up is no refusal.
+    let _ = oajail_audit::interrupt::watch();
+    // Removed when this function returns, whatever the outcome; a run
+    // killed before that is swept by the next.
+    let (run_dir, swept) =
+        RunDir::create(&session::default_base()).map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
+    if swept.runs + swept.old_labs > 0 {
+        eprintln!(
+            "oajail: audit: removed what earlier audits left in {} ({} run(s) that were killed, {} lab(s) of older versions)",
+            session::default_base().display(),
+            swept.runs,
+            swept.old_labs
+        );
+    }
     let setup = Setup {
-        tools: tools().map_err(Fail::setup)?,
-        base: session::default_base(),
+        tools,
+        base: run_dir.path.clone(),
         owner,
         policy_text: policy_text.clone(),
         env: test_switches(),
         jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
+        refuse_userns: args.tier == Some(AuditTier::Container),
     };
-    std::fs::create_dir_all(&setup.base)
-        .with_context(|| format!("audit: create {}", setup.base.display()))
-        .map_err(Fail::setup)?;
-    setup
-        .preflight(policy)
-        .map_err(|e| Fail::setup(anyhow!("audit: {e}")))?;
-    let start = Instant::now();
-    let progress = Progress::new(cases.len(), start);
-    let findings = setup.run_all(policy, &cases, &|f| progress.saw(f));
+    let progress = Progress::new(cases.len());
+    progress.preflight();
+    let preflight = setup.preflight(policy);
     progress.finish();
+    if let Some(code) = stopped(0, cases.len()) {
+        return Ok(code);
+    }
+    let jail = preflight.map_err(|e| Fail::setup(anyhow!("audit: {e}{}", lab_hint(&e))))?;
+    let start = Instant::now();
+    let findings = setup.run_all(policy, &jail, &cases, &|f| progress.saw(f));
+    progress.finish();
+    if let Some(code) = stopped(findings.len(), cases.len()) {
+        return Ok(code);
+    }
+    let exfiltrates = cases.iter().any(|c| c.family == runbook::EXFIL_FAMILY.0);
+    let untested = match exfiltrates {
+        true => channels::domains(policy).untested,
+        false => Vec::new(),
+    };
     let report = Report {
         origin: &origin,
+        untested: &untested,
+        jail: &jail,
         policy_text: policy_text.as_deref(),
         policy_sha256: policy.sha256(),
         findings: &findings,
@@ -85,6 +115,32 @@ pub fn audit(common: &Common, args: AuditArgs) -> Result<i32, Fail> {
     }
     eprintln!("oajail: audit: {}", report.summary_line());
     Ok(i32::from(report.fails()))
+}
+
+/// What to do when the lab itself cannot have its namespaces: where a
+/// container's defaults refuse them, the lab cannot be built there, but
+/// the policy can be audited as the container tier holds it elsewhere.
+fn lab_hint(e: &session::AuditError) -> &'static str {
+    match e.to_string().contains("unshare lab namespaces") {
+        true => {
+            " (the lab needs a network and a mount namespace, which this place refuses; \
+             to audit this policy as oajail's container tier holds it here, run \
+             `oajail audit --tier container` where user namespaces work)"
+        }
+        false => "",
+    }
+}
+
+/// When a signal stopped the audit: say so (no report: a partial one
+/// would read as a clean bill for the attacks that never ran) and give
+/// the exit status `128 + signal`.
+fn stopped(done: usize, total: usize) -> Option<i32> {
+    let sig = oajail_audit::interrupt::stopped()?;
+    eprintln!(
+        "oajail: audit: stopped by {} after {done} of {total} attacks; no report, and the labs are removed",
+        oajail_audit::interrupt::name(sig)
+    );
+    Some(128 + sig)
 }
 
 /// Keep the cases of the named families (letters or names).
@@ -156,7 +212,7 @@ fn tools() -> anyhow::Result<Tools> {
         lab: find("OAJAIL_LAB_BIN", "oajail-lab")?,
     };
     tools.same_build().map_err(|e| {
-        anyhow!("audit: {e}; install the probe and lab of this oajail: `cargo install --locked --path audit`")
+        anyhow!("audit: {e}; install the probe and lab of this oajail: `cargo install --locked --path audit` (in a build tree: `cargo build -p oajail-audit`)")
     })?;
     Ok(tools)
 }
@@ -184,21 +240,32 @@ fn test_switches() -> Vec<(String, String)> {
     Vec::new()
 }
 
-/// The progress line on stderr (only when it is a terminal).
+/// The progress line on stderr, only when stderr is a terminal (a pipe or
+/// a file gets the summary line alone, and stdout never gets it): redrawn
+/// in place (`\r`, erase to the end of the line) and erased before the
+/// report is printed.
 struct Progress {
     tty: bool,
     total: usize,
     start: Instant,
-    state: Mutex<(usize, usize, usize, String)>,
+    /// Attacks done, escapes, allowed.
+    state: Mutex<(usize, usize, usize)>,
 }
 
 impl Progress {
-    fn new(total: usize, start: Instant) -> Progress {
+    fn new(total: usize) -> Progress {
         Progress {
             tty: std::io::stderr().is_terminal(),
             total,
-            start,
-            state: Mutex::new((0, 0, 0, String::new())),
+            start: Instant::now(),
+            state: Mutex::new((0, 0, 0)),
+        }
+    }
+
+    /// Before the first attack: the preflight is running.
+    fn preflight(&self) {
+        if self.tty {
+            eprint!("\r\x1b[Kaudit: preflight (the lab and the jail under this policy)");
         }
     }
 
@@ -210,15 +277,9 @@ impl Progress {
             Verdict::Allowed => s.2 += 1,
             _ => {}
         }
-        if !s.3.contains(f.case.family) {
-            s.3.push(f.case.family);
-        }
         if self.tty {
-            let mut fams: Vec<char> = s.3.chars().collect();
-            fams.sort_unstable();
             eprint!(
-                "\r\x1b[Kaudit: families {} · {}/{} attacks · {} escape · {} allowed · {:.1}s",
-                fams.into_iter().collect::<String>(),
+                "\r\x1b[Kaudit: attack {}/{} · {} escape · {} allowed · {:.0}s",
                 s.0,
                 self.total,
                 s.1,

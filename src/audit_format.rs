@@ -7,6 +7,8 @@
 
 use crate::cli::{AuditFormat, FailOn};
 use crate::settings::Origin;
+use oajail_audit::audit::channels::Untested;
+use oajail_audit::audit::jailinfo::JailInfo;
 use oajail_audit::audit::{Finding, Grant, Kind, Verdict, runbook};
 use oajail_audit::catalog::FAMILIES;
 use serde_json::{Value, json};
@@ -34,6 +36,10 @@ pub struct Report<'a> {
     pub policy_sha256: String,
     /// Every finding, in catalogue order.
     pub findings: &'a [Finding],
+    /// Allowed domains the exfiltration family sends nothing to, and why.
+    pub untested: &'a [Untested],
+    /// The jail the attacks ran in.
+    pub jail: &'a JailInfo,
     /// `--fail-on`.
     pub fail_on: Option<FailOn>,
     /// Wall time of the attacks.
@@ -101,27 +107,14 @@ fn family_name(letter: char) -> &'static str {
         .unwrap_or("other")
 }
 
-fn grant_text(g: &Grant) -> String {
-    match &g.entry {
-        Some(e) => format!("{} {e:?}", g.field),
-        None => format!("{} ({})", g.field, g.why),
+/// The finding in one line ("allowed because …", "blocked by …"); the
+/// detail for findings judged before the audit worded them.
+fn reason(f: &Finding) -> &str {
+    if f.reason.is_empty() {
+        &f.detail
+    } else {
+        &f.reason
     }
-}
-
-/// The granting entries, the channel's (the last) always shown; long
-/// lists of read grants are cut to the first two.
-fn grants_text(f: &Finding) -> String {
-    let all: Vec<String> = f.grants.iter().map(grant_text).collect();
-    if all.len() <= 3 {
-        return all.join(" + ");
-    }
-    let last = all.last().cloned().unwrap_or_default();
-    format!(
-        "{} + {} (+{} more reads) + {last}",
-        all[0],
-        all[1],
-        all.len() - 3
-    )
 }
 
 /// Render the report in `format`.
@@ -147,17 +140,14 @@ fn text(r: &Report<'_>) -> String {
         "oajail audit of {} (sha256 {})",
         r.origin, r.policy_sha256
     );
+    let _ = writeln!(out, "jail: {}", r.jail.summary());
     let mut family = None;
     for f in r.findings {
         if family != Some(f.case.family) {
             family = Some(f.case.family);
             let _ = writeln!(out, "\n{} · {}", f.case.family, family_name(f.case.family));
         }
-        let why = match f.verdict {
-            Verdict::Allowed => format!("granted by {}", grants_text(f)),
-            Verdict::Blocked => String::new(),
-            _ => f.detail.clone(),
-        };
+        let why = reason(f);
         let mark = if fails(f, r.fail_on) { "!" } else { " " };
         let _ = writeln!(
             out,
@@ -165,6 +155,15 @@ fn text(r: &Report<'_>) -> String {
             f.verdict.as_str(),
             f.case.id
         );
+    }
+    if !r.untested.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nallowed domains the exfiltration attacks did not target:"
+        );
+        for u in r.untested {
+            let _ = writeln!(out, "  {}: {}", u.entry, u.why);
+        }
     }
     let _ = writeln!(out, "\n{}", r.summary_line());
     out
@@ -189,6 +188,7 @@ fn json_value(r: &Report<'_>) -> Value {
                 "verdict": f.verdict,
                 "fails": fails(f, r.fail_on),
                 "grantedBy": grants,
+                "reason": reason(f),
                 "detail": f.detail,
                 "elapsedMs": f.elapsed_ms,
             })
@@ -199,6 +199,7 @@ fn json_value(r: &Report<'_>) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "policy": r.origin.to_string(),
         "policySha256": r.policy_sha256,
+        "jail": r.jail,
         "summary": {
             "attacks": r.findings.len(),
             "blocked": r.count(Verdict::Blocked),
@@ -210,6 +211,7 @@ fn json_value(r: &Report<'_>) -> Value {
             "fails": r.fails(),
         },
         "findings": findings,
+        "untestedDomains": r.untested,
     })
 }
 
@@ -274,6 +276,11 @@ fn junit(r: &Report<'_>) -> String {
         out.push_str("    <properties>\n");
         let _ = writeln!(
             out,
+            "      <property name=\"jail\" value=\"{}\"/>",
+            xml(&r.jail.summary())
+        );
+        let _ = writeln!(
+            out,
             "      <property name=\"policy\" value=\"{}\"/>",
             xml(&r.origin.to_string())
         );
@@ -282,6 +289,16 @@ fn junit(r: &Report<'_>) -> String {
             "      <property name=\"policySha256\" value=\"{}\"/>",
             r.policy_sha256
         );
+        if letter == runbook::EXFIL_FAMILY.0 {
+            for u in r.untested {
+                let _ = writeln!(
+                    out,
+                    "      <property name=\"untestedDomain\" value=\"{}: {}\"/>",
+                    xml(&u.entry),
+                    xml(&u.why)
+                );
+            }
+        }
         out.push_str("    </properties>\n");
         for f in cases {
             junit_case(&mut out, r, f, letter);
@@ -311,14 +328,11 @@ fn junit_case(out: &mut String, r: &Report<'_>, f: &Finding, letter: char) {
         ),
         Verdict::NotApplicable => format!("<skipped message=\"{}\"/>", xml(&f.detail)),
         Verdict::Allowed if fails(f, r.fail_on) => format!(
-            "<failure message=\"allowed by policy: {}\" type=\"allowed-by-policy\">{}</failure>",
-            xml(&grants_text(f)),
+            "<failure message=\"{}\" type=\"allowed-by-policy\">{}</failure>",
+            xml(reason(f)),
             xml(&f.detail)
         ),
-        Verdict::Allowed => format!(
-            "<system-out>allowed by policy: {}</system-out>",
-            xml(&grants_text(f))
-        ),
+        Verdict::Allowed => format!("<system-out>{}</system-out>", xml(reason(f))),
         Verdict::Blocked => String::new(),
     };
     if body.is_empty() {
@@ -390,6 +404,7 @@ fn sarif(r: &Report<'_>) -> Value {
                 "rules": rules,
             }},
             "results": results,
+            "properties": {"untestedDomains": r.untested, "jail": r.jail},
         }],
     })
 }
@@ -401,12 +416,8 @@ fn sarif_result(r: &Report<'_>, f: &Finding, index: usize, uri: Option<&str>) ->
         "warning"
     };
     let message = match f.verdict {
-        Verdict::Allowed => format!("{}: allowed by policy: {}", f.case.title, grants_text(f)),
-        Verdict::Escape => format!(
-            "{}: ESCAPE (the policy does not allow it): {}",
-            f.case.title, f.detail
-        ),
-        _ => format!("{}: inconclusive: {}", f.case.title, f.detail),
+        Verdict::Escape => format!("{}: {} ({})", f.case.title, reason(f), f.detail),
+        _ => format!("{}: {}", f.case.title, reason(f)),
     };
     let line = f.grants.iter().find_map(|g| r.line_of(g)).unwrap_or(1);
     let mut result = json!({

@@ -153,6 +153,19 @@ pub struct AuditArgs {
     /// Labs run at the same time (default: twice the CPUs, at most 8).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// `container`: audit the jail as it runs where user namespaces are
+    /// refused (Docker's defaults, Kubernetes RuntimeDefault): every lab
+    /// takes them away from oajail, which then runs its container tier
+    /// (the policy must accept it: enableWeakerNestedSandbox).
+    #[arg(long, value_enum, value_name = "TIER")]
+    pub tier: Option<AuditTier>,
+}
+
+/// `oajail audit --tier`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditTier {
+    /// User namespaces refused to the jail in every lab.
+    Container,
 }
 
 /// `oajail audit --format`.

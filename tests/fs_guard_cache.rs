@@ -249,3 +249,51 @@ print("hook=" + str(os.path.exists("r/.git/hooks/pre-commit")))
     let o = lab.run(ws(false), &py(code));
     has(&o, "hook=False");
 }
+
+#[test]
+fn a_changed_working_directory_is_seen() {
+    let lab = Lab::new("cache-cwd");
+    let code = r#"
+import os, threading
+for d in ("d1", "d2", "d3"):
+    os.mkdir(d)
+top = os.getcwd()
+def where(name):
+    return [d for d in ("d1", "d2", "d3", ".") if os.path.exists(os.path.join(top, d, name))]
+os.chdir("d1"); open("a", "w").close()
+os.chdir("../d2"); open("b", "w").close()
+fd = os.open(os.path.join(top, "d3"), os.O_RDONLY); os.fchdir(fd); os.close(fd)
+open("c", "w").close()
+os.chdir(top)
+print("a=" + ",".join(where("a")), "b=" + ",".join(where("b")), "c=" + ",".join(where("c")))
+# Another thread moves the shared working directory, then signals; the
+# first thread's next file lands where the kernel puts it.
+moved = threading.Event()
+def mover():
+    os.chdir(os.path.join(top, "d3")); moved.set()
+open("before", "w").close()
+t = threading.Thread(target=mover); t.start(); moved.wait()
+open("after", "w").close()
+t.join()
+print("before=" + ",".join(where("before")), "after=" + ",".join(where("after")))
+# Many flips: every file is where its inode says, in one of the two.
+os.chdir(os.path.join(top, "d1"))
+stop = False
+def flip():
+    while not stop:
+        os.chdir(os.path.join(top, "d1")); os.chdir(os.path.join(top, "d2"))
+t = threading.Thread(target=flip); t.start()
+bad = 0
+for i in range(500):
+    fd = os.open("r%d" % i, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    ino = os.fstat(fd).st_ino; os.close(fd)
+    homes = [d for d in ("d1", "d2") if os.path.exists(os.path.join(top, d, "r%d" % i)) and os.stat(os.path.join(top, d, "r%d" % i)).st_ino == ino]
+    bad += len(homes) != 1
+stop = True; t.join()
+print("bad=%d" % bad)
+"#;
+    let o = lab.run(ws(false), &py(code));
+    for want in ["a=d1 b=d2 c=d3", "before=. after=d3", "bad=0"] {
+        has(&o, want);
+    }
+}

@@ -1,6 +1,7 @@
 //! srt's mandatory write denies through the real binary, held by the guard
 //! alone: at depth 0 to 6, existing and missing, in nested repositories;
-//! renames and removals of protected paths; links named like protected
+//! renames of protected paths refused, removals allowed (making them again
+//! refused); links named like protected
 //! files and their targets; nothing is ever created on the host to enforce
 //! them; the settings file is never writable. Runs as root and as an
 //! unprivileged user.
@@ -170,7 +171,7 @@ fn missing_shell_files_in_a_writable_home_cannot_be_created() {
 }
 
 #[test]
-fn protected_paths_cannot_be_renamed_or_removed_but_their_ancestors_can_move() {
+fn protected_paths_cannot_be_renamed_but_can_be_removed_and_their_ancestors_can_move() {
     let lab = Lab::new("rename");
     lab.file("ws/a/b/c/.git/HEAD", "ref: refs/heads/main\n");
     lab.file("ws/a/b/c/.git/config", "ORIG");
@@ -178,10 +179,12 @@ fn protected_paths_cannot_be_renamed_or_removed_but_their_ancestors_can_move() {
     lab.file("ws/a/b/c/.vscode/settings.json", "ORIG");
     let script = "for p in a/b/c/.git a/b/c/.git/hooks a/b/c/.vscode a/b/c/.git/config a/b/c/.git/hooks/pre-commit; do \
         mv $p $p.moved 2>/dev/null && echo $p=moved || echo $p=DENIED; done; \
-        rm -rf a/b/c/.git/hooks 2>/dev/null; [ -e a/b/c/.git/hooks/pre-commit ] && echo rm=DENIED || echo rm=removed; \
-        rmdir a/b/c/.vscode 2>/dev/null && echo rmdir=removed || echo rmdir=DENIED; \
         mv a z && echo a=moved; mkdir -p a/b/c/.vscode 2>/dev/null && echo replant=made || echo replant=DENIED; \
-        echo moved=$(w z/b/c/.vscode/settings.json)";
+        echo moved=$(w z/b/c/.vscode/settings.json); \
+        rm -rf z/b/c/.git/hooks 2>/dev/null; [ -e z/b/c/.git/hooks ] && echo rm=DENIED || echo rm=removed; \
+        echo rehook=$(mkdir z/b/c/.git/hooks && w z/b/c/.git/hooks/pre-commit); \
+        rm -rf z/b/c/.vscode && echo rmvscode=removed; \
+        mkdir z/b/c/.vscode 2>/dev/null && echo revscode=made || echo revscode=DENIED";
     let o = lab.run(writable_ws(), script);
     for p in [
         "a/b/c/.git",
@@ -192,23 +195,22 @@ fn protected_paths_cannot_be_renamed_or_removed_but_their_ancestors_can_move() {
     ] {
         has(&o, &format!("{p}=DENIED"));
     }
+    // Removing plants nothing (docs/enforcement.md, "Removals"); making
+    // the names again stays refused.
     for line in [
-        "rm=DENIED",
-        "rmdir=DENIED",
         "a=moved",
         "replant=DENIED",
         "moved=DENIED",
+        "rm=removed",
+        "rehook=DENIED",
+        "rmvscode=removed",
+        "revscode=DENIED",
     ] {
         has(&o, line);
     }
-    for f in [
-        ".git/config",
-        ".git/hooks/pre-commit",
-        ".vscode/settings.json",
-    ] {
-        let content = std::fs::read_to_string(lab.root.join("ws/z/b/c").join(f)).unwrap();
-        assert_eq!(content, "ORIG", "{f}");
-    }
+    let content = std::fs::read_to_string(lab.root.join("ws/z/b/c/.git/config")).unwrap();
+    assert_eq!(content, "ORIG");
+    assert!(!lab.root.join("ws/z/b/c/.git/hooks/pre-commit").exists());
 }
 
 #[test]
@@ -216,13 +218,20 @@ fn replacing_a_protected_dir_parent_with_a_symlink_gains_nothing() {
     let lab = Lab::new("swap");
     lab.file("ws/sub/.vscode/tasks.json", "ORIG");
     lab.dir("ws/decoy/.vscode");
-    let script = "rm -rf sub 2>/dev/null; mv sub sub.old 2>/dev/null; ln -sfn decoy sub 2>/dev/null; \
-        echo t=$(w sub/.vscode/tasks.json); echo old=$(w sub.old/.vscode/tasks.json)";
+    let script = "mv sub sub.old 2>/dev/null; ln -sfn decoy sub 2>/dev/null; \
+        echo t=$(w sub/.vscode/tasks.json); echo old=$(w sub.old/.vscode/tasks.json); \
+        echo kept=$(cat sub.old/.vscode/tasks.json); \
+        rm -rf sub.old sub && echo rm=removed; ln -s decoy sub && echo again=$(w sub/.vscode/tasks.json)";
     let o = lab.run(writable_ws(), script);
-    has(&o, "t=DENIED");
-    has(&o, "old=DENIED");
-    let moved = lab.root.join("ws/sub.old/.vscode/tasks.json");
-    assert_eq!(std::fs::read_to_string(moved).unwrap(), "ORIG");
+    for line in [
+        "t=DENIED",
+        "old=DENIED",
+        "kept=ORIG",
+        "rm=removed",
+        "again=DENIED",
+    ] {
+        has(&o, line);
+    }
     assert_eq!(
         std::fs::read_dir(lab.root.join("ws/decoy/.vscode"))
             .unwrap()
@@ -253,21 +262,24 @@ fn a_protected_name_that_is_a_symlink_protects_the_link_and_its_target() {
     lab.file("ws/dotfiles/bashrc", "ORIG");
     std::os::unix::fs::symlink("dotfiles/bashrc", lab.root.join("ws/.bashrc")).unwrap();
     let script = "echo via=$(w .bashrc); echo target=$(w dotfiles/bashrc); \
-        rm -f .bashrc 2>/dev/null; [ -L .bashrc ] || [ -e .bashrc ] && echo link=kept || echo link=gone";
+        ln -sfn dotfiles/other .bashrc 2>/dev/null; echo relink=$(readlink .bashrc); \
+        rm -f .bashrc 2>/dev/null; [ -L .bashrc ] || [ -e .bashrc ] && echo link=kept || echo link=gone; \
+        echo remade=$(w .bashrc)";
     let o = lab.run(writable_ws(), script);
-    has(&o, "via=DENIED");
-    has(&o, "target=DENIED");
-    has(&o, "link=kept");
+    for line in [
+        "via=DENIED",
+        "target=DENIED",
+        "relink=dotfiles/bashrc",
+        "link=gone",
+        "remade=DENIED",
+    ] {
+        has(&o, line);
+    }
     assert_eq!(
         std::fs::read_to_string(lab.root.join("ws/dotfiles/bashrc")).unwrap(),
         "ORIG"
     );
-    assert!(
-        std::fs::symlink_metadata(lab.root.join("ws/.bashrc"))
-            .unwrap()
-            .file_type()
-            .is_symlink()
-    );
+    assert!(!lab.root.join("ws/.bashrc").exists());
 }
 
 #[test]

@@ -140,6 +140,9 @@ pub struct RunOptions {
     pub daemon_marker: Option<String>,
     /// Make user namespaces unavailable to the command.
     pub no_userns: bool,
+    /// Refuse the command user namespaces with a seccomp filter (`EPERM`),
+    /// as a container runtime's default profile does.
+    pub refuse_userns: bool,
     /// Mount the fake home a second time at `<lab>/home-alias`.
     pub alias_home: bool,
     /// DNS answering mode.
@@ -158,8 +161,14 @@ pub struct RunOptions {
     pub overlays: Vec<PathBuf>,
 }
 
+/// `oajail-lab` dies with the process named here (its parent), and takes
+/// the lab's command with it.
+const LAB_PARENT: &str = "OAJAIL_LAB_PARENT";
+
 /// One lab: a directory with a fake home, a workspace and a policy, plus a
-/// host canary process. Removed on drop unless the test failed.
+/// host canary process. Removed on drop unless the test failed. Its
+/// processes die with the thread that made it (`PR_SET_PDEATHSIG` follows
+/// the thread): a lab is used by the thread that created it.
 pub struct Lab {
     /// The binaries.
     pub tools: Tools,
@@ -244,6 +253,7 @@ impl Lab {
         }
         let canary_proc = Command::new(&tools.lab)
             .args(["sleeper", "oajail-host-canary"])
+            .env(LAB_PARENT, std::process::id().to_string())
             .current_dir(dir.join("canary-cwd"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -495,6 +505,7 @@ impl Lab {
                 .map(|d| (d, canary::canary(&self.token, "keyring"))),
             daemon_marker: opts.daemon_marker.clone(),
             no_userns: opts.no_userns,
+            refuse_userns: opts.refuse_userns,
             alias_home: opts.alias_home,
             abstract_name: self.abstract_name.clone(),
             dns: opts.dns,
@@ -523,7 +534,10 @@ impl Lab {
 
     fn spawn_lab(&self, cfg: &Path) -> Result<(), LabError> {
         let mut cmd = Command::new(&self.tools.lab);
-        cmd.arg("run").arg(cfg).stdin(Stdio::null());
+        cmd.arg("run")
+            .arg(cfg)
+            .env(LAB_PARENT, std::process::id().to_string())
+            .stdin(Stdio::null());
         if self.quiet {
             // The lab's own diagnostics; the command's output goes to files
             // and a lab failure to `lab-result.json` either way.
@@ -534,6 +548,14 @@ impl Lab {
             .map_err(|e| LabError::new(format!("spawn {}", self.tools.lab.display()), e))?;
         let start = Instant::now();
         loop {
+            if crate::interrupt::stopped().is_some() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(LabError::new(
+                    "wait for oajail-lab",
+                    std::io::Error::from(std::io::ErrorKind::Interrupted),
+                ));
+            }
             match child.try_wait() {
                 Ok(Some(_)) => return Ok(()),
                 // The lab's own set-up and clean-up on top of the command's.
@@ -584,26 +606,7 @@ impl Drop for Lab {
         let _ = self.canary_proc.kill();
         let _ = self.canary_proc.wait();
         if !std::thread::panicking() && std::env::var_os("OAJAIL_SECURITY_KEEP").is_none() {
-            open_overlay_work_dirs(&self.dir);
-            let _ = fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// overlayfs makes `<workdir>/work` with mode 000 (in a user namespace,
-/// owned by the lab's user, who then cannot list it to remove it): give
-/// each `abs/<i>/work/work` its owner's rights back, or every audit with
-/// an absolute path would leave its lab behind in `/var/tmp`.
-fn open_overlay_work_dirs(lab: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    for layer in fs::read_dir(lab.join("abs"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let work = layer.path().join("work/work");
-        if fs::symlink_metadata(&work).is_ok_and(|m| m.is_dir()) {
-            let _ = fs::set_permissions(&work, fs::Permissions::from_mode(0o700));
+            let _ = crate::rundir::remove_tree(&self.dir);
         }
     }
 }

@@ -110,6 +110,10 @@ pub struct LabConfig {
     pub daemon_marker: Option<String>,
     /// Forbid user namespaces for the command (fail-closed test).
     pub no_userns: bool,
+    /// A seccomp filter refuses the command user namespaces (`EPERM`), as
+    /// a container's default profile does (`oajail audit --tier container`).
+    #[serde(default)]
+    pub refuse_userns: bool,
     /// Bind the fake home a second time at `<lab>/home-alias` (in the lab's
     /// mount namespace) before the run.
     #[serde(default)]

@@ -3,9 +3,11 @@
 //! Owns: the probe's verdict contract ([`verdict`]), the attack catalogue
 //! ([`catalog`]), the fake home and canaries ([`canary`]), the lab's
 //! contract and listeners ([`labspec`], [`sinks`], [`tlssink`], [`dns`]),
-//! the host-side harness that runs one command in the lab ([`lab`]) and the
-//! security suite's switches for its runs in containers ([`switches`]), and
-//! the audit proper: its runbook, grants and judging relative to a user's
+//! the host-side harness that runs one command in the lab ([`lab`]), the
+//! directories labs live in and their removal, also after a `kill -9`
+//! ([`rundir`]), stopping early without leaving anything ([`interrupt`]),
+//! the security suite's switches for its runs in containers ([`switches`]),
+//! and the audit proper: its runbook, grants and judging relative to a user's
 //! policy ([`audit`]). The binaries `oajail-probe` (one attack per
 //! invocation, inside the jail) and `oajail-lab` (the hermetic network
 //! lab) live in `src/bin/`; the `.deb` installs both beside `oajail`.
@@ -36,8 +38,10 @@ pub mod audit;
 pub mod canary;
 pub mod catalog;
 pub mod dns;
+pub mod interrupt;
 pub mod lab;
 pub mod labspec;
+pub mod rundir;
 pub mod sinks;
 pub mod switches;
 pub mod tlssink;

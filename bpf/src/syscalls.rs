@@ -91,6 +91,8 @@ pub fn guarded(name: &str) -> Option<i64> {
     let nr = match name {
         "mkdirat" => libc::SYS_mkdirat,
         "umask" => libc::SYS_umask,
+        "chdir" => libc::SYS_chdir,
+        "fchdir" => libc::SYS_fchdir,
         "unlinkat" => libc::SYS_unlinkat,
         "truncate" => libc::SYS_truncate,
         "fchmodat" => libc::SYS_fchmodat,

@@ -18,7 +18,9 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Where the run directories are made (the first that is a directory).
+/// Where the run directories are made: the first of these where one can
+/// be (a container may have a read-only `/tmp`), then the caller's
+/// `$TMPDIR` and `$XDG_RUNTIME_DIR`.
 const BASES: &[&str] = &["/tmp", "/var/tmp"];
 
 /// A run's private directory; removed when dropped.
@@ -34,8 +36,18 @@ impl RunDir {
     /// Make this run's directory ([`RunDir::sweep`] removes what killed
     /// runs left, off the start-up path).
     pub fn create() -> io::Result<RunDir> {
-        let base = base()?;
         let prefix = prefix();
+        let mut last = io::Error::other("no /tmp or /var/tmp to make the run's directory in");
+        for base in bases() {
+            match RunDir::create_in(&base, &prefix) {
+                Ok(dir) => return Ok(dir),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn create_in(base: &Path, prefix: &str) -> io::Result<RunDir> {
         // Made under a name the sweep does not look at, locked, then
         // renamed: another run's sweep never sees it unlocked.
         let (staged, suffix) = unique(base, &format!(".{prefix}"))?;
@@ -99,13 +111,14 @@ impl Drop for RunDir {
     }
 }
 
-/// The first of [`BASES`] that is a directory.
-fn base() -> io::Result<&'static Path> {
-    BASES
-        .iter()
-        .map(Path::new)
-        .find(|b| b.is_dir())
-        .ok_or_else(|| io::Error::other("no /tmp or /var/tmp to make the run's directory in"))
+/// The places a run directory may be made, in order (directories only).
+fn bases() -> Vec<PathBuf> {
+    let vars = ["TMPDIR", "XDG_RUNTIME_DIR"].map(|v| std::env::var_os(v).map(PathBuf::from));
+    let mut out: Vec<PathBuf> = BASES.iter().map(PathBuf::from).collect();
+    out.extend(vars.into_iter().flatten().filter(|p| p.is_absolute()));
+    out.retain(|p| p.is_dir());
+    out.dedup();
+    out
 }
 
 /// `oajail-<uid>-`: the caller's run directories.

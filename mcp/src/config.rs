@@ -77,17 +77,7 @@ impl Default for Limits {
     }
 }
 
-/// What the policy for `--jail` bounds the jail with as a whole
-/// (`oajail.limits`): memory (`addressSpaceBytes`: `RLIMIT_AS` of every
-/// process, and a memory cgroup for the whole jail where oajail can make
-/// one) and tasks (`processes`: `RLIMIT_NPROC`, and a pids cgroup).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct JailBounds {
-    /// `limits.addressSpaceBytes`.
-    pub address_space_bytes: u64,
-    /// `limits.processes` (threads count).
-    pub processes: u64,
-}
+pub use crate::egress::JailBounds;
 
 // The sizes the bounds are made of, measured on the release build
 // (docs/mcp.md, "Memory and tasks of the jailed server"): the server idles

@@ -9,7 +9,7 @@
 //! the API host judged by `oajail.httpRules` derived from the spec
 //! ([`crate::http_rules`]: the read operations, plus the write operations
 //! with `--allow-writes`); the jail's memory and tasks bounded as a whole
-//! (`oajail.limits`, [`crate::config::JailBounds`]); reads denied under `~`
+//! (`oajail.limits`, [`JailBounds`]); reads denied under `~`
 //! but re-allowed for exactly the files the server
 //! opens (its binary, the worker binary, the CA bundle and OpenAPI file when
 //! given), by absolute canonical path; no writes. Nothing is relative to the
@@ -42,6 +42,18 @@ use std::path::{Path, PathBuf};
 
 /// `PROC_NET_INIT_INO` from the kernel's `proc_ns.h`.
 const INIT_NETNS_INODE: u64 = 0xEFFF_FFF9;
+
+/// What the policy for `--jail` bounds the jail with as a whole
+/// (`oajail.limits`): memory (`addressSpaceBytes`: `RLIMIT_AS` of every
+/// process, and a memory cgroup for the whole jail where oajail can make
+/// one) and tasks (`processes`: `RLIMIT_NPROC`, and a pids cgroup).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JailBounds {
+    /// `limits.addressSpaceBytes`.
+    pub address_space_bytes: u64,
+    /// `limits.processes` (threads count).
+    pub processes: u64,
+}
 
 /// What the server needs from its wrapper: the one host it talks to and the
 /// files it reads after start (its own binary, the worker binary, the CA
@@ -76,7 +88,7 @@ pub struct Needs {
     /// exchange, for the API host.
     pub issued: Vec<(String, String)>,
     /// The jail's memory and task bounds (`oajail.limits`), when set.
-    pub bounds: Option<crate::config::JailBounds>,
+    pub bounds: Option<JailBounds>,
 }
 
 impl Needs {
@@ -118,7 +130,7 @@ impl Needs {
 
     /// The same needs, with the jail bounded by `bounds` as a whole.
     #[must_use]
-    pub fn with_bounds(mut self, bounds: crate::config::JailBounds) -> Self {
+    pub fn with_bounds(mut self, bounds: JailBounds) -> Self {
         self.bounds = Some(bounds);
         self
     }
@@ -267,8 +279,8 @@ pub fn policy_hash(srt_text: &str) -> Result<String, McpError> {
     let mut loaded = oajail_policy::Policy::from_settings_json(srt_text, "print-egress-policy")
         .map_err(McpError::EgressPolicy)?;
     // oajail keeps the built-in secret stores denied under every settings
-    // file (those the file does not name), and hashes the result: so does
-    // this, or the boot check could never match.
+    // file (those it does not re-allow), and exports the hash of that
+    // policy as OAJAIL_POLICY_SHA256: so does the hash the boot check wants.
     loaded.policy.deny_builtin_secret_stores();
     Ok(loaded.policy.sha256())
 }

@@ -20,7 +20,8 @@
 //! rmcp talks to two in-memory pipes; this module owns the real stdin and
 //! stdout and writes rmcp's lines and its own whole, one at a time.
 //! SIGTERM (and SIGINT) close rmcp's input as end of file would: requests in
-//! flight finish and are answered, then the server exits.
+//! flight finish and are answered, then the server exits; a second signal
+//! exits at once (status 143).
 
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -245,8 +246,22 @@ pub async fn termination() {
     }
     crate::log::line(
         "info",
-        "termination signal: finishing requests in flight, then exiting",
+        "termination signal: finishing requests in flight, then exiting (a second one exits at once)",
     );
+    // The handlers stay installed for the life of the process, so without
+    // this a second signal would be ignored while executes drain (up to
+    // their deadline, or a queued one's wait for a slot).
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        crate::log::line(
+            "info",
+            "second termination signal: exiting without waiting for requests in flight",
+        );
+        std::process::exit(128 + libc::SIGTERM);
+    });
 }
 
 #[cfg(test)]

@@ -508,3 +508,36 @@ fn the_jail_bounds_the_server_as_a_whole() {
     }
     rig.end();
 }
+
+/// SIGTERM lets the requests in flight finish (a busy loop until its
+/// deadline); a second SIGTERM does not wait for them: the handlers stay
+/// installed for the life of the process, so it used to be ignored.
+#[test]
+fn a_second_sigterm_exits_at_once() {
+    let Some(mut rig) = Rig::start(Mode::Bare, &[("OA_SANDBOX_TIMEOUT_MS", "20000")], &[]) else {
+        return;
+    };
+    rig.server.request(
+        "tools/call",
+        json!({"_meta": support::meta(), "name": "execute", "arguments": {"code": "while (true) {}"}}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = nix::unistd::Pid::from_raw(rig.server.pid() as i32);
+    let term = || nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    term();
+    assert!(
+        rig.server.wait_exit(Duration::from_millis(700)).is_none(),
+        "the first SIGTERM waits for the execute in flight"
+    );
+    let workers = support::rig::descendants(rig.server.pid());
+    assert!(!workers.is_empty());
+    term();
+    let status = rig.server.wait_exit(Duration::from_secs(1));
+    assert_eq!(status.and_then(|s| s.code()), Some(143), "{status:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<_> = workers
+        .iter()
+        .filter(|(p, start)| support::rig::start_time(*p) == Some(*start))
+        .collect();
+    assert!(left.is_empty(), "workers left: {left:?}");
+}

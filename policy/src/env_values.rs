@@ -125,6 +125,9 @@ fn is_separator(c: char) -> bool {
 /// An assignment `key=value` with a non-empty value whose key names a
 /// secret: what it is (a password or a key), or `None`.
 fn secret_assignment(value: &str) -> Option<&'static str> {
+    if value.contains("\":") && json_member(value) {
+        return Some("password or key in a JSON member (\"key\": value)");
+    }
     if !value.contains('=') {
         return None;
     }
@@ -136,6 +139,21 @@ fn secret_assignment(value: &str) -> Option<&'static str> {
             return None;
         }
         secret_key(key).then_some("password or key in an assignment (key=value)")
+    })
+}
+
+/// A JSON member `"key": value` whose key names a secret and whose value
+/// is not empty (`SPRING_APPLICATION_JSON={"spring.datasource.password":
+/// "…"}`, a service account's `"private_key"`): the same judge as a
+/// `key=value` pair.
+fn json_member(value: &str) -> bool {
+    value.match_indices("\":").any(|(end, _)| {
+        let Some(start) = value[..end].rfind('"') else {
+            return false;
+        };
+        let rest = value[end + 2..].trim_start();
+        let empty = rest.starts_with("\"\"") || rest.starts_with("null") || rest.is_empty();
+        !empty && secret_key(&value[start + 1..end])
     })
 }
 
@@ -237,6 +255,8 @@ mod tests {
             "Authorization: Bearer abcdefghijklmnop0123",
             "-H 'Authorization: Basic dXNlcjpwYXNzd29yZDEyMw=='",
             "pwd=x",
+            r#"{"spring.datasource.url":"jdbc:x","spring.datasource.password":"s3cr3t"}"#,
+            r#"{"type": "service_account", "private_key": "-----BEGIN"}"#,
         ] {
             assert!(secret_in_value(v).is_some(), "{v}");
         }
@@ -254,6 +274,8 @@ mod tests {
             "--bind=ctrl-k:kill-line --height=40%",
             "-j4 --jobserver-auth=fifo:/tmp/GMfifo1",
             "login=alice",
+            r#"{"spring.datasource.url":"jdbc:x","spring.datasource.password":""}"#,
+            r#"{"name": "app", "keywords": ["a"]}"#,
             "Basic auth is configured elsewhere",
         ] {
             assert_eq!(secret_in_value(v), None, "{v}");

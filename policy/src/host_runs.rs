@@ -9,7 +9,7 @@
 //! directories whose files a tool executes or compiles on a later,
 //! routine command (`npx x`, `cargo build`, `pip install`, `docker
 //! build`) without checking them against what the network served. The
-//! guard's tables (`compile::guard::names`) hold configuration and start-up
+//! guard's tables (`guard::names`) hold configuration and start-up
 //! files; this table is the other half, kept apart so the guard can adopt
 //! entries from it without this check changing. Each entry names the tool,
 //! what it runs and when.

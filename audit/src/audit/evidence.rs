@@ -9,12 +9,95 @@
 //! readable under the policy for the finding to be `allowed`.
 
 use super::grant::Grants;
+use super::layer::blocked_by;
 use super::{Case, Channel, Grant, Kind, Loc, Refusal, Target, Verdict};
 use crate::lab::{Lab, Run};
 use crate::verdict::Verdict as Probe;
 
-/// The verdict, the granting entries and a one-line detail.
-pub type Judged = (Verdict, Vec<Grant>, String);
+/// What one run proves.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The verdict relative to the policy.
+    pub verdict: Verdict,
+    /// The entries that grant it (for `allowed`).
+    pub grants: Vec<Grant>,
+    /// What the probe and the lab saw.
+    pub detail: String,
+    /// The finding in one line: "allowed because <entry>", "blocked by
+    /// <layer>: <rule>", "ESCAPE: it worked although <rule>".
+    pub reason: String,
+}
+
+impl Judged {
+    /// A run that proves nothing.
+    pub fn inconclusive(detail: String) -> Judged {
+        Judged {
+            verdict: Verdict::Inconclusive,
+            grants: Vec::new(),
+            reason: format!("inconclusive: {detail}"),
+            detail,
+        }
+    }
+}
+
+/// "allowed because …" for `grants`: the reads the missing `denyRead`
+/// entries leave open in one clause (three paths named, then a count),
+/// every other grant once.
+pub fn because(grants: &[Grant]) -> String {
+    let mut open: Vec<&str> = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
+    for g in grants {
+        if g.field == "filesystem.denyRead" && g.entry.is_none() && !g.covers.is_empty() {
+            if !open.contains(&g.covers.as_str()) {
+                open.push(&g.covers);
+            }
+        } else if !parts.contains(&g.why) {
+            parts.push(g.why.clone());
+        }
+    }
+    match open.as_slice() {
+        [] => {}
+        [one] if parts.is_empty() => parts.push(format!(
+            "no filesystem.denyRead entry covers {one} (reads are open unless denied)"
+        )),
+        _ => {
+            let named = open.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+            let more = match open.len().saturating_sub(3) {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            parts.insert(
+                0,
+                format!("no filesystem.denyRead entry covers {named}{more} (reads are open unless denied)"),
+            );
+        }
+    }
+    format!("allowed because {}", parts.join("; "))
+}
+
+/// Judged `blocked`: the layer that stopped it and the rule it met.
+fn blocked(case: &Case, lab: &Lab, run: &Run, grants: &Grants<'_>, detail: String) -> Judged {
+    Judged {
+        verdict: Verdict::Blocked,
+        grants: Vec::new(),
+        reason: format!(
+            "blocked by {}: {}",
+            blocked_by(case, run, &lab.dir),
+            grants.denial(&case.target)
+        ),
+        detail,
+    }
+}
+
+/// Judged `escape`: it worked, and `why` the policy says no.
+fn escape(detail: String, why: &str) -> Judged {
+    Judged {
+        verdict: Verdict::Escape,
+        grants: Vec::new(),
+        reason: format!("ESCAPE: it worked although {why}"),
+        detail,
+    }
+}
 
 /// Canary slugs seen anywhere the command could send them, with where.
 fn canaries_seen(token: &str, run: &Run) -> Vec<(String, String)> {
@@ -68,19 +151,15 @@ pub fn judge(
     sources: &[(String, Loc)],
 ) -> Judged {
     if let Some(e) = &run.lab.lab_error {
-        return (
-            Verdict::Inconclusive,
-            Vec::new(),
-            format!("lab failed: {e}"),
-        );
+        return Judged::inconclusive(format!("lab failed: {e}"));
     }
     let refused = run.report.is_none()
         && run.lab.exit_code.is_some_and(|c| c != 0)
         && run.stderr.lines().any(|l| l.starts_with("oajail"));
     match case.stage.refusal {
-        Refusal::Required => return refusal_required(lab, run, refused),
+        Refusal::Required => return refusal_required(case, lab, run, grants, refused),
         Refusal::Blocks if refused && lab.home_changes().is_empty() => {
-            return (Verdict::Blocked, Vec::new(), refusal_line(run));
+            return blocked(case, lab, run, grants, refusal_line(run));
         }
         _ => {}
     }
@@ -145,6 +224,8 @@ pub fn judge(
     };
     let worked = match &case.target {
         Target::Exfil(_) => !seen.is_empty(),
+        // It ran at all (the tier's other rules are the other rows').
+        Target::ContainerTier => probe.is_some() || !effects.is_empty(),
         // A daemon attack's probe "succeeds" in starting its daemon; it
         // works only if the lab finds the daemon alive after the jail.
         _ if case.stage.daemon => !effects.is_empty(),
@@ -157,9 +238,17 @@ pub fn judge(
         let oom = run.report.is_none() && run.lab.exit_code == Some(137) && !run.lab.timed_out;
         if oom && case.kind == Kind::Resources && effects.is_empty() {
             let why = "the whole jail was killed (SIGKILL): a memory cgroup's OOM killer";
-            return (Verdict::Blocked, Vec::new(), why.to_owned());
+            return Judged {
+                verdict: Verdict::Blocked,
+                grants: Vec::new(),
+                reason: format!(
+                    "blocked by the memory cgroup (its OOM killer ended the whole jail): {}",
+                    grants.denial(&case.target)
+                ),
+                detail: why.to_owned(),
+            };
         }
-        return not_worked(run, detail(""));
+        return not_worked(case, lab, run, grants, detail(""));
     }
     let granted = match &case.target {
         Target::Exfil(channel) => {
@@ -177,29 +266,42 @@ pub fn judge(
             .ok_or_else(|| "no policy entry grants it".to_owned()),
     };
     match granted {
-        Ok(g) => (Verdict::Allowed, g, detail("")),
-        Err(why) => (Verdict::Escape, Vec::new(), detail(&why)),
+        Ok(g) => Judged {
+            verdict: Verdict::Allowed,
+            reason: because(&g),
+            grants: g,
+            detail: detail(""),
+        },
+        Err(why) => match grants.tier_loss(case) {
+            Some(loss) => Judged {
+                verdict: Verdict::Allowed,
+                reason: because(std::slice::from_ref(&loss)),
+                grants: vec![loss],
+                detail: detail(""),
+            },
+            None => escape(detail(&why), &why),
+        },
     }
 }
 
-fn not_worked(run: &Run, detail: String) -> Judged {
+fn not_worked(case: &Case, lab: &Lab, run: &Run, grants: &Grants<'_>, detail: String) -> Judged {
     let Some(report) = &run.report else {
         let last = run.stderr.lines().last().unwrap_or("").trim().to_owned();
-        return (
-            Verdict::Inconclusive,
-            Vec::new(),
-            format!(
-                "no probe verdict (exit {:?}, signal {:?}): {last}",
-                run.lab.exit_code, run.lab.signal
-            ),
-        );
+        return Judged::inconclusive(format!(
+            "no probe verdict (exit {:?}, signal {:?}): {last}",
+            run.lab.exit_code, run.lab.signal
+        ));
     };
-    let v = match report.verdict {
-        Probe::Blocked | Probe::Succeeded => Verdict::Blocked,
-        Probe::NotApplicable => Verdict::NotApplicable,
-        Probe::Unexpected => Verdict::Inconclusive,
-    };
-    (v, Vec::new(), detail)
+    match report.verdict {
+        Probe::Blocked | Probe::Succeeded => blocked(case, lab, run, grants, detail),
+        Probe::NotApplicable => Judged {
+            verdict: Verdict::NotApplicable,
+            grants: Vec::new(),
+            reason: format!("not applicable on this kernel: {detail}"),
+            detail,
+        },
+        Probe::Unexpected => Judged::inconclusive(detail),
+    }
 }
 
 /// oajail's one refusal line (or its last stderr line).
@@ -217,36 +319,31 @@ fn refusal_line(run: &Run) -> String {
 /// Family I: the command must not run at all. It running (a probe verdict)
 /// is the attack working, whatever it then did; a refusal without the one
 /// `oajail:` line, or a lab that failed, proves nothing.
-fn refusal_required(lab: &mut Lab, run: &Run, refused: bool) -> Judged {
+fn refusal_required(
+    case: &Case,
+    lab: &mut Lab,
+    run: &Run,
+    grants: &Grants<'_>,
+    refused: bool,
+) -> Judged {
     if let Some(e) = &run.lab.lab_error {
-        return (
-            Verdict::Inconclusive,
-            Vec::new(),
-            format!("lab failed: {e}"),
-        );
+        return Judged::inconclusive(format!("lab failed: {e}"));
     }
     let changed = lab.home_changes();
     if refused && changed.is_empty() {
-        return (Verdict::Blocked, Vec::new(), refusal_line(run));
+        return blocked(case, lab, run, grants, refusal_line(run));
     }
     if run.report.is_some() || !changed.is_empty() {
         let said = run.report.as_ref().map(|r| r.detail.as_str()).unwrap_or("");
-        return (
-            Verdict::Escape,
-            Vec::new(),
-            format!(
-                "not refused: the command ran (exit {:?}) {said}; fake home changes: {changed:?}",
-                run.lab.exit_code
-            ),
+        let detail = format!(
+            "not refused: the command ran (exit {:?}) {said}; fake home changes: {changed:?}",
+            run.lab.exit_code
         );
+        return escape(detail, "oajail must refuse to run the command here");
     }
-    (
-        Verdict::Inconclusive,
-        Vec::new(),
-        format!(
-            "no probe verdict and no `oajail:` refusal line (exit {:?}): {}",
-            run.lab.exit_code,
-            run.stderr.lines().last().unwrap_or("").trim()
-        ),
-    )
+    Judged::inconclusive(format!(
+        "no probe verdict and no `oajail:` refusal line (exit {:?}): {}",
+        run.lab.exit_code,
+        run.stderr.lines().last().unwrap_or("").trim()
+    ))
 }

@@ -7,14 +7,16 @@
 //! a user would have to change. A target it cannot grant stays `None`, and a
 //! success there is an escape.
 
-use super::{Channel, Grant, Loc, Target};
+use super::jailinfo::{JailInfo, rule_class};
+use super::{Case, Channel, Grant, Loc, Target};
 use crate::canary::SECRET_ENV;
 use oajail_policy::guard::names::{self, Entry};
 use oajail_policy::host::canonicalize;
 use oajail_policy::{PathEntry, Policy};
 use std::path::{Path, PathBuf};
 
-/// The policy plus the lab's home and workspace it is resolved against.
+/// The policy plus the lab's home and workspace it is resolved against,
+/// and the jail the attacks ran in (whose named losses the run accepted).
 pub struct Grants<'a> {
     /// The user's policy.
     pub policy: &'a Policy,
@@ -22,6 +24,8 @@ pub struct Grants<'a> {
     pub home: PathBuf,
     /// The lab's workspace (`.`).
     pub ws: PathBuf,
+    /// The jail the attacks ran in, when known.
+    pub jail: Option<&'a JailInfo>,
 }
 
 impl Grants<'_> {
@@ -36,7 +40,7 @@ impl Grants<'_> {
                 vec![grant(
                     "network.allowAllUnixSockets",
                     Some("true"),
-                    "the policy lets the command use unix sockets",
+                    "network.allowAllUnixSockets is true",
                 )]
             }),
             Target::NestedUserNamespaces => {
@@ -44,11 +48,18 @@ impl Grants<'_> {
                     vec![grant(
                         "allowNestedUserNamespaces",
                         Some("true"),
-                        "the policy lets the command create user namespaces",
+                        "allowNestedUserNamespaces is true",
                     )]
                 })
             }
             Target::Limit(name, amount) => self.limit(name, *amount).map(|g| vec![g]),
+            Target::ContainerTier => self.policy.process.enable_weaker_nested_sandbox.then(|| {
+                vec![grant(
+                    "enableWeakerNestedSandbox",
+                    Some("true"),
+                    "enableWeakerNestedSandbox accepts the container tier, and the losses its banner names, where user namespaces are refused",
+                )]
+            }),
             Target::Exfil(_) | Target::Never => None,
         }
     }
@@ -88,6 +99,109 @@ impl Grants<'_> {
         Ok(out)
     }
 
+    /// When the jail the attacks ran in does not hold `case`'s rule class
+    /// in full (a loss its banner names and the run accepted, with
+    /// `enableWeakerNestedSandbox` or `--allow-degraded`), that loss.
+    pub fn tier_loss(&self, case: &Case) -> Option<Grant> {
+        let jail = self.jail?;
+        let class = rule_class(case)?;
+        jail.unheld.iter().any(|c| c == class).then(|| {
+            grant(
+                "tier",
+                Some(&jail.tier),
+                &format!(
+                    "the {} tier does not hold {class} in full here (a loss the run names and accepts)",
+                    jail.tier
+                ),
+            )
+        })
+    }
+
+    /// Why the policy does not grant `target`: the rule a blocked attack
+    /// met (the covering deny entry, the allow entry that is missing, or a
+    /// protection no entry lifts), or, when it does grant it, that the
+    /// jail was stricter than the policy.
+    pub fn denial(&self, target: &Target) -> String {
+        if let Some(g) = self.of(target).and_then(|g| g.into_iter().next()) {
+            return format!("stricter than the policy, which allows it: {}", g.why);
+        }
+        match target {
+            Target::Read(loc) => self.read_denial(loc),
+            Target::Write(loc) => self.write_denial(loc),
+            Target::Domain(name) => self.domain_denial(name, 443),
+            Target::Env => "no oajail.envKeep entry passes secret-named variables".into(),
+            Target::UnixSockets => "network.allowAllUnixSockets is false".into(),
+            Target::NestedUserNamespaces => "allowNestedUserNamespaces is false".into(),
+            Target::Limit(name, amount) => format!("oajail.limits.{name} is below {amount} bytes"),
+            Target::ContainerTier => {
+                "without enableWeakerNestedSandbox, oajail must refuse to run here".into()
+            }
+            Target::Exfil(Channel::Stdout) => {
+                "the command's stdout is always open: only the read rules stand".into()
+            }
+            Target::Exfil(Channel::Https(d)) => self.channel_denial(d, 443),
+            Target::Exfil(Channel::DnsName(d)) => {
+                self.channel_denial(&format!("oaj-canary.{d}"), 443)
+            }
+            Target::Exfil(Channel::Http(d)) => self.channel_denial(d, 80),
+            Target::Exfil(Channel::Direct) => "direct egress is never allowed".into(),
+            Target::Never => "no policy entry can allow it".into(),
+        }
+    }
+
+    fn read_denial(&self, loc: &Loc) -> String {
+        let path = self.resolve(loc);
+        match self.covering(&self.policy.filesystem.deny_read, &path) {
+            Some(deny) => format!("filesystem.denyRead {:?} covers {}", deny.path, loc.shown()),
+            None => format!("no filesystem.denyRead entry covers {}", loc.shown()),
+        }
+    }
+
+    fn write_denial(&self, loc: &Loc) -> String {
+        let fs = &self.policy.filesystem;
+        let path = self.resolve(loc);
+        if let Some(deny) = self.covering(&fs.deny_write, &path) {
+            return format!(
+                "filesystem.denyWrite {:?} covers {}",
+                deny.path,
+                loc.shown()
+            );
+        }
+        if self.covering(&fs.allow_write, &path).is_none() {
+            return format!("no filesystem.allowWrite entry covers {}", loc.shown());
+        }
+        if path.ends_with(".git/config") && !fs.allow_git_config {
+            return format!(
+                "{} stays read-only without filesystem.allowGitConfig",
+                loc.shown()
+            );
+        }
+        format!(
+            "{} is a mandatory protection (no entry opens it)",
+            loc.shown()
+        )
+    }
+
+    fn domain_denial(&self, name: &str, port: u16) -> String {
+        let Ok(host) = canonicalize(name) else {
+            return format!("{name} is not a host name the proxy accepts");
+        };
+        let net = &self.policy.network;
+        match net.denied_domains.iter().find(|d| d.matches(&host, port)) {
+            Some(d) => format!("network.deniedDomains {:?} covers {name}", d.as_str()),
+            None => format!("no network.allowedDomains entry covers {name}:{port}"),
+        }
+    }
+
+    /// An exfiltration channel to `name`: its denial, or (the domain being
+    /// allowed) that the read rules left nothing to send.
+    fn channel_denial(&self, name: &str, port: u16) -> String {
+        match self.domain(name, port) {
+            Some(g) => format!("{}, but only the read rules stand", g.why),
+            None => self.domain_denial(name, port),
+        }
+    }
+
     fn resolve(&self, loc: &Loc) -> PathBuf {
         match loc {
             Loc::Home(r) => self.home.join(r),
@@ -113,11 +227,17 @@ impl Grants<'_> {
         let fs = &self.policy.filesystem;
         let path = self.resolve(loc);
         let Some(deny) = self.covering(&fs.deny_read, &path) else {
-            return Some(grant(
-                "filesystem.denyRead",
-                None,
-                &format!("no denyRead entry covers {}", loc.shown()),
-            ));
+            return Some(
+                grant(
+                    "filesystem.denyRead",
+                    None,
+                    &format!(
+                        "no filesystem.denyRead entry covers {} (reads are open unless denied)",
+                        loc.shown()
+                    ),
+                )
+                .covering(loc.shown()),
+            );
         };
         let allow = self.covering(&fs.allow_read, &path)?;
         (self.base_len(allow) > self.base_len(deny)).then(|| {
@@ -125,7 +245,8 @@ impl Grants<'_> {
                 "filesystem.allowRead",
                 Some(&allow.path),
                 &format!(
-                    "allowRead re-opens {} inside denyRead {}",
+                    "filesystem.allowRead {:?} re-opens {} inside denyRead {:?}",
+                    allow.path,
                     loc.shown(),
                     deny.path
                 ),
@@ -149,7 +270,11 @@ impl Grants<'_> {
         Some(grant(
             "filesystem.allowWrite",
             Some(&allow.path),
-            &format!("allowWrite {} covers {}", allow.path, loc.shown()),
+            &format!(
+                "filesystem.allowWrite {:?} covers {}",
+                allow.path,
+                loc.shown()
+            ),
         ))
     }
 
@@ -167,7 +292,7 @@ impl Grants<'_> {
             "network.allowedDomains",
             Some(entry.as_str()),
             &format!(
-                "allowedDomains {} lets the proxy reach {name}:{port}",
+                "network.allowedDomains {:?} lets the proxy reach {name}:{port}",
                 entry.as_str()
             ),
         ))
@@ -184,7 +309,7 @@ impl Grants<'_> {
         Some(grant(
             "oajail.envKeep",
             Some(hit),
-            &format!("envKeep {hit} passes secret-named variables into the jail"),
+            &format!("oajail.envKeep {hit:?} passes secret-named variables into the jail"),
         ))
     }
 
@@ -198,11 +323,11 @@ impl Grants<'_> {
         };
         let field = format!("oajail.limits.{name}");
         match set {
-            None => Some(grant(&field, None, &format!("no {name} limit is set"))),
+            None => Some(grant(&field, None, &format!("no {field} is set"))),
             Some(v) if v > amount => Some(grant(
                 &field,
                 Some(&v.to_string()),
-                &format!("{name} {v} allows {amount} bytes"),
+                &format!("{field} {v} allows {amount} bytes"),
             )),
             Some(_) => None,
         }
@@ -240,6 +365,14 @@ fn grant(field: &str, entry: Option<&str>, why: &str) -> Grant {
         field: field.to_owned(),
         entry: entry.map(str::to_owned),
         why: why.to_owned(),
+        covers: String::new(),
+    }
+}
+
+impl Grant {
+    fn covering(mut self, what: String) -> Grant {
+        self.covers = what;
+        self
     }
 }
 
@@ -248,5 +381,70 @@ fn shown(t: &Target) -> String {
         Target::Read(l) | Target::Write(l) => l.shown(),
         Target::Env => "the secret-named environment".into(),
         other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::audit::{Kind, Stage};
+
+    fn case(id: &str, target: Target) -> Case {
+        Case {
+            id: id.into(),
+            family: id.chars().next().unwrap(),
+            title: String::new(),
+            kind: Kind::Isolation,
+            target,
+            probe: vec![],
+            stage: Stage::default(),
+        }
+    }
+
+    #[test]
+    fn a_loss_the_jail_names_allows_only_its_own_rows() {
+        let policy = Policy::builtin_default();
+        let jail = JailInfo {
+            tier: "container".into(),
+            unheld: vec!["other-egress".into()],
+            ..JailInfo::default()
+        };
+        let grants = Grants {
+            policy: &policy,
+            home: PathBuf::from("/lab/home"),
+            ws: PathBuf::from("/lab/ws"),
+            jail: Some(&jail),
+        };
+        let udp = grants
+            .tier_loss(&case("E2-udp-public", Target::Never))
+            .unwrap();
+        assert_eq!(
+            (udp.field.as_str(), udp.entry.as_deref()),
+            ("tier", Some("container"))
+        );
+        assert_eq!(
+            udp.why,
+            "the container tier does not hold other-egress in full here (a loss the run names and accepts)"
+        );
+        // TCP egress is held: a direct TCP success stays an escape.
+        assert!(
+            grants
+                .tier_loss(&case("E1-tcp-public-v4", Target::Never))
+                .is_none()
+        );
+        assert!(
+            grants
+                .tier_loss(&case("G1-secret-env", Target::Env))
+                .is_none()
+        );
+        let none = Grants {
+            jail: None,
+            ..grants
+        };
+        assert!(
+            none.tier_loss(&case("E2-udp-public", Target::Never))
+                .is_none()
+        );
     }
 }

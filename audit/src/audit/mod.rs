@@ -23,6 +23,8 @@ pub mod abspaths;
 pub mod channels;
 pub mod evidence;
 pub mod grant;
+pub mod jailinfo;
+pub mod layer;
 pub mod runbook;
 pub mod session;
 pub mod sources;
@@ -122,6 +124,9 @@ pub enum Target {
     NestedUserNamespaces,
     /// Use more of a resource than this (`oajail.limits.<name>`, amount).
     Limit(String, u64),
+    /// Run at all where user namespaces are refused: the container tier,
+    /// which `enableWeakerNestedSandbox` accepts.
+    ContainerTier,
     /// No policy entry can grant this (mandatory denies, kernel surface,
     /// other processes, direct egress): success is always an escape.
     Never,
@@ -235,8 +240,12 @@ pub struct Grant {
     /// The entry as written (`~`), or `None` when the grant is the
     /// ABSENCE of a deny entry covering the path.
     pub entry: Option<String>,
-    /// One line for humans.
+    /// One line for humans, the tail of "allowed because …".
     pub why: String,
+    /// What it covers: a path as a policy writes it (`~/.npmrc`), a
+    /// `host:port`, or nothing.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub covers: String,
 }
 
 /// The result of one attack.
@@ -251,6 +260,10 @@ pub struct Finding {
     pub grants: Vec<Grant>,
     /// What the probe and the lab saw.
     pub detail: String,
+    /// The finding in one line: "allowed because <entry>", "blocked by
+    /// <layer>: <rule>", "ESCAPE: it worked although <rule>".
+    #[serde(default)]
+    pub reason: String,
     /// Wall time of the lab run, in milliseconds.
     pub elapsed_ms: u64,
 }

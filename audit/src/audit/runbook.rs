@@ -419,7 +419,8 @@ fn resources() -> Vec<Case> {
         (
             "H3-tmp-fill",
             Target::Limit("tmpSizeBytes".into(), 64 << 20),
-            vec!["fill-file", "/tmp/fill", "64"],
+            // The jail's private tmp: /tmp, or the container tier's TMPDIR.
+            vec!["fill-file", "$TMPDIR/fill", "64"],
         ),
         // Memory RLIMIT_AS does not count: a memory cgroup holds it, or the
         // jail refuses the calls (limits::SharedMemory).

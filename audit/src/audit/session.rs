@@ -2,11 +2,12 @@
 //! command being the real `oajail` with the user's policy around the probe.
 
 use super::abspaths::overlay_plan;
-use super::evidence::judge;
+use super::evidence::{Judged, judge};
 use super::grant::Grants;
+use super::jailinfo::JailInfo;
 pub use super::sources::default_base;
 use super::sources::secret_sources;
-use super::{Case, Finding, Loc, Stage, Verdict};
+use super::{Case, Finding, Loc, Stage};
 use crate::canary;
 use crate::lab::{Lab, LabError, RunOptions, Tools};
 use crate::labspec::{ALLOWED_V4, DnsMode};
@@ -31,6 +32,10 @@ pub struct Setup {
     pub env: Vec<(String, String)>,
     /// Labs run at the same time.
     pub jobs: usize,
+    /// Refuse oajail user namespaces in every lab, as a container's default
+    /// seccomp profile does (`--tier container`): the jail then runs its
+    /// container tier.
+    pub refuse_userns: bool,
 }
 
 /// Why the audit could not run at all.
@@ -58,7 +63,8 @@ impl Setup {
                     '_'
                 }
             })
-            .take(20)
+            // Short: the lab's unix sockets live below its directory.
+            .take(12)
             .collect();
         let mut lab = Lab::create(&safe, self.tools.clone(), &self.base, self.owner)?;
         lab.quiet = true;
@@ -94,6 +100,7 @@ impl Setup {
             keyring_desc: stage.keyring.then(|| format!("oaj_canary_{}", lab.token)),
             daemon_marker: stage.daemon.then(|| format!("oajail-daemon-{}", lab.token)),
             no_userns: stage.no_userns,
+            refuse_userns: self.refuse_userns,
             ..RunOptions::default()
         }
     }
@@ -170,7 +177,8 @@ impl Setup {
     /// Prove the lab and the jail work before any verdict is trusted: the
     /// probe must run under oajail with this policy inside a lab planted
     /// as every attack's lab is (the overlays for absolute paths included).
-    pub fn preflight(&self, policy: &Policy) -> Result<(), AuditError> {
+    /// Then ask oajail, in the same lab, which jail it builds there.
+    pub fn preflight(&self, policy: &Policy) -> Result<JailInfo, AuditError> {
         let mut lab = self.lab("preflight").map_err(AuditError::Lab)?;
         let sources = secret_sources(policy);
         self.prepare(&mut lab, &sources, &Stage::default())
@@ -208,11 +216,27 @@ impl Setup {
                 run.lab.exit_code
             )));
         }
-        Ok(())
+        self.jail_info(&lab, &sources)
+    }
+
+    /// `oajail explain --json` with this policy, run where the attacks run.
+    fn jail_info(&self, lab: &Lab, sources: &[(String, Loc)]) -> Result<JailInfo, AuditError> {
+        let mut argv = vec![self.tools.oajail.display().to_string()];
+        if self.policy_text.is_some() {
+            argv.extend(["-s".to_owned(), lab.path("policy.json")]);
+        }
+        argv.extend(["explain".to_owned(), "--json".to_owned()]);
+        let run = lab
+            .try_run(argv, &self.options(lab, &Stage::default(), sources))
+            .map_err(AuditError::Lab)?;
+        if let Some(e) = run.lab.lab_error {
+            return Err(AuditError::LabStep(e));
+        }
+        JailInfo::parse(&run.stdout).map_err(AuditError::Jail)
     }
 
     /// Run one case in a fresh lab.
-    pub fn run_case(&self, policy: &Policy, case: &Case) -> Finding {
+    pub fn run_case(&self, policy: &Policy, jail: &JailInfo, case: &Case) -> Finding {
         let start = Instant::now();
         let sources = secret_sources(policy);
         let judged = self.lab(&case.id).and_then(|mut lab| {
@@ -223,25 +247,28 @@ impl Setup {
                 policy,
                 home: lab.dir.join("home"),
                 ws: lab.dir.join("ws"),
+                jail: Some(jail),
             };
             Ok(judge(case, &mut lab, &run, &grants, &sources))
         });
-        let (verdict, grants, detail) =
-            judged.unwrap_or_else(|e| (Verdict::Inconclusive, Vec::new(), format!("lab: {e}")));
+        let judged = judged.unwrap_or_else(|e| Judged::inconclusive(format!("lab: {e}")));
         Finding {
             case: case.clone(),
-            verdict,
-            grants,
-            detail,
+            verdict: judged.verdict,
+            grants: judged.grants,
+            detail: judged.detail,
+            reason: judged.reason,
             elapsed_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
         }
     }
 
-    /// Run every case, `jobs` at a time; `progress` sees each finding as it
-    /// lands. The findings come back in the order of `cases`.
+    /// Run every case, `jobs` at a time, in the jail `jail` describes (the
+    /// preflight's); `progress` sees each finding as it lands. The findings
+    /// come back in the order of `cases`.
     pub fn run_all(
         &self,
         policy: &Policy,
+        jail: &JailInfo,
         cases: &[Case],
         progress: &(dyn Fn(&Finding) + Sync),
     ) -> Vec<Finding> {
@@ -251,9 +278,12 @@ impl Setup {
             for _ in 0..self.jobs.max(1) {
                 s.spawn(|| {
                     loop {
+                        if crate::interrupt::stopped().is_some() {
+                            break;
+                        }
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(case) = cases.get(i) else { break };
-                        let f = self.run_case(policy, case);
+                        let f = self.run_case(policy, jail, case);
                         progress(&f);
                         if let Ok(mut slots) = slots.lock() {
                             slots[i] = Some(f);

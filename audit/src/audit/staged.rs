@@ -103,15 +103,28 @@ fn fail_closed(policy: &Policy) -> Vec<Case> {
         refusal: Refusal::Required,
         ..stage
     };
+    let no_userns = Stage {
+        no_userns: true,
+        ..Stage::default()
+    };
+    // With enableWeakerNestedSandbox the command runs, in the container
+    // tier (allowed by that key); a refusal is then stricter than asked.
+    let (target, stage) = match policy.process.enable_weaker_nested_sandbox {
+        true => (
+            Target::ContainerTier,
+            Stage {
+                refusal: Refusal::Blocks,
+                ..no_userns
+            },
+        ),
+        false => (Target::Never, refuse(no_userns)),
+    };
     let mut out: Vec<Case> = staged(
         "I1-no-user-namespaces",
         Kind::Isolation,
-        Target::Never,
+        target,
         &["nnp"],
-        refuse(Stage {
-            no_userns: true,
-            ..Stage::default()
-        }),
+        stage,
     )
     .into_iter()
     .collect();

@@ -13,6 +13,12 @@
 //! it (`LabNetwork::Prepared`, checked before anything starts).
 //!
 //! `oajail-lab sleeper MARKER` is the harness's host canary process (it just sleeps).
+//!
+//! Both die with the process that started them (`PR_SET_PDEATHSIG`, the
+//! parent's pid in `$OAJAIL_LAB_PARENT`), and so does the lab's command
+//! (started through `oajail-lab exec PPID -- ARGV`): an audit killed with
+//! `kill -9` leaves no lab, sleeper or jailed command running, and the next
+//! audit can remove its directories.
 
 // The keyring canary needs two raw calls; they live with the probe's (the
 // only unsafe code of this crate). The lab uses a few of them.
@@ -20,6 +26,8 @@
 #[path = "oajail-probe/raw.rs"]
 mod raw;
 
+#[path = "oajail-lab/exec.rs"]
+mod exec;
 #[path = "oajail-lab/overlay.rs"]
 mod overlay;
 
@@ -41,7 +49,11 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(Ok(ppid)) = std::env::var("OAJAIL_LAB_PARENT").ok().map(|p| p.parse()) {
+        exec::die_with_parent(ppid);
+    }
     let code = match args.first().map(String::as_str) {
+        Some("exec") => exec::exec(&args[1..]),
         Some("sleeper") => {
             std::thread::sleep(Duration::from_secs(600));
             0
@@ -52,7 +64,9 @@ fn main() {
             0
         }
         _ => {
-            eprintln!("usage: oajail-lab run CONFIG.json | oajail-lab sleeper MARKER");
+            eprintln!(
+                "usage: oajail-lab run CONFIG.json | oajail-lab sleeper MARKER | oajail-lab exec PPID -- ARGV"
+            );
             2
         }
     };
@@ -426,6 +440,15 @@ fn command_argv(config: &LabConfig) -> Vec<String> {
             "--".into(),
         ]);
     }
+    // Then (as the caller) the command dies with this lab, which dies with
+    // the audit or test; `--tier container` takes user namespaces away.
+    let me =
+        std::env::current_exe().map_or_else(|_| "oajail-lab".into(), |p| p.display().to_string());
+    argv.extend([me, "exec".into(), std::process::id().to_string()]);
+    if config.refuse_userns {
+        argv.push("--refuse-userns".into());
+    }
+    argv.push("--".into());
     if config.pty {
         argv.extend(["setsid".into(), "--wait".into(), "--ctty".into()]);
     }

@@ -45,6 +45,8 @@ pub(crate) struct Caller<'a> {
     /// refers to the address space the thread had before.
     pub(super) mem: RefCell<&'a mut File>,
     pub(super) dirs: &'a RefCell<Dirs>,
+    /// Whether its working directory may be kept (`dirs.rs`).
+    pub(super) keeps_cwd: bool,
 }
 
 impl Caller<'_> {
@@ -129,8 +131,11 @@ pub(crate) struct Callers {
     umasks: HashMap<u32, u32>,
     dirs: RefCell<Dirs>,
     /// /proc numbers processes differently from the notifications (the
-    /// mount layer is off in a test build: /proc is the host's).
+    /// mount layer is off in a test build: /proc is the host's); working
+    /// directories are then not kept.
     translate: bool,
+    /// When the threads in a `chdir` were last looked at.
+    settle_check: Option<Instant>,
 }
 
 impl Callers {
@@ -140,11 +145,13 @@ impl Callers {
             umasks: HashMap::new(),
             dirs: RefCell::default(),
             translate: !proc_matches_our_pid_namespace(),
+            settle_check: None,
         }
     }
 
     /// The caller of `n`, with its memory open.
     pub(crate) fn get(&mut self, n: Notification) -> Result<Caller<'_>, Errno> {
+        self.settle_quiet();
         let proc = if self.translate {
             proc_id(n.tid)?
         } else {
@@ -158,8 +165,14 @@ impl Callers {
             }
             None => true,
         };
-        self.dirs.borrow_mut().expire();
+        {
+            let mut dirs = self.dirs.borrow_mut();
+            dirs.expire();
+            // A call from this thread: any chdir it made has returned.
+            dirs.settle(n.tid);
+        }
         if fresh {
+            self.dirs.borrow_mut().drop_cwd(n.tid);
             self.open.remove(&n.tid);
             let (opened, umask) = open_proc(n.tid, proc)?;
             if self.open.len() >= CACHE {
@@ -179,7 +192,43 @@ impl Callers {
             dir: o.dir.as_fd(),
             mem: RefCell::new(&mut o.mem),
             dirs: &self.dirs,
+            keeps_cwd: !self.translate,
         })
+    }
+
+    /// The caller changes its working directory (the call is then let
+    /// through). While it may still be under way, no working directory is
+    /// kept; threads that made one and went quiet are looked at, at most
+    /// every [`RECHECK`], through `/proc/<tid>/syscall`.
+    pub(crate) fn chdir(&mut self, n: Notification) {
+        if self.translate || self.get(n).is_err() {
+            // Not kept at all, or the caller is gone: nothing to wait for.
+            self.dirs.borrow_mut().unsettle(n.tid);
+            self.dirs.borrow_mut().settle(n.tid);
+            return;
+        }
+        self.dirs.borrow_mut().unsettle(n.tid);
+        self.settle_check = Some(Instant::now());
+    }
+
+    /// Settle the threads whose `chdir` has returned, though they made no
+    /// guarded call since: gone, or blocked in another call.
+    fn settle_quiet(&mut self) {
+        let due = self.settle_check.is_some_and(|t| t.elapsed() >= RECHECK);
+        if !due {
+            return;
+        }
+        let waiting = self.dirs.borrow().unsettled();
+        self.settle_check = (!waiting.is_empty()).then(Instant::now);
+        for tid in waiting {
+            let past = match self.open.get(&tid) {
+                Some(o) => past_chdir(o.dir.as_fd()),
+                None => true,
+            };
+            if past {
+                self.dirs.borrow_mut().settle(tid);
+            }
+        }
     }
 
     /// The caller's process changes its umask (the call is then let through).
@@ -241,6 +290,20 @@ fn status(dir: BorrowedFd<'_>) -> Result<(u32, u32), Errno> {
         (Some(umask), Some(tgid)) => Ok((umask, tgid)),
         _ => Err(Errno::ACCESS),
     }
+}
+
+/// Whether a thread is past a `chdir`: `/proc/<tid>/syscall` names another
+/// call (or `running`, or none), or cannot be read (the thread is gone).
+fn past_chdir(dir: BorrowedFd<'_>) -> bool {
+    let mut buf = [0u8; 32];
+    let Ok(n) = open_in(dir, "syscall").and_then(|f| f.read_at(&mut buf, 0)) else {
+        return true;
+    };
+    let first = buf[..n].split(|b| *b == b' ' || *b == b'\n').next();
+    let nr = first
+        .and_then(|w| std::str::from_utf8(w).ok())
+        .and_then(|w| w.parse::<i64>().ok());
+    !matches!(nr, Some(libc::SYS_chdir | libc::SYS_fchdir))
 }
 
 /// Whether the thread behind a pidfd has exited (its pidfd is readable).

@@ -52,13 +52,7 @@ impl Decider {
 
     /// Decide `req`, saying why on stderr when it is refused.
     pub(crate) fn check(&mut self, verb: &str, req: &Request<'_>) -> Result<(), Errno> {
-        if self.memo_since.elapsed() > MEMO_LIFETIME {
-            self.guard.forget();
-            self.memo_since = Instant::now();
-        }
-        if let Some(dirs) = self.primed.take() {
-            self.guard.prime(&Probe, &dirs);
-        }
+        self.refresh();
         match self.guard.decide(&Probe, req) {
             Verdict::Allow => Ok(()),
             Verdict::Deny(d) => {
@@ -72,6 +66,18 @@ impl Decider {
                 }
                 Err(Errno::ACCESS)
             }
+        }
+    }
+
+    /// Forget what the decision kept once it is too old; learn the primed
+    /// directories before the first decision.
+    fn refresh(&mut self) {
+        if self.memo_since.elapsed() > MEMO_LIFETIME {
+            self.guard.forget();
+            self.memo_since = Instant::now();
+        }
+        if let Some(dirs) = self.primed.take() {
+            self.guard.prime(&Probe, &dirs);
         }
     }
 
@@ -98,6 +104,23 @@ impl Decider {
             ),
             None => Ok(()),
         }
+    }
+
+    /// Whether [`Decider::check_at`] would allow `op`, without a word or
+    /// a count when it would not.
+    pub(crate) fn allows_at(&mut self, at: &At, op: Op<'_>) -> bool {
+        self.refresh();
+        let path = at.path();
+        let mut paths = vec![path.as_path()];
+        paths.extend(at.lexical.as_deref());
+        paths.iter().all(|p| {
+            let req = Request {
+                path: p,
+                op,
+                existing: at.stat,
+            };
+            self.guard.decide(&Probe, &req) == Verdict::Allow
+        })
     }
 
     /// The mover, on Landlock ABI 1 beside the mount view.

@@ -94,6 +94,8 @@ pub(crate) enum Call {
     Umask {
         mask: u64,
     },
+    /// `chdir`, `fchdir`: watched, then let through.
+    Chdir,
 }
 
 /// Decode a call from its number and arguments (`None`: not guarded).
@@ -150,6 +152,7 @@ pub(crate) fn decode(nr: i64, a: [u64; 6]) -> Option<Call> {
             len: a[1],
         },
         libc::SYS_umask => Call::Umask { mask: a[0] },
+        libc::SYS_chdir | libc::SYS_fchdir => Call::Chdir,
         _ => return metadata(nr, a),
     })
 }

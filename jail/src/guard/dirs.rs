@@ -8,7 +8,7 @@
 
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -29,10 +29,21 @@ const DIRS_LIFETIME: Duration = Duration::from_secs(1);
 /// something is made there again, which pid 1 does and reports
 /// ([`Dirs::forget_under`]). A directory removed and not made again is
 /// harmless to keep: nothing can be made in a deleted directory.
+///
+/// Each thread's working directory is kept too (by thread id, in pid 1's
+/// view), so a relative path costs no `readlink` of `/proc/<tid>/cwd`. It
+/// changes only by `chdir` and `fchdir`, which the filter reports: one
+/// forgets every kept working directory (threads and processes may share
+/// one) and none is kept again until the thread that called it is known to
+/// be past it — its next call reaches pid 1, or `/proc/<tid>/syscall` shows
+/// it elsewhere or gone ([`Dirs::unsettle`]). A working directory moved or
+/// made again by the jail is forgotten with the directories below a path.
 #[derive(Default)]
 pub(crate) struct Dirs {
     map: BTreeMap<Vec<u8>, Rc<OwnedFd>>,
     since: Option<Instant>,
+    cwds: HashMap<u32, Rc<[u8]>>,
+    unsettled: HashSet<u32>,
 }
 
 impl Dirs {
@@ -50,7 +61,47 @@ impl Dirs {
     /// Forget everything.
     pub(crate) fn forget(&mut self) {
         self.map.clear();
+        self.cwds.clear();
         self.since = None;
+    }
+
+    /// The kept working directory of thread `tid`.
+    pub(crate) fn cwd(&self, tid: u32) -> Option<Rc<[u8]>> {
+        self.unsettled
+            .is_empty()
+            .then(|| self.cwds.get(&tid).cloned())
+            .flatten()
+    }
+
+    /// Keep thread `tid`'s working directory, read just now.
+    pub(crate) fn keep_cwd(&mut self, tid: u32, path: &[u8]) {
+        if self.unsettled.is_empty() {
+            self.since.get_or_insert_with(Instant::now);
+            self.cwds.insert(tid, Rc::from(path));
+        }
+    }
+
+    /// Thread `tid` is (or was) a new thread under this id: nothing kept
+    /// for the id before is its own.
+    pub(crate) fn drop_cwd(&mut self, tid: u32) {
+        self.cwds.remove(&tid);
+    }
+
+    /// Thread `tid` is changing its working directory (and maybe others'):
+    /// forget them all, keep none until it is past the call.
+    pub(crate) fn unsettle(&mut self, tid: u32) {
+        self.cwds.clear();
+        self.unsettled.insert(tid);
+    }
+
+    /// Thread `tid` is past any `chdir` it made.
+    pub(crate) fn settle(&mut self, tid: u32) {
+        self.unsettled.remove(&tid);
+    }
+
+    /// Threads whose `chdir` may still be under way.
+    pub(crate) fn unsettled(&self) -> Vec<u32> {
+        self.unsettled.iter().copied().collect()
     }
 
     /// Forget `path` and every directory below it: something was made,
@@ -58,6 +109,8 @@ impl Dirs {
     pub(crate) fn forget_under(&mut self, path: &Path) {
         let key = path.as_os_str().as_bytes();
         self.map.remove(key);
+        let below = |c: &[u8]| c == key || (c.starts_with(key) && c.get(key.len()) == Some(&b'/'));
+        self.cwds.retain(|_, c| !below(c));
         let mut lo = key.to_vec();
         if lo.last() != Some(&b'/') {
             lo.push(b'/');

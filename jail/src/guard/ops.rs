@@ -32,15 +32,21 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
             flags,
             mode,
         } => {
-            // A new file that must not exist yet needs no look first: the
-            // creation fails by itself if it does (O_EXCL).
+            // A creation needs no look first: with O_EXCL it fails by itself
+            // when the name exists, and without it is tried as new first
+            // (most are), looked at only when that fails (`fresh`).
             let o = OFlags::from_bits_retain(flags as u32);
-            let fresh = o.contains(OFlags::CREATE | OFlags::EXCL) && !o.contains(OFlags::TMPFILE);
-            let at = if fresh {
-                c.at_new(dir, path)?
-            } else {
-                c.at(dir, path)?
-            };
+            let creates = o.contains(OFlags::CREATE) && !o.contains(OFlags::TMPFILE);
+            if !creates {
+                return open(d, c, c.at(dir, path)?, flags, mode);
+            }
+            let mut at = c.at_new(dir, path)?;
+            if !o.contains(OFlags::EXCL) {
+                if let Some(fd) = fresh(d, c, &at, o, mode)? {
+                    return Ok(Answer::Fd(fd, o.contains(OFlags::CLOEXEC)));
+                }
+                at.look()?;
+            }
             open(d, c, at, flags, mode)
         }
         Call::Mkdir { dir, path, mode } => {
@@ -87,7 +93,7 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
             meta(d, c, obj, |t| t.removexattr(&name))
         }
         // Handled by the server before a caller is made.
-        Call::Umask { .. } => Err(Errno::NOSYS),
+        Call::Umask { .. } | Call::Chdir => Err(Errno::NOSYS),
     }
 }
 
@@ -185,6 +191,17 @@ fn create_file(
     mode: u64,
 ) -> Result<OwnedFd, Errno> {
     d.check_at("creating", at, Op::Create(FileKind::File))?;
+    make_file(d, c, at, asked, mode)
+}
+
+/// Make the new file `create_file` decided on.
+fn make_file(
+    d: &mut Decider,
+    c: &Caller<'_>,
+    at: &At,
+    asked: OFlags,
+    mode: u64,
+) -> Result<OwnedFd, Errno> {
     let path = at.path();
     let req = request(&path, Op::Create(FileKind::File), None);
     set_umask(d, c)?;
@@ -193,6 +210,26 @@ fn create_file(
     c.forget_dirs(&path);
     d.done(&req);
     Ok(fd)
+}
+
+/// `open(O_CREAT)` without `O_EXCL`, tried as the creation of a new file:
+/// `None` when the name exists or a new file there would be refused (the
+/// caller then looks at the name and decides as usual, saying why).
+fn fresh(
+    d: &mut Decider,
+    c: &Caller<'_>,
+    at: &At,
+    asked: OFlags,
+    mode: u64,
+) -> Result<Option<OwnedFd>, Errno> {
+    if !d.allows_at(at, Op::Create(FileKind::File)) {
+        return Ok(None);
+    }
+    match make_file(d, c, at, asked, mode) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::EXIST) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Open an existing non-link entry the caller decided to write. Only a

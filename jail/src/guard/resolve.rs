@@ -54,6 +54,20 @@ impl At {
         self.real.join(&self.name)
     }
 
+    /// `lstat` the final component now (for an `At` resolved without).
+    pub(crate) fn look(&mut self) -> Result<(), Errno> {
+        self.stat = match rustix::fs::statat(
+            &*self.fd,
+            trim_slashes(&self.last),
+            AtFlags::SYMLINK_NOFOLLOW,
+        ) {
+            Ok(st) => Some(stat_of(&st)),
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(())
+    }
+
     /// Open the final component `O_PATH`, following it when it is a link.
     pub(crate) fn follow(&self) -> Result<Object, Errno> {
         let flags = OFlags::PATH | OFlags::CLOEXEC;
@@ -233,12 +247,20 @@ impl Caller<'_> {
 
     /// The real path of the caller's base directory (its cwd or `dirfd`),
     /// `None` when it has no usable path (deleted, or outside our root).
-    fn base(&self, dirfd: i32) -> Result<Option<Vec<u8>>, Errno> {
+    /// The cwd is kept between calls (`dirs.rs`).
+    fn base(&self, dirfd: i32) -> Result<Option<Rc<[u8]>>, Errno> {
+        let cwd = dirfd == AT_FDCWD && self.keeps_cwd;
+        if cwd && let Some(kept) = self.dirs.borrow().cwd(self.n.tid) {
+            return Ok(Some(kept));
+        }
         match rustix::fs::readlinkat(self.dir, self.fd_path(dirfd), Vec::new()) {
             Ok(link) => {
                 let b = link.into_bytes();
                 let usable = b.starts_with(b"/") && !b.ends_with(b" (deleted)");
-                Ok(usable.then_some(b))
+                if usable && cwd {
+                    self.dirs.borrow_mut().keep_cwd(self.n.tid, &b);
+                }
+                Ok(usable.then(|| Rc::from(b)))
             }
             // No such descriptor in the caller: what the kernel says.
             Err(Errno::NOENT) if dirfd != AT_FDCWD => Err(Errno::BADF),
@@ -319,6 +341,10 @@ impl Caller<'_> {
     /// `/proc/self`, `/dev/fd`, `/dev/std*` name the caller, not pid 1: rewrite
     /// these prefixes to the caller's /proc directory.
     fn rewrite(&self, path: &[u8]) -> Vec<u8> {
+        // Most paths name none of these: no formatting for them.
+        if !(path.starts_with(b"/proc/") || path.starts_with(b"/dev/")) {
+            return path.to_vec();
+        }
         let me = format!("/proc/{}", self.proc);
         let table: [(&[u8], String); 6] = [
             (b"/proc/self", me.clone()),

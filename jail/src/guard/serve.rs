@@ -79,6 +79,12 @@ impl Server {
                 let _ = self.callers.set_umask(n, mask);
                 return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
             }
+            Some(Call::Chdir) => {
+                // Forget the kept working directories until this one is
+                // known to have moved (callers.rs); its path is never used.
+                self.callers.chdir(n);
+                return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
+            }
             Some(call) => match self.callers.get(n) {
                 Ok(caller) => ops::perform(&mut self.decider, &caller, call),
                 Err(e) => Err(e),

@@ -79,6 +79,31 @@ impl<'a> Exchange<'a> {
         code: &str,
         deadline: Instant,
     ) -> Result<ExecOutput, ExecError> {
+        let (writer, mut frames) = self.start(w, code, deadline)?;
+        let mut running: JoinSet<Answered> = JoinSet::new();
+        loop {
+            tokio::select! {
+                msg = frames.rx.recv() => {
+                    if let Some((outcome, logs)) = self.on_frame(msg, &writer)? {
+                        return self.done(outcome, logs).await;
+                    }
+                }
+                Some(joined) = running.join_next(), if !running.is_empty() => {
+                    let a = joined.map_err(|e| ExecError::new("js_runtime_error", e.to_string()))?;
+                    self.on_answer(a, &writer)?;
+                }
+            }
+            self.start_calls(&mut running);
+        }
+    }
+
+    /// Sends the code (with the time left) and starts the pipes' tasks.
+    fn start(
+        &self,
+        w: &mut Worker,
+        code: &str,
+        deadline: Instant,
+    ) -> Result<(FrameWriter, FrameReader), ExecError> {
         let left = deadline.saturating_duration_since(Instant::now());
         let exec = ToWorker::Exec {
             code: code.to_owned(),
@@ -93,48 +118,63 @@ impl<'a> Exchange<'a> {
         let max = limits.output_cap.max(MAX_CALL_ARGS) + FRAME_SLACK;
         // A frame budget bounds what a misbehaving worker can send at all.
         let budget = limits.max_api_calls as usize + 8;
-        let mut frames = FrameReader::spawn(stdout, max, budget);
-        let mut running: JoinSet<Answered> = JoinSet::new();
-        loop {
-            tokio::select! {
-                msg = frames.rx.recv() => match msg {
-                    Some(Ok(ToServer::Call { id, op, args })) => {
-                        if let Some(json) = self.admit_call(&op, args, id)? {
-                            writer.send(frame::api_result(id, &json).map_err(gone)?, Held::none());
-                        }
-                    }
-                    Some(Ok(ToServer::Done { outcome, logs })) => return self.done(outcome, logs).await,
-                    Some(Ok(ToServer::Ready)) => {
-                        return Err(ExecError::new("js_runtime_error", "worker protocol error"));
-                    }
-                    Some(Err(Incoming::TooLarge { bytes, call })) => return Err(self.too_large(bytes, call)),
-                    Some(Err(Incoming::Failed(e))) => return Err(gone(e)),
-                    None => return Err(ExecError::new("worker_gone", "worker pipe closed")),
-                },
-                Some(joined) = running.join_next(), if !running.is_empty() => {
-                    let a = joined.map_err(|e| ExecError::new("js_runtime_error", e.to_string()))?;
-                    self.queued_bytes -= a.arg_bytes;
-                    if let Some(status) = a.reply.failed_status {
-                        self.calls.last_error = Some((status, a.reply.excerpt.clone()));
-                    }
-                    writer.send(frame::api_result(a.id, &a.reply.json).map_err(gone)?, a.reply.held);
+        Ok((writer, FrameReader::spawn(stdout, max, budget)))
+    }
+
+    /// One frame from the worker: a call is admitted (or answered at once),
+    /// `done` ends the exchange with the worker's outcome.
+    fn on_frame(
+        &mut self,
+        msg: Option<Result<ToServer, Incoming>>,
+        writer: &FrameWriter,
+    ) -> Result<Option<(Outcome, Vec<LogLine>)>, ExecError> {
+        match msg {
+            Some(Ok(ToServer::Call { id, op, args })) => {
+                if let Some(json) = self.admit_call(&op, args, id)? {
+                    writer.send(frame::api_result(id, &json).map_err(gone)?, Held::none());
                 }
+                Ok(None)
             }
-            while running.len() < MAX_IN_FLIGHT
-                && let Some(q) = self.queue.pop_front()
-            {
-                let api = self.api.clone();
-                let catalogue = self.ex.catalogue.clone();
-                running.spawn(async move {
-                    let arg_bytes = q.args.get().len();
-                    let reply = api.call(&catalogue.ops[q.op], q.args).await;
-                    Answered {
-                        id: q.id,
-                        arg_bytes,
-                        reply,
-                    }
-                });
+            Some(Ok(ToServer::Done { outcome, logs })) => Ok(Some((outcome, logs))),
+            Some(Ok(ToServer::Ready)) => {
+                Err(ExecError::new("js_runtime_error", "worker protocol error"))
             }
+            Some(Err(Incoming::TooLarge { bytes, call })) => Err(self.too_large(bytes, call)),
+            Some(Err(Incoming::Failed(e))) => Err(gone(e)),
+            None => Err(ExecError::new("worker_gone", "worker pipe closed")),
+        }
+    }
+
+    /// An API answer: its argument bytes leave the queue's count, and the
+    /// answer (with the response bytes it holds) goes to the writer.
+    fn on_answer(&mut self, a: Answered, writer: &FrameWriter) -> Result<(), ExecError> {
+        self.queued_bytes -= a.arg_bytes;
+        if let Some(status) = a.reply.failed_status {
+            self.calls.last_error = Some((status, a.reply.excerpt.clone()));
+        }
+        writer.send(
+            frame::api_result(a.id, &a.reply.json).map_err(gone)?,
+            a.reply.held,
+        );
+        Ok(())
+    }
+
+    /// Starts queued calls while there are free in-flight places.
+    fn start_calls(&mut self, running: &mut JoinSet<Answered>) {
+        while running.len() < MAX_IN_FLIGHT
+            && let Some(q) = self.queue.pop_front()
+        {
+            let api = self.api.clone();
+            let catalogue = self.ex.catalogue.clone();
+            running.spawn(async move {
+                let arg_bytes = q.args.get().len();
+                let reply = api.call(&catalogue.ops[q.op], q.args).await;
+                Answered {
+                    id: q.id,
+                    arg_bytes,
+                    reply,
+                }
+            });
         }
     }
 

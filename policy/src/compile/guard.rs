@@ -108,7 +108,7 @@ pub(crate) fn build(
                 owner("lchown", 1, true),
             ],
             ids,
-            watch: vec!["umask".into()],
+            watch: names(&["umask", "chdir", "fchdir"]),
             enosys: names(&["openat2", "fchmodat2", "setxattrat", "removexattrat"]),
         },
     }

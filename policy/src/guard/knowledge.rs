@@ -64,7 +64,7 @@ struct Memo {
     repos: HashMap<(PathBuf, PathBuf), Rc<Repo>>,
     /// Every configuration file a source read or looked for (and the
     /// target of one that is a link), and the sources that read it.
-    configs: HashMap<PathBuf, Vec<Source>>,
+    configs: HashMap<OsString, Vec<Source>>,
     /// The union of `sources`.
     known: Protects,
     globals_loaded: bool,
@@ -248,7 +248,7 @@ impl Knowledge {
                 paths.push(target);
             }
             for p in paths {
-                let owners = self.memo.configs.entry(p).or_default();
+                let owners = self.memo.configs.entry(p.into_os_string()).or_default();
                 if !owners.contains(source) {
                     owners.push(source.clone());
                 }
@@ -281,7 +281,9 @@ impl Knowledge {
             forget_below(&mut self.memo.git_dir, path);
             forget_below(&mut self.memo.repo, path);
         }
-        let owners = self.memo.configs.get(path).cloned().unwrap_or_default();
+        let owners = (self.memo.configs.get(path.as_os_str()))
+            .cloned()
+            .unwrap_or_default();
         for source in owners {
             match source {
                 Source::Globals => self.load_globals(fs),

@@ -82,11 +82,13 @@ pub struct FilterShape {
     pub notify_unless_owner: Vec<OwnerArgs>,
     /// The command's ids those are compared with.
     pub ids: Ids,
-    /// Calls pid 1 only watches and then lets through (`umask`: pid 1
+    /// Calls pid 1 only watches and then lets through: `umask` (pid 1
     /// creates files with the caller's mask, and reading it from
     /// `/proc/<pid>/status` at every creation would cost more than the
-    /// creation itself). They carry no path, so letting them through
-    /// cannot be raced.
+    /// creation itself), `chdir` and `fchdir` (pid 1 keeps each thread's
+    /// working directory instead of reading it back at every call). What
+    /// they do is read again afterwards, never trusted from their
+    /// arguments, so letting them through cannot be raced.
     pub watch: Vec<String>,
     /// Calls answered ENOSYS, so libc falls back to an older call the
     /// filter can read: `openat2` (its flags live in a struct), `fchmodat2`,

@@ -200,3 +200,69 @@ fn render_tiers(s: &mut String, records: &[CellRecord]) {
         s.push('\n');
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cells::AttackOutcome;
+
+    fn record(who: &str, ran: bool, escaped: bool) -> CellRecord {
+        let mode = ModeOutcome {
+            mode: "plain".into(),
+            doctor_runs: true,
+            ran,
+            disagreements: if ran {
+                vec![]
+            } else {
+                vec!["doctor says it runs; the run refused".into()]
+            },
+            ..ModeOutcome::default()
+        };
+        let outcome = if escaped { "escaped" } else { "blocked" };
+        CellRecord {
+            cell: "docker-default".into(),
+            settings: "docker run".into(),
+            who: who.into(),
+            engine: String::new(),
+            modes: vec![mode],
+            attacks_mode: ran.then(|| "plain".to_owned()),
+            attacks: vec![AttackOutcome {
+                id: "E9-proxy-port-other-address".into(),
+                outcome: outcome.into(),
+                detail: "sink answered".into(),
+            }],
+            error: None,
+            elapsed_ms: 0,
+            recorded_at: 0,
+            order: 0,
+        }
+    }
+
+    #[test]
+    fn one_row_per_cell_and_every_failure_listed() {
+        let same = render(&[record("root", true, false), record("uid 1000", true, false)]);
+        assert!(
+            same.contains("| docker-default | docker run | runs = ran |"),
+            "{same}"
+        );
+        assert!(!same.contains("What fails the matrix"), "{same}");
+        let differ = render(&[
+            record("root", true, false),
+            record("uid 1000", false, false),
+        ]);
+        assert!(
+            differ.contains("root: runs = ran; uid 1000: **runs ≠ refused**"),
+            "{differ}"
+        );
+        assert!(
+            differ.contains("- docker-default uid 1000 plain: doctor says it runs"),
+            "{differ}"
+        );
+        let escaped = render(&[record("root", true, true), record("uid 1000", true, false)]);
+        assert!(escaped.contains("**escaped** / blocked"), "{escaped}");
+        assert!(
+            escaped.contains("- docker-default root: E9-proxy-port-other-address escaped"),
+            "{escaped}"
+        );
+    }
+}

@@ -31,6 +31,13 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// A lab base of this test process's own (short: the labs' unix socket
+/// paths are limited to 107 bytes), so that audits run by others on the
+/// machine never meet these tests' labs, and the reverse.
+fn lab_base() -> PathBuf {
+    scratch("l")
+}
+
 fn audit_with(oajail: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let tools = Tools::locate();
     let out = Command::new(oajail)
@@ -39,6 +46,7 @@ fn audit_with(oajail: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .args(["--jobs", "3"])
         .env("OAJAIL_PROBE_BIN", &tools.probe)
         .env("OAJAIL_LAB_BIN", &tools.lab)
+        .env("OAJAIL_AUDIT_DIR", lab_base())
         .envs(env.iter().copied())
         .current_dir(root())
         .output()
@@ -122,7 +130,15 @@ fn expect_blocked(report: &Value, ids: &[&str]) {
 
 #[test]
 fn audits_default_policy() {
-    let report = expect_counts("default.json", 155, 6);
+    let report = expect_counts("default.json", 157, 8);
+    // The jail the attacks ran in, as oajail reports it inside the lab.
+    let jail = &report["jail"];
+    assert_eq!(jail["tier"], "namespaces", "{jail:#}");
+    let layers = jail["layers"].as_array().expect("layers");
+    assert!(
+        layers.iter().any(|l| l[0] == "landlock" && l[1] == "full"),
+        "{jail:#}"
+    );
     expect_blocked(
         &report,
         &[
@@ -138,12 +154,53 @@ fn audits_default_policy() {
 
 #[test]
 fn audits_dev_shell_policy() {
-    expect_counts("dev-shell.json", 164, 15);
+    let report = expect_counts("dev-shell.json", 162, 13);
+    // Every allowed domain is either the target of exfiltration attacks
+    // or listed as untested, with the reason.
+    let policy: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("examples/policies/dev-shell.json"))
+            .expect("read dev-shell.json"),
+    )
+    .expect("dev-shell.json is JSON");
+    let untested = report["untestedDomains"]
+        .as_array()
+        .expect("untestedDomains");
+    let why = |entry: &str| {
+        untested
+            .iter()
+            .find(|u| u["entry"] == entry)
+            .and_then(|u| u["why"].as_str())
+            .map(str::to_owned)
+    };
+    let tested: Vec<String> = ids_with(&report, "allowed")
+        .into_iter()
+        .filter_map(|id| id.strip_prefix("X2-exfil-https:").map(str::to_owned))
+        .collect();
+    for entry in policy["network"]["allowedDomains"]
+        .as_array()
+        .expect("allowedDomains")
+    {
+        let entry = entry.as_str().expect("a string");
+        let name = entry.replace("*.", "oaj-exfil.");
+        assert!(
+            tested.contains(&name) != why(entry).is_some(),
+            "{entry}: tested {tested:?}, untested {untested:?}"
+        );
+    }
+    assert_eq!(
+        why("github.com:22").as_deref(),
+        Some("port 22: the exfiltration attacks use HTTPS on 443 and HTTP on 80")
+    );
+    let same = why("pypi.org").expect("pypi.org is left out");
+    assert!(
+        same.starts_with("the proxy treats it as ") && same.ends_with(", which is tested"),
+        "{same}"
+    );
 }
 
 #[test]
 fn audits_globs_and_literals_policy() {
-    let report = expect_counts("globs-and-literals.json", 161, 9);
+    let report = expect_counts("globs-and-literals.json", 163, 11);
     expect_blocked(
         &report,
         &["A4-symlinked-write-root:./build", "I1-proxy-fails-to-start"],
@@ -154,7 +211,7 @@ fn audits_globs_and_literals_policy() {
 fn audits_mcp_server_policy() {
     // The server's own policy: exfiltration through the API host is refused
     // by its read-only HTTP rules inside the terminated tunnel.
-    let report = expect_counts("mcp-server.json", 160, 6);
+    let report = expect_counts("mcp-server.json", 162, 8);
     expect_blocked(
         &report,
         &[
@@ -171,7 +228,7 @@ fn audits_srt_compat_policy() {
 
 #[test]
 fn audits_strict_offline_policy() {
-    expect_counts("strict-offline.json", 159, 4);
+    expect_counts("strict-offline.json", 161, 6);
 }
 
 const WEAK: &str = r#"{
@@ -223,9 +280,18 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
     ] {
         let f = finding(&report, &format!("A2-secret-store:{store}"));
         assert_eq!(f["verdict"], "blocked", "{f:#}");
+        let reason = f["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("blocked by ") && reason.contains(&format!(" covers {store}")),
+            "{reason}"
+        );
     }
     let key = finding(&report, "A2-secret-store:~/projects/other/.env");
     assert_eq!(key["verdict"], "allowed", "{key:#}");
+    assert_eq!(
+        key["reason"],
+        "allowed because no filesystem.denyRead entry covers ~/projects/other/.env (reads are open unless denied)"
+    );
     assert_eq!(
         grant_of(key),
         vec![("filesystem.denyRead".to_owned(), None)],
@@ -241,8 +307,29 @@ fn weak_policy_is_allowed_by_name_and_fails_on_allowed() {
         plant["grantedBy"][0]["line"], 6,
         "line of \"~\" in allowWrite"
     );
+    assert_eq!(
+        plant["reason"],
+        "allowed because filesystem.allowWrite \"~\" covers ~/projects/other/Makefile"
+    );
     // The guard protects start-up files whatever allowWrite says.
-    assert_eq!(finding(&report, "B1-bashrc-append")["verdict"], "blocked");
+    let bashrc = finding(&report, "B1-bashrc-append");
+    assert_eq!(bashrc["verdict"], "blocked");
+    let reason = bashrc["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("blocked by the write guard (oajail: guard: denied ")
+            && reason.contains(" ~/.bashrc ")
+            && reason.ends_with(": ~/.bashrc is a mandatory protection (no entry opens it)"),
+        "{reason}"
+    );
+    let proxy = finding(&report, "X2-exfil-https:evil.test")["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        proxy.starts_with("blocked by the proxy (")
+            && proxy.ends_with(": no network.allowedDomains entry covers evil.test:443"),
+        "{proxy}"
+    );
     let exfil = finding(&report, "X2-exfil-https:allowed.test");
     assert_eq!(exfil["verdict"], "allowed", "{exfil:#}");
     let grants = grant_of(exfil);
@@ -376,7 +463,9 @@ fn junit_and_sarif_validate_against_their_schemas() {
     validate("junit", &junit);
     let xml = std::fs::read_to_string(&junit).expect("read junit");
     assert!(
-        xml.contains("<failure message=\"allowed by policy: filesystem.allowWrite &quot;~&quot;\""),
+        xml.contains(
+            "<failure message=\"allowed because filesystem.allowWrite &quot;~&quot; covers "
+        ),
         "{xml}"
     );
     let out = audit(&[&common[..], &["--format", "sarif", "--out", &s]].concat());
@@ -604,7 +693,8 @@ fn progress_line_on_a_terminal_and_none_in_a_pipe() {
     // `script` gives the audit a pty as stderr: the progress line appears.
     let tools = Tools::locate();
     let cmd = format!(
-        "OAJAIL_PROBE_BIN={} OAJAIL_LAB_BIN={} {} audit -s examples/policies/strict-offline.json --only H",
+        "OAJAIL_AUDIT_DIR={} OAJAIL_PROBE_BIN={} OAJAIL_LAB_BIN={} {} audit -s examples/policies/strict-offline.json --only H",
+        lab_base().display(),
         tools.probe.display(),
         tools.lab.display(),
         tools.oajail.display()
@@ -615,13 +705,255 @@ fn progress_line_on_a_terminal_and_none_in_a_pipe() {
         .output()
         .unwrap_or_else(|e| panic!("run script(1) from util-linux: {e}"));
     let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("\r\x1b[Kaudit: preflight"), "{tty}");
+    // attack 1/N … N/N, redrawn in place; N is the family's size.
+    let first = "\r\x1b[Kaudit: attack 1/";
+    let total: String = tty
+        .split(first)
+        .nth(1)
+        .map(|rest| rest.chars().take_while(char::is_ascii_digit).collect())
+        .unwrap_or_default();
+    assert!(!total.is_empty(), "{tty}");
     assert!(
-        tty.contains("audit: families H · 3/3 attacks · 0 escape · 2 allowed"),
+        tty.contains(&format!(
+            "\r\x1b[Kaudit: attack {total}/{total} · 0 escape · "
+        )),
         "{tty}"
     );
+    // Erased before the report: the table starts on a clean line.
+    assert!(tty.contains("\r\x1b[Koajail audit of "), "{tty}");
     // Piped (as in CI), stderr carries only the summary line.
     let out = audit(&["-s", "examples/policies/strict-offline.json", "--only", "H"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("families"), "{err}");
-    assert!(err.starts_with("oajail: audit: 3 attacks in "), "{err}");
+    assert!(
+        !err.contains("audit: attack") && !err.contains('\x1b'),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
+    assert!(
+        err.starts_with(&format!("oajail: audit: {total} attacks in ")),
+        "{err}"
+    );
+}
+
+/// Every path under `dir`, relative, sorted (a directory tree's shape).
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = entry.path();
+            out.push(p.strip_prefix(dir).unwrap_or(&p).display().to_string());
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Processes whose command line or working directory names `needle`.
+fn processes_in(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let p = entry.path();
+        let cmdline = std::fs::read(p.join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let cwd = std::fs::read_link(p.join("cwd")).unwrap_or_default();
+        if cmdline.contains(needle) || cwd.display().to_string().contains(needle) {
+            out.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    out
+}
+
+/// The audit removes its labs, including the overlay work directories
+/// the kernel leaves at mode 000 (which an unprivileged run used to leave
+/// behind, 93 lab directories for families A and B), and the base it made.
+#[test]
+fn the_audit_leaves_the_directory_tree_as_it_found_it() {
+    // Short names: the labs' unix socket paths are limited to 107 bytes.
+    let dir = scratch("t");
+    std::fs::write(dir.join("before.txt"), "the user's").expect("write before.txt");
+    let before = tree(&dir);
+    let base = dir.join("labs");
+    let out = audit_with(
+        &Tools::locate().oajail,
+        &["--only", "A,B"],
+        &[("OAJAIL_AUDIT_DIR", base.to_str().unwrap_or_default())],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{err}\n{stdout}");
+    // The policy names absolute paths: the labs had overlays to remove.
+    assert!(stdout.contains("A2-secret-store:/"), "{stdout}");
+    assert_eq!(tree(&dir), before, "{err}");
+}
+
+/// Wait (up to 10 s) until no process runs in or names `needle`.
+fn none_left_running(needle: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_in(needle).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running 10 s after the audit ended: {:?}",
+            processes_in(needle)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Ctrl-C (SIGINT) while attacks run: the audit kills its labs, says so in
+/// one line, writes no report, exits 130 and leaves nothing behind.
+#[test]
+fn ctrl_c_stops_the_audit_and_removes_its_labs() {
+    let dir = scratch("c");
+    let before = tree(&dir);
+    let base = dir.join("labs");
+    let tools = Tools::locate();
+    let child = Command::new(&tools.oajail)
+        .args(["audit", "--only", "A,B", "--jobs", "3"])
+        .env("OAJAIL_PROBE_BIN", &tools.probe)
+        .env("OAJAIL_LAB_BIN", &tools.lab)
+        .env("OAJAIL_AUDIT_DIR", &base)
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start oajail audit");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while tree(&base).iter().filter(|p| p.ends_with("/ws")).count() < 3 {
+        assert!(std::time::Instant::now() < deadline, "no labs after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("a pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("send SIGINT");
+    let out = child.wait_with_output().expect("wait for the audit");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("oajail: audit: stopped by SIGINT after ")
+                && l.ends_with(" attacks; no report, and the labs are removed")),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "a partial report was printed");
+    none_left_running(&base.display().to_string());
+    assert_eq!(tree(&dir), before, "{err}");
+}
+
+/// `kill -9` of the audit: its labs, sleepers and jailed commands die with
+/// it, and the next audit removes what it left (and says so).
+#[test]
+fn a_killed_audit_leaves_nothing_running_and_the_next_one_sweeps_it() {
+    let dir = scratch("k");
+    let before = tree(&dir);
+    let base = dir.join("labs");
+    let tools = Tools::locate();
+    let mut child = Command::new(&tools.oajail)
+        .args(["audit", "--only", "A,B", "--jobs", "3"])
+        .env("OAJAIL_PROBE_BIN", &tools.probe)
+        .env("OAJAIL_LAB_BIN", &tools.lab)
+        .env("OAJAIL_AUDIT_DIR", &base)
+        .current_dir(root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start oajail audit");
+    // Kill it while attacks run: several labs exist.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while tree(&base).iter().filter(|p| p.ends_with("/ws")).count() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no labs after 60 s: {:?}",
+            tree(&base)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("kill -9 the audit");
+    let _ = child.wait();
+    let needle = base.display().to_string();
+    none_left_running(&needle);
+    assert!(
+        !tree(&base).is_empty(),
+        "the killed run left nothing to sweep"
+    );
+    let out = audit_with(
+        &tools.oajail,
+        &["--only", "H"],
+        &[("OAJAIL_AUDIT_DIR", base.to_str().unwrap_or_default())],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "oajail: audit: removed what earlier audits left in {needle} (1 run(s) that were killed"
+        )),
+        "{err}"
+    );
+    assert_eq!(tree(&dir), before, "{err}");
+}
+
+/// `--tier container`: every lab refuses oajail user namespaces as Docker's
+/// default seccomp profile does (EPERM on clone and unshare with
+/// CLONE_NEWUSER), so the jail runs its container tier; the report names
+/// that tier, the I1 row is allowed by enableWeakerNestedSandbox, and the
+/// families the tier holds show no escape. Without the key, oajail's own
+/// refusal (naming it) stops the audit.
+#[test]
+fn tier_container_audits_the_container_tier_and_says_so() {
+    let dir = scratch("tier");
+    let mut policy: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("examples/policies/strict-offline.json"))
+            .expect("read strict-offline.json"),
+    )
+    .expect("strict-offline.json is JSON");
+    policy["enableWeakerNestedSandbox"] = Value::Bool(true);
+    let path = dir.join("weaker.json");
+    std::fs::write(&path, policy.to_string()).expect("write the policy");
+    let p = path.display().to_string();
+    let (out, report) = json_report(&["-s", &p, "--tier", "container", "--only", "A,C,E,F,I,X"]);
+    let jail = &report["jail"];
+    assert_eq!(jail["tier"], "container", "{jail:#}");
+    let layers = jail["layers"].as_array().expect("layers");
+    assert!(
+        layers
+            .iter()
+            .any(|l| l[0] == "namespaces" && l[1].as_str().is_some_and(|s| s.contains("EPERM"))),
+        "{jail:#}"
+    );
+    let i1 = finding(&report, "I1-no-user-namespaces");
+    assert_eq!(i1["verdict"], "allowed", "{i1:#}");
+    assert!(
+        i1["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("allowed because enableWeakerNestedSandbox accepts")),
+        "{i1:#}"
+    );
+    let s = &report["summary"];
+    assert_eq!(
+        (s["escape"].as_u64(), s["inconclusive"].as_u64()),
+        (Some(0), Some(0)),
+        "escape: {:?}; inconclusive: {:?}",
+        ids_with(&report, "escape"),
+        ids_with(&report, "inconclusive")
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = audit(&[
+        "-s",
+        "examples/policies/strict-offline.json",
+        "--tier",
+        "container",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.starts_with("oajail: audit: oajail could not run the probe under this policy: ")
+            && err.contains("enableWeakerNestedSandbox"),
+        "{err}"
+    );
 }

@@ -340,7 +340,7 @@ fn hostile_scripts_neither_stall_nor_bloat_the_server() {
     judge(
         &mut lab,
         &run,
-        "H10-code-mode-template-loop",
+        "H11-code-mode-template-loop",
         looped.get("result").is_some() && answered(11),
         format!(
             "template: {}; next execute answered: {}",
@@ -355,7 +355,7 @@ fn hostile_scripts_neither_stall_nor_bloat_the_server() {
     judge(
         &mut lab,
         &run,
-        "H10-code-mode-argument-flood",
+        "H11-code-mode-argument-flood",
         codes.iter().all(|c| c == "request_limit") && answered(16),
         format!(
             "4 x 50 calls of 1.2 MB: {codes:?}; next execute answered: {}",
@@ -368,7 +368,7 @@ fn hostile_scripts_neither_stall_nor_bloat_the_server() {
     judge(
         &mut lab,
         &run,
-        "H10-code-mode-nested-result",
+        "H11-code-mode-nested-result",
         nested["result"]["isError"] == json!(false) && sent <= 3 * 1024 * 1024,
         format!("a result nested 120 deep: reply of {sent} bytes (cap 3 MiB)"),
     );
@@ -389,7 +389,7 @@ fn hostile_scripts_neither_stall_nor_bloat_the_server() {
     judge(
         &mut lab,
         &run,
-        "H10-code-mode-search-flood",
+        "H11-code-mode-search-flood",
         busy > 0 && answered(18),
         format!(
             "{SEARCHES} searches: {busy} answered busy; the execute behind them answered: {}",

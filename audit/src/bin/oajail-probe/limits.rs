@@ -27,10 +27,19 @@ pub fn alloc(attack: &str, mib: &str) -> Outcome {
     )
 }
 
-/// `fill-file PATH MIB`: write that many MiB into one file.
+/// `fill-file PATH MIB`: write that many MiB into one file. A leading
+/// `$TMPDIR/` is the command's `TMPDIR` (else `/tmp`): the private tmp the
+/// jail gives, whichever tier.
 pub fn fill_file(attack: &str, path: &str, mib: &str) -> Outcome {
     let Ok(n) = mib.parse::<usize>() else {
         return Outcome::unexpected(attack, None, format!("bad size {mib}"));
+    };
+    let path = &match path.strip_prefix("$TMPDIR/") {
+        Some(rest) => {
+            let tmp = std::env::var("TMPDIR").unwrap_or_else(|_| "/tmp".into());
+            format!("{}/{rest}", tmp.trim_end_matches('/'))
+        }
+        None => path.to_owned(),
     };
     let mut f = match std::fs::File::create(path) {
         Ok(f) => f,

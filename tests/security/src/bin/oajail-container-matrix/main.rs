@@ -391,7 +391,8 @@ fn run_as(
             &[oajail.clone(), "-s".into(), file.clone(), "doctor".into()],
         )?;
         let d = verdicts::doctor(&String::from_utf8_lossy(&doc.stdout), doc.status.code());
-        let mut argv = vec![oajail.clone(), "-s".into(), file];
+        // -d: a full jail prints no banner, and names its tier only there.
+        let mut argv = vec![oajail.clone(), "-d".into(), "-s".into(), file];
         if accept {
             argv.push("--allow-degraded".into());
         }

@@ -5,10 +5,12 @@
 //! Read from doctor: the `verdict:` line (`… runs` or `refused: …`), the
 //! `tier:` line when it prints one, and the `rule <class>: …` lines whose
 //! holders say `NOTHING` or `NOT ENFORCED` (the classes not held in full).
-//! Read from the run: whether its command ran (a marker it prints), its
-//! exit status, its first `oajail:` line, the rule classes its banner
+//! Read from the run (`-d`, so that a full jail, which prints no banner,
+//! still names its tier): whether its command ran (a marker it prints),
+//! its exit status, its first `oajail:` line, the rule classes its banner
 //! names (lines of oajail's own that say a rule is not enforced or not
-//! held, matched against doctor's class names), and the tier it names.
+//! held, matched against doctor's class names; `-d`'s notes list every
+//! rule and are not the banner), and the tier it names.
 
 use oajail_security::cells::ModeOutcome;
 
@@ -79,10 +81,13 @@ pub struct Run {
     pub tier: Option<String>,
 }
 
-/// A line of oajail's banner: its own, saying a rule is not held in full.
+/// A line of oajail's banner: its own, saying a rule is not held in full
+/// (not one of `-d`'s timestamped notes, `oajail: [1.2 ms] …`, which list
+/// every rule).
 pub fn is_banner_line(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
     line.starts_with("oajail:")
+        && !line.starts_with("oajail: [")
         && (lower.contains("not enforced") || lower.contains("not held") || lower.contains("loss"))
 }
 
@@ -97,12 +102,12 @@ pub fn run(stdout: &str, stderr: &str, status: Option<i32>, classes: &[String]) 
         .copied()
         .filter(|l| is_banner_line(l))
         .collect();
+    // The refusal is oajail's own line, not a warning or a `-d` note.
+    let own = |l: &&&str| !l.starts_with("oajail: warning") && !l.starts_with("oajail: [");
     Run {
         ran: stdout.lines().any(|l| l.trim() == RAN),
         exit: status,
-        first_line: (oajail.iter())
-            .find(|l| !l.starts_with("oajail: warning"))
-            .map(|l| (*l).to_owned()),
+        first_line: oajail.iter().find(own).map(|l| (*l).to_owned()),
         banner_unheld: (classes.iter())
             .filter(|c| banner.iter().any(|l| l.contains(c.as_str())))
             .cloned()
@@ -220,6 +225,22 @@ mod tests {
             "{:?}",
             m.disagreements
         );
+    }
+
+    #[test]
+    fn debug_notes_name_the_tier_but_are_not_the_banner() {
+        let out = "tier: namespaces (the full jail)\n\
+            rule devices and device ioctls: mounts, landlock abi 5\n\
+            verdict: every layer at its planned level; runs\n";
+        let d = doctor(out, Some(0));
+        let stderr = "oajail: [0.4 ms] rule devices and device ioctls: only seccomp: NOT ENFORCED in full\n\
+            oajail: [35.8 ms] tier: namespaces (the full jail)\n";
+        let r = run(&format!("{RAN}\n"), stderr, Some(0), &d.classes);
+        assert_eq!(
+            (r.tier.as_deref(), r.banner_unheld.len()),
+            (Some("namespaces"), 0)
+        );
+        assert!(compare("plain", &d, &r, false).disagreements.is_empty());
     }
 
     #[test]
