@@ -86,7 +86,7 @@ pub fn code_fields(code: &str) -> Value {
         end -= 1;
     }
     json!({
-        "codeSha256": crate::tools::hex(&Sha256::digest(code.as_bytes())),
+        "codeSha256": crate::log::hex(&Sha256::digest(code.as_bytes())),
         "codeBytes": code.len(),
         "codeTruncated": end < code.len(),
         "code": &code[..end],
@@ -152,7 +152,7 @@ mod tests {
         assert_eq!(f["codeBytes"], json!(code.len()));
         assert_eq!(
             f["codeSha256"],
-            json!(crate::tools::hex(&Sha256::digest(code.as_bytes())))
+            json!(crate::log::hex(&Sha256::digest(code.as_bytes())))
         );
     }
 

@@ -49,6 +49,7 @@ pub mod executor;
 pub mod http;
 pub mod http_rules;
 pub mod lane;
+pub mod listen;
 pub mod log;
 pub mod mcp;
 pub mod oauth;

@@ -202,11 +202,11 @@ fn run(cli: Cli) -> Result<()> {
             files.push(("OA_EXTRA_CA_CERTS", egress::absolute(p)?));
         }
         // HTTP: the port is bound here, on the host's network, and handed
-        // to the jailed server as its stdin (http/listen.rs).
+        // to the jailed server as its stdin (listen.rs).
         let listener = match &cfg.transport {
             remote::Transport::Http(h) => match &h.http.listen {
-                http::listen::Listen::Addr(a) => Some(http::listen::bind(*a)?),
-                http::listen::Listen::Stdin => None,
+                openagenda_mcp::listen::Listen::Addr(a) => Some(openagenda_mcp::listen::bind(*a)?),
+                openagenda_mcp::listen::Listen::Stdin => None,
             },
             remote::Transport::Stdio => None,
         };

@@ -57,7 +57,7 @@ pub const HTTP_ONLY: &[&str] = &[
 #[derive(Clone, Debug)]
 pub struct Http {
     /// Listener, hosts, sessions.
-    pub http: crate::http::Settings,
+    pub http: Settings,
     /// The resource server.
     pub oauth: oauth::Settings,
     /// The token exchange, when configured.
@@ -230,10 +230,7 @@ impl Args {
     }
 }
 
-fn http_settings(
-    listen: &str,
-    get: &dyn Fn(&str) -> Option<String>,
-) -> Result<crate::http::Settings, McpError> {
+fn http_settings(listen: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<Settings, McpError> {
     let number = |name: &'static str, default: usize| -> Result<usize, McpError> {
         match get(name) {
             None => Ok(default),
@@ -246,9 +243,9 @@ fn http_settings(
             },
         }
     };
-    let d = crate::http::Settings::default();
-    Ok(crate::http::Settings {
-        listen: crate::http::listen::Listen::parse(listen)?,
+    let d = Settings::default();
+    Ok(Settings {
+        listen: crate::listen::Listen::parse(listen)?,
         allowed_hosts: get("OA_HTTP_ALLOWED_HOSTS")
             .map(|v| {
                 v.split(',')
@@ -268,6 +265,41 @@ fn http_settings(
             d.session_idle.as_secs() as usize,
         )? as u64),
     })
+}
+
+/// The HTTP transport's settings ([`crate::http`]).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Where to listen.
+    pub listen: crate::listen::Listen,
+    /// `Host` values accepted besides loopback and the resource's host;
+    /// `*` accepts any.
+    pub allowed_hosts: Vec<String>,
+    /// Legacy sessions open at once, all callers together.
+    pub max_sessions: usize,
+    /// Legacy sessions one caller may hold.
+    pub max_sessions_per_caller: usize,
+    /// Connections served at once (more wait in the listen backlog).
+    pub max_connections: usize,
+    /// Idle time after which a legacy session is closed.
+    pub session_idle: std::time::Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            listen: crate::listen::Listen::Addr(
+                "127.0.0.1:8080"
+                    .parse()
+                    .unwrap_or(std::net::SocketAddr::from(([127, 0, 0, 1], 8080))),
+            ),
+            allowed_hosts: Vec::new(),
+            max_sessions: 1000,
+            max_sessions_per_caller: 32,
+            max_connections: 1024,
+            session_idle: std::time::Duration::from_secs(600),
+        }
+    }
 }
 
 #[cfg(test)]

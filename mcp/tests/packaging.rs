@@ -36,7 +36,7 @@ fn schema(name: &str, sha: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/schemas")
         .join(name);
-    let got = openagenda_mcp::tools::hex(&Sha256::digest(std::fs::read(&path).unwrap()));
+    let got = openagenda_mcp::log::hex(&Sha256::digest(std::fs::read(&path).unwrap()));
     assert_eq!(
         got, sha,
         "{name} changed: replace a schema deliberately, with its pin"
@@ -164,7 +164,7 @@ fn the_bundle_builds_installs_and_serves_jailed() {
         String::from_utf8_lossy(&build.stderr)
     );
     let bundle = out.join("openagenda.mcpb");
-    let sha = openagenda_mcp::tools::hex(&Sha256::digest(std::fs::read(&bundle).unwrap()));
+    let sha = openagenda_mcp::log::hex(&Sha256::digest(std::fs::read(&bundle).unwrap()));
     let built = read_json(&out.join("server.json"));
     assert_eq!(built["packages"][0]["fileSha256"], json!(sha));
     let registry = schema("server.schema.json", SERVER_SCHEMA_SHA);

@@ -22,40 +22,14 @@
 //! termination (the rules of `credentials`).
 
 use crate::NetworkPolicy;
-use crate::domain::DomainPattern;
 use crate::error::At;
 use crate::error::{JsonPath, Problem, quote};
-use crate::host::{self, Host};
-use serde::{Deserialize, Serialize};
+use crate::host;
 
-/// One token endpoint whose issued tokens are masked.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct IssuedTokens {
-    /// `https://host[:port]/path`: lower-case host, the default port left out.
-    pub token_url: String,
-    /// Hosts whose requests get the real access token (sorted, unique).
-    pub inject_hosts: Vec<DomainPattern>,
-}
-
-impl IssuedTokens {
-    /// The endpoint's host, port and path.
-    pub fn endpoint(&self) -> Option<(Host, u16, &str)> {
-        let rest = self.token_url.strip_prefix("https://")?;
-        let (authority, path) = rest.split_at(rest.find('/')?);
-        let (name, port) = match host::split_authority(authority) {
-            Some((h, p)) => (h, p),
-            None => (authority, 443),
-        };
-        Some((host::canonicalize(name).ok()?, port, path))
-    }
-
-    /// Whether a `POST` to `host:port` with `path` is to this endpoint.
-    pub fn is_endpoint(&self, host: &Host, port: u16, path: &str) -> bool {
-        self.endpoint()
-            .is_some_and(|(h, p, want)| &h == host && p == port && want == path)
-    }
-}
+// The entry's type lives with the policy it is part of (`crate::model`),
+// so that the model does not name this module, which validates entries
+// against the model's network policy.
+pub use crate::model::IssuedTokens;
 
 /// An entry before validation.
 #[derive(Debug, Clone)]

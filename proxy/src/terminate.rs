@@ -17,6 +17,7 @@ use crate::masked::{Leak, Scanned};
 use crate::route::Ctx;
 use crate::shared::Shared;
 use crate::sniff::{Counters, Rewind};
+use crate::unreached::Failed;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, Uri, Version};
 use http_body_util::combinators::BoxBody;
@@ -58,12 +59,6 @@ struct Conn {
     addr: SocketAddr,
     sni: Option<String>,
     sender: Mutex<Sender>,
-}
-
-/// Why the tunnel ended before serving (logged, then said to the client).
-pub(crate) struct Failed {
-    pub reason: &'static str,
-    pub message: String,
 }
 
 /// The termination state; only asked for on a path that needs it.

@@ -12,11 +12,16 @@
 //! Without a leaf (no CA) it falls back to the alert.
 use crate::mitm::Mitm;
 use crate::sniff::{Counters, Rewind};
-use crate::terminate::Failed;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use oajail_policy::host::Host;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
+
+/// Why the tunnel ended before serving (logged, then said to the client).
+pub(crate) struct Failed {
+    pub reason: &'static str,
+    pub message: String,
+}
 
 /// Answers the client's requests with the failure; the alert when no
 /// leaf can be made.
@@ -48,11 +53,29 @@ pub(crate) async fn answer(
     };
     let message = format!("oajail proxy: https://{dest}: {}", failed.message);
     let service = hyper::service::service_fn(move |_req| {
-        let resp =
-            crate::terminate::answer(502, Some(("x-proxy-error", "upstream-failed")), &message);
-        std::future::ready(Ok::<_, std::convert::Infallible>(resp))
+        std::future::ready(Ok::<_, std::convert::Infallible>(bad_gateway(&message)))
     });
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let served = builder.serve_connection(TokioIo::new(tls), service);
     let _ = tokio::time::timeout(mitm.handshake_timeout, served).await;
+}
+
+/// `502` with `X-Proxy-Error: upstream-failed` and the reason as a line of
+/// text (the shape of the proxy's other answers in `crate::terminate`,
+/// built here so that this module does not name the one that calls it).
+fn bad_gateway(message: &str) -> http::Response<http_body_util::Full<bytes::Bytes>> {
+    let mut resp = http::Response::new(http_body_util::Full::new(bytes::Bytes::from(format!(
+        "{message}\n"
+    ))));
+    *resp.status_mut() = http::StatusCode::BAD_GATEWAY;
+    let headers = resp.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        "x-proxy-error",
+        http::HeaderValue::from_static("upstream-failed"),
+    );
+    resp
 }

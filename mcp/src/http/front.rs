@@ -65,7 +65,7 @@ pub fn allowed_hosts(settings: &super::Settings, oauth: &crate::oauth::Settings)
         .map(str::to_owned)
         .collect();
     hosts.extend(oauth.resource.host_str().map(str::to_owned));
-    if let super::listen::Listen::Addr(a) = &settings.listen
+    if let crate::listen::Listen::Addr(a) = &settings.listen
         && !a.ip().is_unspecified()
     {
         hosts.push(a.ip().to_string());

@@ -22,7 +22,6 @@
 
 pub mod body;
 pub mod front;
-pub mod listen;
 pub mod sessions;
 
 use crate::McpError;
@@ -36,40 +35,9 @@ pub const DRAIN: Duration = Duration::from_secs(25);
 /// Time a client has to send a request head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The transport's settings.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// Where to listen.
-    pub listen: listen::Listen,
-    /// `Host` values accepted besides loopback and the resource's host;
-    /// `*` accepts any.
-    pub allowed_hosts: Vec<String>,
-    /// Legacy sessions open at once, all callers together.
-    pub max_sessions: usize,
-    /// Legacy sessions one caller may hold.
-    pub max_sessions_per_caller: usize,
-    /// Connections served at once (more wait in the listen backlog).
-    pub max_connections: usize,
-    /// Idle time after which a legacy session is closed.
-    pub session_idle: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            listen: listen::Listen::Addr(
-                "127.0.0.1:8080"
-                    .parse()
-                    .unwrap_or(std::net::SocketAddr::from(([127, 0, 0, 1], 8080))),
-            ),
-            allowed_hosts: Vec::new(),
-            max_sessions: 1000,
-            max_sessions_per_caller: 32,
-            max_connections: 1024,
-            session_idle: Duration::from_secs(600),
-        }
-    }
-}
+// Plain data, parsed with the rest of the transport's configuration
+// (`crate::remote`, which needs nothing of this module).
+pub use crate::remote::Settings;
 
 /// Assembles the resource server, the token exchange and the MCP server
 /// for `tools`, and serves until SIGTERM or SIGINT. `roots` and

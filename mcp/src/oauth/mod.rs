@@ -226,7 +226,7 @@ impl std::fmt::Debug for Caller {
 /// tells two credentials apart in an audit trail without revealing either.
 pub fn fingerprint(secret: &str) -> String {
     let digest = Sha256::digest(secret.as_bytes());
-    format!("sha256:{}", &crate::tools::hex(&digest)[..16])
+    format!("sha256:{}", &crate::log::hex(&digest)[..16])
 }
 
 #[cfg(test)]
