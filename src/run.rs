@@ -91,7 +91,9 @@ pub fn execute(
         |name| std::env::var(name).ok(),
         &real_files,
     )
-    .map_err(|e| Fail::setup(anyhow!("{e}")))?;
+    .map_err(|e| Fail::setup(anyhow!("{e}")))?
+    // Tokens issued while the command runs are masked as they arrive.
+    .with_issued(&policy.oajail.issued_tokens);
     let sentinels = credentials.jail_env();
     (plans.env.set).retain(|(k, _)| sentinels.iter().all(|(name, _)| name != k));
     plans.env.set.extend(sentinels);

@@ -76,7 +76,11 @@ impl ApiClient {
     ) -> Result<Self, McpError> {
         let base = Url::parse(base_url).map_err(McpError::ClientUrl)?;
         let tls = tls_config(roots, extra_ca)?;
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(proxy) = crate::egress::wrapper_proxy(roots)? {
+            builder = builder.proxy(proxy);
+        }
+        let http = builder
             .use_preconfigured_tls(tls)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
@@ -94,6 +98,20 @@ impl ApiClient {
         })
     }
 
+    /// The same client (connections, roots, base, response budget) with
+    /// `key` instead of its own, redacted as its own is: one execute's
+    /// exchanged token ([`crate::access`]).
+    pub fn with_key(&self, key: String) -> Self {
+        let key = Some(key).filter(|k| !k.is_empty());
+        Self {
+            http: self.http.clone(),
+            base: self.base.clone(),
+            redactor: Arc::new(Redactor::new(key.as_deref())),
+            key,
+            responses: self.responses.clone(),
+        }
+    }
+
     /// Replaces the key, in every form [`Redactor`] knows, in `text`.
     pub fn redact(&self, text: &str) -> String {
         self.redactor.text(text).into_owned()
@@ -106,29 +124,41 @@ impl ApiClient {
     pub async fn call(&self, op: &Operation, args: Box<RawValue>) -> ApiReply {
         let req = self.request(op, &args);
         drop(args);
-        let req = match req {
+        let (req, url) = match req {
             Ok(r) => r,
             Err(msg) => return failure(&self.redactor, 0, &msg, None, Held::none()),
         };
         match req.send().await {
             Ok(resp) => self.read(resp).await,
-            Err(e) => failure(
-                &self.redactor,
-                0,
-                &format!("request failed: {}", without_url(&e)),
-                None,
-                Held::none(),
-            ),
+            Err(e) => self.unsent(&e, &url, &op.id).await,
         }
     }
 
-    fn request(&self, op: &Operation, args: &RawValue) -> Result<reqwest::RequestBuilder, String> {
+    /// A request that got no response: the jail's proxy's reason when it
+    /// has one ([`crate::egress_reason`]), said to the script and on stderr.
+    async fn unsent(&self, e: &reqwest::Error, url: &Url, op: &str) -> ApiReply {
+        let mut message = format!("request failed: {}", without_url(e));
+        if e.is_connect()
+            && let Some(why) = crate::egress_reason::ask_proxy(url).await
+        {
+            message = format!("request failed: {why}");
+        }
+        let message = self.redact(&message);
+        crate::log::line("warning", &format!("api {op}: {message}"));
+        failure(&self.redactor, 0, &message, None, Held::none())
+    }
+
+    fn request(
+        &self,
+        op: &Operation,
+        args: &RawValue,
+    ) -> Result<(reqwest::RequestBuilder, Url), String> {
         let args: CallArgs<'_> = serde_json::from_str(args.get())
             .map_err(|_| "the argument must be an object { path, query, header, body }")?;
         let url = build_url(&self.base, op, args.path.as_ref(), args.query.as_ref())?;
         let method =
             reqwest::Method::from_bytes(op.method.as_bytes()).unwrap_or(reqwest::Method::GET);
-        let mut req = self.http.request(method, url);
+        let mut req = self.http.request(method, url.clone());
         if let Some(key) = &self.key
             && let Ok(mut v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
         {
@@ -145,7 +175,7 @@ impl ApiClient {
                     .body(body.get().to_owned())
             };
         }
-        Ok(req)
+        Ok((req, url))
     }
 
     /// Reads the body within [`MAX_BODY`] and the server's response budget,
@@ -153,6 +183,10 @@ impl ApiClient {
     async fn read(&self, mut resp: reqwest::Response) -> ApiReply {
         let status = resp.status().as_u16();
         let fail = |msg: String| failure(&self.redactor, status, &msg, None, Held::none());
+        if let Some(code) = resp.headers().get("x-proxy-error") {
+            let code = String::from_utf8_lossy(code.as_bytes()).into_owned();
+            return self.proxy_answer(resp, status, &code).await;
+        }
         let too_large = || fail(format!("response larger than {MAX_BODY} bytes"));
         let mut held = Held::none();
         let announced = resp
@@ -196,6 +230,20 @@ impl ApiClient {
     }
 }
 
+impl ApiClient {
+    /// A response the jail's proxy made itself (a request rule, a failed
+    /// upstream: `X-Proxy-Error`): its words, to the script and to stderr,
+    /// its text kept as the error's `body`.
+    async fn proxy_answer(&self, resp: reqwest::Response, status: u16, code: &str) -> ApiReply {
+        let text = resp.text().await.unwrap_or_default();
+        let text: String = self.redact(&text).chars().take(4000).collect();
+        let why = crate::egress_reason::from_response(status, code, &text);
+        crate::log::line("warning", &format!("api: {why}"));
+        let body = serde_json::to_string(&text).unwrap_or_default();
+        failure(&self.redactor, status, &why, Some(&body), Held::none())
+    }
+}
+
 fn over_budget() -> String {
     format!(
         "the server already holds {} MiB of API responses for the executes running now; retry",
@@ -203,7 +251,7 @@ fn over_budget() -> String {
     )
 }
 
-fn without_url(e: &reqwest::Error) -> String {
+pub(crate) fn without_url(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
@@ -214,7 +262,7 @@ fn without_url(e: &reqwest::Error) -> String {
     text
 }
 
-fn tls_config(
+pub(crate) fn tls_config(
     roots_file: Option<&Path>,
     extra_ca: Option<&Path>,
 ) -> Result<rustls::ClientConfig, McpError> {

@@ -141,6 +141,10 @@ pub struct Config {
     pub egress: EgressAuthority,
     /// `OA_API_KEY`, trimmed ([`api_key`]).
     pub api_key: Option<String>,
+    /// stdio, or HTTP with its OAuth settings ([`crate::remote`]).
+    pub transport: crate::remote::Transport,
+    /// Per-caller limits ([`crate::callers`]), when any applies.
+    pub caller_limits: Option<crate::callers::Limits>,
 }
 
 impl Config {
@@ -151,16 +155,25 @@ impl Config {
         catalogue: &crate::spec::Catalogue,
     ) -> Result<crate::egress::Needs, McpError> {
         let exe = crate::egress::current_exe()?;
-        let rules =
+        let mut rules =
             crate::http_rules::ApiRules::derive(&self.base_url, catalogue, self.allow_writes)?;
-        Ok(crate::egress::Needs::of(
+        if let crate::remote::Transport::Http(h) = &self.transport {
+            rules = rules.with_extra(&h.rules(), "the OAuth settings")?;
+        }
+        let needs = crate::egress::Needs::of(
             &self.api_host()?,
             &exe,
             self.extra_ca_certs.as_deref(),
             self.openapi.as_deref(),
             rules,
         )?
-        .with_bounds(self.limits.jail_bounds()))
+        .with_bounds(self.limits.jail_bounds());
+        Ok(match &self.transport {
+            crate::remote::Transport::Http(h) => {
+                needs.for_http(h.hosts(), h.masked(), h.env_keep(), h.issuers())
+            }
+            crate::remote::Transport::Stdio => needs,
+        })
     }
 
     /// The host of [`Config::base_url`], the only host the API client talks to.
@@ -211,20 +224,28 @@ pub const KNOWN_ENV: &[&str] = &[
     "OA_SANDBOX_TIMEOUT_MS",
     "OA_WORKER_POOL",
     "OA_ALLOW_INSECURE_HTTP",
+    "OA_TRANSPORT",
+    "OA_RATE_LIMIT_PER_MIN",
+    "OA_RATE_LIMIT_BURST",
+    "OA_MAX_CONCURRENCY_PER_CALLER",
 ];
 
 /// Reference-server variables accepted only with the value that names what
 /// this server does: QuickJS workers, stdio, the sandbox on.
 const ACCEPTED_FOREIGN: &[(&str, &[&str])] = &[
     ("OA_EXECUTOR", &["quickjs"]),
-    ("OA_MCP_MODE", &["stdio"]),
+    // Must also agree with the transport (crate::remote).
+    ("OA_MCP_MODE", &["stdio", "http"]),
     ("OA_LOCAL_NO_SANDBOX", &["", "0", "false", "no", "off"]),
 ];
 
 /// Refuses unknown `OA_*` variables and foreign values we do not implement.
 pub fn check_env<I: IntoIterator<Item = (String, String)>>(vars: I) -> Result<(), McpError> {
     for (name, value) in vars {
-        if !name.starts_with("OA_") || KNOWN_ENV.contains(&name.as_str()) {
+        if !name.starts_with("OA_")
+            || KNOWN_ENV.contains(&name.as_str())
+            || crate::remote::HTTP_ONLY.contains(&name.as_str())
+        {
             continue;
         }
         let v = value.trim().to_ascii_lowercase();
@@ -325,7 +346,7 @@ mod tests {
         );
         for (k, v) in [
             ("OA_EXECUTOR", "bogus"),
-            ("OA_MCP_MODE", "http"),
+            ("OA_MCP_MODE", "sse"),
             ("OA_LOCAL_NO_SANDBOX", "1"),
             ("OA_TYPO_TIMEOUT", "5"),
         ] {

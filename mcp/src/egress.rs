@@ -73,6 +73,20 @@ pub struct Needs {
     pub extra_ca: Option<PathBuf>,
     /// The request rules for the API host.
     pub rules: ApiRules,
+    /// Other hosts the server itself talks to (the OAuth issuer, its key
+    /// set, the token exchange), allowed without request rules.
+    pub hosts: Vec<String>,
+    /// Masked variables and the hosts that get their real value: the API
+    /// key to the API host on stdio, the token exchange's client secret to
+    /// its host over HTTP.
+    pub masked: Vec<(String, String)>,
+    /// Configuration variables whose names look secret to oajail but are
+    /// not (`OA_OAUTH_ISSUER`…): kept by the policy (`oajail.envKeep`).
+    pub env_keep: Vec<String>,
+    /// Token endpoints whose issued tokens the wrapper masks, and the host
+    /// that gets the real token (`oajail.issuedTokens`): the token
+    /// exchange, for the API host.
+    pub issued: Vec<(String, String)>,
     /// The jail's memory and task bounds (`oajail.limits`), when set.
     pub bounds: Option<JailBounds>,
 }
@@ -105,7 +119,11 @@ impl Needs {
             exe: exe.to_path_buf(),
             files,
             extra_ca,
+            masked: vec![(KEY_VAR.to_owned(), api_host.to_owned())],
             rules,
+            hosts: Vec::new(),
+            env_keep: Vec::new(),
+            issued: Vec::new(),
             bounds: None,
         })
     }
@@ -114,6 +132,29 @@ impl Needs {
     #[must_use]
     pub fn with_bounds(mut self, bounds: JailBounds) -> Self {
         self.bounds = Some(bounds);
+        self
+    }
+
+    /// The needs of the HTTP transport: `hosts` allowed beside the API's,
+    /// `masked` instead of the API key (which HTTP never uses), the
+    /// configuration variables kept, and the token endpoints whose issued
+    /// tokens the wrapper masks (for the API host).
+    pub fn for_http(
+        mut self,
+        hosts: Vec<String>,
+        masked: Vec<(String, String)>,
+        env_keep: Vec<String>,
+        issued: Vec<String>,
+    ) -> Self {
+        self.issued = (issued.into_iter())
+            .map(|url| (url, self.api_host.clone()))
+            .collect();
+        self.hosts = hosts;
+        self.hosts.retain(|h| *h != self.api_host);
+        self.hosts.sort();
+        self.hosts.dedup();
+        self.masked = masked;
+        self.env_keep = env_keep;
         self
     }
 }
@@ -145,9 +186,29 @@ pub fn srt_settings(needs: &Needs) -> Value {
     if !needs.rules.deny.is_empty() {
         rules["deny"] = json!(needs.rules.deny);
     }
+    let mut domains = vec![needs.api_host.clone()];
+    domains.extend(needs.hosts.iter().cloned());
+    let masked: Vec<Value> = (needs.masked.iter())
+        .map(|(name, host)| json!({"name": name, "mode": "mask", "injectHosts": [host]}))
+        .collect();
+    let mut oajail = json!({"httpRules": rules});
+    if is_loopback_host(&needs.api_host) {
+        // A local mock of the API: the proxy (on the host) may dial the
+        // host's loopback, and only because the API host is there.
+        oajail["allowPrivateDestinations"] = json!(["127.0.0.1", "::1"]);
+    }
+    if !needs.env_keep.is_empty() {
+        oajail["envKeep"] = json!(needs.env_keep);
+    }
+    if !needs.issued.is_empty() {
+        let list: Vec<Value> = (needs.issued.iter())
+            .map(|(url, host)| json!({"tokenUrl": url, "injectHosts": [host]}))
+            .collect();
+        oajail["issuedTokens"] = json!(list);
+    }
     json!({
         "network": {
-            "allowedDomains": [needs.api_host],
+            "allowedDomains": domains,
             "deniedDomains": [],
             "tlsTerminate": tls
         },
@@ -157,16 +218,44 @@ pub fn srt_settings(needs: &Needs) -> Value {
             "allowWrite": [],
             "denyWrite": []
         },
-        "credentials": {
-            "envVars": [{"name": KEY_VAR, "mode": "mask", "injectHosts": [needs.api_host]}]
-        },
-        "oajail": oajail_keys(needs, rules)
+        "credentials": {"envVars": masked},
+        "oajail": oajail_keys(needs, oajail)
     })
 }
 
-/// The `oajail` object: the request rules, and the bounds when set.
-fn oajail_keys(needs: &Needs, rules: Value) -> Value {
-    let mut keys = json!({"httpRules": rules});
+/// Under an oajail wrapper (`roots` given: the wrapper's bundle), the
+/// proxy every request of this server must use, whatever `NO_PROXY` says.
+///
+/// oajail sets `NO_PROXY=localhost,127.0.0.1,::1` for the programs it
+/// jails: a loopback address is the jail's own. This server never wants
+/// the jail's loopback: an API (or issuer) on `localhost` is the host's,
+/// reachable only through the proxy, which dials from the host and
+/// admits loopback only when the policy does (the printed policy does for
+/// a loopback API host). Without this a local mock is refused with
+/// "connection refused" and no line from oajail.
+pub fn wrapper_proxy(roots: Option<&Path>) -> Result<Option<reqwest::Proxy>, McpError> {
+    if roots.is_none() {
+        return Ok(None);
+    }
+    let raw = std::env::var("HTTPS_PROXY")
+        .or_else(|_| std::env::var("https_proxy"))
+        .map_err(|_| McpError::Egress("the wrapper set no HTTPS_PROXY".into()))?;
+    reqwest::Proxy::all(&raw)
+        .map(Some)
+        .map_err(|e| McpError::Egress(format!("HTTPS_PROXY {raw:?}: {e}")))
+}
+
+/// `localhost`, `127.0.0.0/8` or `::1`.
+fn is_loopback_host(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The `oajail` object's bounds, when set, added to `keys`.
+fn oajail_keys(needs: &Needs, mut keys: Value) -> Value {
     if let Some(b) = needs.bounds {
         keys["limits"] = json!({
             "addressSpaceBytes": b.address_space_bytes,

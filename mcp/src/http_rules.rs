@@ -70,6 +70,19 @@ impl ApiRules {
     }
 }
 
+impl ApiRules {
+    /// These rules plus `extra` allow rules (the HTTP transport's requests
+    /// to its issuer and token exchange, `what` in errors), each parsed.
+    pub fn with_extra(mut self, extra: &[String], what: &str) -> Result<Self, McpError> {
+        for text in extra {
+            self.allow.push(canonical(text, what)?);
+        }
+        self.allow.sort();
+        self.allow.dedup();
+        Ok(self)
+    }
+}
+
 /// `scheme://host[:port]` of the base URL (the port only when it is not
 /// the scheme's default, as the rule syntax stores it).
 fn origin(base_url: &str) -> Result<String, McpError> {

@@ -35,18 +35,27 @@
 #![deny(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod access;
 pub mod api;
+pub mod audit;
 pub mod budget;
+pub mod callers;
 pub mod config;
+pub mod early_id;
 pub mod egress;
+pub mod egress_reason;
 pub mod error;
 pub mod executor;
+pub mod http;
 pub mod http_rules;
 pub mod lane;
+pub mod listen;
 pub mod log;
 pub mod mcp;
+pub mod oauth;
 pub mod redact;
 pub mod relaunch;
+pub mod remote;
 pub mod render;
 pub mod reply;
 pub mod search;

@@ -11,7 +11,9 @@ use openagenda_mcp::config::{self, Config, EgressAuthority, Limits};
 use openagenda_mcp::executor::Executor;
 use openagenda_mcp::spec::Catalogue;
 use openagenda_mcp::tools::Tools;
-use openagenda_mcp::{api, egress, log, mcp, relaunch, worker};
+use openagenda_mcp::{
+    access, api, audit, callers, egress, http, log, mcp, relaunch, remote, worker,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,8 +87,10 @@ struct Opts {
     #[arg(long)]
     jail: bool,
     /// Send the API key over plain http:// (tests against a local mock only).
-    #[arg(long, env = "OA_ALLOW_INSECURE_HTTP")]
+    #[arg(long, env = "OA_ALLOW_INSECURE_HTTP", value_parser = clap::builder::BoolishValueParser::new())]
     allow_insecure_http: bool,
+    #[command(flatten)]
+    remote: openagenda_mcp::remote::Args,
 }
 
 impl Opts {
@@ -103,6 +107,7 @@ impl Opts {
             "OA_EXECUTE_DISABLED",
             std::env::var("OA_EXECUTE_DISABLED").ok().as_deref(),
         )?;
+        let transport = self.remote.transport(&|name| std::env::var(name).ok())?;
         let api_key = config::api_key(
             std::env::var("OA_API_KEY").ok().as_deref(),
             &self.base_url,
@@ -119,6 +124,8 @@ impl Opts {
             execute_disabled: self.execute_disabled || execute_disabled,
             egress,
             api_key,
+            transport,
+            caller_limits: self.remote.limits(),
             limits: Limits {
                 timeout: Duration::from_millis(self.timeout_ms),
                 memory_mb: self.memory_mb,
@@ -194,10 +201,20 @@ fn run(cli: Cli) -> Result<()> {
         if let Some(p) = &cfg.extra_ca_certs {
             files.push(("OA_EXTRA_CA_CERTS", egress::absolute(p)?));
         }
-        return Err(relaunch::exec_under_oajail(&oajail, &needs, &args, &files).into());
+        // HTTP: the port is bound here, on the host's network, and handed
+        // to the jailed server as its stdin (listen.rs).
+        let listener = match &cfg.transport {
+            remote::Transport::Http(h) => match &h.http.listen {
+                openagenda_mcp::listen::Listen::Addr(a) => Some(openagenda_mcp::listen::bind(*a)?),
+                openagenda_mcp::listen::Listen::Stdin => None,
+            },
+            remote::Transport::Stdio => None,
+        };
+        return Err(relaunch::exec_under_oajail(&oajail, &needs, &args, &files, listener).into());
     }
     let host = cfg.api_host()?;
-    if cfg.api_key.is_none() && !cfg.execute_disabled {
+    let stdio = matches!(cfg.transport, remote::Transport::Stdio);
+    if stdio && cfg.api_key.is_none() && !cfg.execute_disabled {
         log::line(
             "warning",
             "OA_API_KEY is not set: API calls go out without authorization and most will fail",
@@ -289,16 +306,35 @@ async fn serve(cfg: Config, catalogue: Arc<Catalogue>, egress_note: String) -> R
         cfg.limits.memory_mb,
         egress_note,
     );
+    let tools = match cfg.caller_limits {
+        Some(limits) => tools.with_gate(callers::Gate::new(limits)),
+        None => tools,
+    };
+    let transport = match &cfg.transport {
+        remote::Transport::Stdio => "stdio",
+        remote::Transport::Http(_) => "http",
+    };
     log::line(
         "info",
         &format!(
-            "serving {} operations of {} on stdio",
+            "serving {} operations of {} on {transport}",
             catalogue.ops.len(),
             catalogue.title
         ),
     );
-    mcp::Server::new(Arc::new(tools))
-        .serve_stdio()
-        .await
-        .map_err(anyhow::Error::msg)
+    match &cfg.transport {
+        remote::Transport::Stdio => {
+            let key = audit::Credential::key(cfg.api_key.as_deref());
+            let tools = tools.with_access(access::Access::ServerKey(key));
+            mcp::Server::new(Arc::new(tools))
+                .serve_stdio()
+                .await
+                .map_err(anyhow::Error::msg)
+        }
+        remote::Transport::Http(h) => {
+            let roots = wrapper_roots(cfg.egress)?;
+            http::run(tools, h, roots.as_deref(), cfg.extra_ca_certs.as_deref()).await?;
+            Ok(())
+        }
+    }
 }

@@ -7,11 +7,18 @@
 //! overrides rmcp's defaults that would answer methods we do not declare
 //! (prompts, resources, completion) so that only `tools` is served.
 //!
+//! Over Streamable HTTP ([`HttpEndpoint`]) rmcp's tower service serves
+//! `/mcp` behind [`crate::http`], which has verified the caller: rmcp
+//! hands each request's HTTP parts to the handler, and the [`Caller`]
+//! the front put in them becomes the call's [`Who`].
+//!
 //! Cancellation: rmcp cancels the request's token on
 //! `notifications/cancelled`; the executor then kills the worker. rmcp still
 //! writes a response for the cancelled request, which the spec asks clients
 //! to tolerate.
 
+use crate::audit::Who;
+use crate::oauth::Caller;
 use crate::tools::{ToolDef, ToolOutput, Tools};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
@@ -21,6 +28,8 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use std::sync::Arc;
 
@@ -80,6 +89,73 @@ impl Server {
     }
 }
 
+/// What [`Server::http_endpoint`] needs from the HTTP configuration.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// `Host` values accepted (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    /// Idle time after which a legacy session is closed.
+    pub session_idle: std::time::Duration,
+    /// Cancelled when the server stops.
+    pub cancel: tokio_util::sync::CancellationToken,
+}
+
+/// The MCP endpoint over Streamable HTTP: rmcp's service and its
+/// sessions (legacy era; 2026-07-28 requests are served without one).
+pub struct HttpEndpoint {
+    service: StreamableHttpService<Server, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
+}
+
+impl Server {
+    /// The HTTP endpoint serving these tools.
+    pub fn http_endpoint(self, opts: HttpOptions) -> HttpEndpoint {
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(opts.session_idle);
+        let sessions = Arc::new(manager);
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(opts.allowed_hosts)
+            .with_json_response(true)
+            .with_cancellation_token(opts.cancel)
+            .with_max_request_body_bytes(crate::stdio::MAX_MESSAGE_BYTES);
+        let service =
+            StreamableHttpService::new(move || Ok(self.clone()), sessions.clone(), config);
+        HttpEndpoint { service, sessions }
+    }
+}
+
+impl HttpEndpoint {
+    /// Serves one request on `/mcp`.
+    pub async fn handle(
+        &self,
+        req: http::Request<http_body_util::Full<bytes::Bytes>>,
+    ) -> http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>>
+    {
+        self.service.handle(req).await
+    }
+
+    /// The open sessions' ids.
+    pub async fn session_ids(&self) -> Vec<String> {
+        let map = self.sessions.sessions.read().await;
+        map.keys().map(|k| k.to_string()).collect()
+    }
+}
+
+/// The caller of a request: the HTTP parts rmcp attached, with the
+/// [`Caller`] the front verified; none on stdio.
+fn who_of(context: &RequestContext<RoleServer>) -> Who {
+    let Some(parts) = context.extensions.get::<http::request::Parts>() else {
+        return Who::stdio();
+    };
+    Who {
+        transport: "http",
+        caller: parts.extensions.get::<Caller>().cloned(),
+        session: (parts.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    }
+}
+
 fn to_rmcp_tool(def: ToolDef) -> Tool {
     let schema = match def.input_schema {
         serde_json::Value::Object(map) => map,
@@ -136,7 +212,12 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        match self.tools.call(&request.name, &args, &context.ct).await {
+        let who = who_of(&context);
+        match self
+            .tools
+            .call_as(&request.name, &args, &context.ct, &who)
+            .await
+        {
             Some(out) => Ok(CallToolResponse::Complete(to_rmcp_result(out))),
             None => Err(ErrorData::invalid_params("tool not found", None)),
         }

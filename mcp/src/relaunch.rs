@@ -70,16 +70,27 @@ pub fn oajail_path(exe: &Path, configured: Option<&str>) -> Result<PathBuf, McpE
 /// `files` are the file options already resolved to absolute paths
 /// (`OA_OPENAPI`, `OA_EXTRA_CA_CERTS`): they are passed by environment and
 /// their flags dropped from `args`, since the jailed server starts in `/`.
+/// `listener` (the HTTP transport's port, bound here on the host's
+/// network) becomes the jailed server's stdin, with `OA_HTTP_LISTEN=stdin`
+/// instead of `--listen`: the jail's own network namespace has no way in.
 pub fn exec_under_oajail(
     oajail: &Path,
     needs: &Needs,
     args: &[OsString],
     files: &[(&str, PathBuf)],
+    listener: Option<std::net::TcpListener>,
 ) -> McpError {
-    let args = without_file_flags(args);
+    let mut args = without_file_flags(args);
+    if listener.is_some() {
+        args = without_flag(&args, "--listen");
+    }
     match prepare(oajail, needs, &args) {
         Ok((mut cmd, _pipe)) => {
             cmd.envs(files.iter().map(|(k, v)| (*k, v.as_os_str())));
+            if let Some(l) = listener {
+                cmd.stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(l)))
+                    .env("OA_HTTP_LISTEN", "stdin");
+            }
             let e = cmd.exec();
             McpError::Io {
                 what: format!("exec {}", oajail.display()),
@@ -122,16 +133,25 @@ fn prepare(
 
 /// `args` without `--openapi`/`--extra-ca-certs` and their values.
 fn without_file_flags(args: &[OsString]) -> Vec<OsString> {
-    const FLAGS: [&str; 2] = ["--openapi", "--extra-ca-certs"];
+    without_flags(args, &["--openapi", "--extra-ca-certs"])
+}
+
+/// `args` without `flag` and its value.
+fn without_flag(args: &[OsString], flag: &str) -> Vec<OsString> {
+    without_flags(args, &[flag])
+}
+
+/// `args` without the `FLAGS` and their values (`--f v` or `--f=v`).
+fn without_flags(args: &[OsString], flags: &[&str]) -> Vec<OsString> {
     let mut out = Vec::new();
     let mut skip_value = false;
     for a in args {
         let text = a.to_string_lossy();
         if skip_value {
             skip_value = false;
-        } else if FLAGS.contains(&text.as_ref()) {
+        } else if flags.contains(&text.as_ref()) {
             skip_value = true;
-        } else if !FLAGS.iter().any(|f| text.starts_with(&format!("{f}="))) {
+        } else if !flags.iter().any(|f| text.starts_with(&format!("{f}="))) {
             out.push(a.clone());
         }
     }

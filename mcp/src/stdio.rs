@@ -7,9 +7,10 @@
 //!
 //! - over [`MAX_MESSAGE_BYTES`]: the bytes are discarded up to the next
 //!   newline (the stream resynchronises there) and the client gets
-//!   `-32600` with `"id": null` (its id cannot be known without reading the
-//!   whole message);
-//! - not JSON: `-32700`, `"id": null`;
+//!   `-32600` with the id read from the line's first bytes
+//!   ([`crate::early_id`]), else `"id": null`;
+//! - not JSON: `-32700`, with the id when its first bytes give one, else
+//!   `"id": null`;
 //! - JSON but not one JSON-RPC object (a batch, a bad `jsonrpc`, a method
 //!   that is not a string, an id that is not a string or number): `-32600`,
 //!   with the id when it is a valid one, else `null`;
@@ -54,7 +55,10 @@ pub fn judge(line: &[u8]) -> Verdict {
     }
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
-        Err(e) => return error(Value::Null, -32700, &format!("parse error: {e}")),
+        Err(e) => {
+            let id = crate::early_id::find(line).unwrap_or(Value::Null);
+            return error(id, -32700, &format!("parse error: {e}"));
+        }
     };
     let Value::Object(msg) = &value else {
         return error(
@@ -136,7 +140,7 @@ pub async fn pump_input<R, W, F>(
         let verdict = match read {
             Ok(Line::Eof) | Err(_) => break,
             Ok(Line::TooLong(n)) => error(
-                Value::Null,
+                crate::early_id::find(&line).unwrap_or(Value::Null),
                 -32600,
                 &format!(
                     "message of {n} bytes or more is over the {MAX_MESSAGE_BYTES}-byte limit; discarded up to the next newline"
@@ -209,8 +213,9 @@ async fn read_capped<R: AsyncRead + Unpin>(
             None => (chunk, None),
         };
         if skipped > 0 || buf.len() + part.len() > MAX_MESSAGE_BYTES {
-            skipped += buf.len() + part.len();
-            buf.clear();
+            // Only the first bytes are kept, for the id (`early_id`).
+            skipped += if skipped == 0 { buf.len() } else { 0 } + part.len();
+            buf.truncate(crate::early_id::PREFIX_BYTES);
         } else {
             buf.extend_from_slice(part);
         }

@@ -3,6 +3,7 @@
 //!
 //! [`crate::mcp`] only translates between these types and rmcp's.
 
+use crate::audit::Who;
 use crate::budget::{Capped, REPLY_CAP, sent_len};
 use crate::executor::{ExecError, ExecOutput, Executor};
 use crate::lane::Lane;
@@ -10,13 +11,10 @@ use crate::search::SearchIndex;
 use crate::spec::Catalogue;
 use crate::worker::LogLine;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// Audit lines carry at most this much of the code.
-const AUDIT_CODE_BYTES: usize = 8 * 1024;
 /// Largest `code` accepted.
 const MAX_CODE_BYTES: usize = 256 * 1024;
 /// Results up to this size (as the script wrote them) are rendered on the
@@ -73,6 +71,10 @@ pub struct Tools {
     timeout: Duration,
     memory_mb: u64,
     egress_note: String,
+    /// Per-caller limits ([`crate::callers`]).
+    gate: Option<Arc<crate::callers::Gate>>,
+    /// The API authority of executes ([`crate::access`]).
+    access: crate::access::Access,
 }
 
 impl Tools {
@@ -93,7 +95,21 @@ impl Tools {
             timeout,
             memory_mb,
             egress_note,
+            gate: None,
+            access: crate::access::Access::ServerKey(crate::audit::Credential::None),
         }
+    }
+
+    /// Limits each caller ([`crate::callers`]).
+    pub fn with_gate(mut self, gate: Arc<crate::callers::Gate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Sets whose authority executes carry ([`crate::access`]).
+    pub fn with_access(mut self, access: crate::access::Access) -> Self {
+        self.access = access;
+        self
     }
 
     /// The MCP `instructions` text.
@@ -179,25 +195,46 @@ impl Tools {
         }
     }
 
-    /// Calls a tool; `None` when there is no tool of that name.
+    /// Calls a tool as the local (stdio) caller; `None` when there is no
+    /// tool of that name.
     pub async fn call(
         &self,
         name: &str,
         args: &Map<String, Value>,
         cancel: &CancellationToken,
     ) -> Option<ToolOutput> {
+        self.call_as(name, args, cancel, &Who::stdio()).await
+    }
+
+    /// Calls a tool for `who`: its per-caller limits first, then the tool,
+    /// then one audit record ([`crate::audit`]).
+    pub async fn call_as(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        cancel: &CancellationToken,
+        who: &Who,
+    ) -> Option<ToolOutput> {
         let start = Instant::now();
-        let (out, audit) = match name {
-            "search_docs" => self.search_docs(args).await,
-            "execute" => self.execute(args, cancel).await?,
+        let execute = match name {
+            "search_docs" => false,
+            "execute" if self.executor.is_some() => true,
             _ => return None,
         };
-        let mut record = audit;
-        record["tool"] = json!(name);
-        record["durationMs"] = json!(start.elapsed().as_secs_f64() * 1000.0);
-        record["bytesOut"] = json!(out.text.len());
-        record["isError"] = json!(out.is_error);
-        crate::log::json(&json!({"audit": record}));
+        let admitted = self.gate.as_ref().map(|g| (g, g.admit(who.key(), execute)));
+        let (out, fields) = match admitted {
+            Some((gate, Err(over))) => limited(gate, &over),
+            _ if execute => self.execute(args, cancel, who).await?,
+            _ => self.search_docs(args).await,
+        };
+        let done = crate::audit::Done {
+            tool: name,
+            fields,
+            duration: start.elapsed(),
+            bytes_out: out.text.len(),
+            is_error: out.is_error,
+        };
+        crate::audit::emit(who, &done);
         Some(out)
     }
 
@@ -279,6 +316,7 @@ impl Tools {
         &self,
         args: &Map<String, Value>,
         cancel: &CancellationToken,
+        who: &Who,
     ) -> Option<(ToolOutput, Value)> {
         let executor = self.executor.as_ref()?;
         if let Some(extra) = args.keys().find(|k| *k != "code") {
@@ -304,11 +342,16 @@ impl Tools {
                 ));
             }
         };
-        let mut audit = json!({
-            "codeSha256": hex(&Sha256::digest(code.as_bytes())),
-            "code": excerpt(&code, AUDIT_CODE_BYTES),
-        });
-        let out = match executor.execute(&code, cancel).await {
+        let mut audit = crate::audit::code_fields(&code);
+        let grant = match self.access.grant(who).await {
+            Ok(g) => g,
+            Err(e) => {
+                audit["outcome"] = json!(e.code);
+                return Some((failure(e), audit));
+            }
+        };
+        audit["credential"] = grant.credential.json();
+        let out = match executor.execute_as(&code, cancel, grant.token).await {
             Ok(ok) => {
                 audit["outcome"] = json!("ok");
                 audit["apiCalls"] = json!(ok.api_calls);
@@ -351,6 +394,17 @@ fn execute_output_schema() -> Value {
         },
         "required": ["logs"]
     })
+}
+
+/// A call refused by the caller's own limits: retryable, naming the limit.
+fn limited(gate: &crate::callers::Gate, over: &crate::callers::Over) -> (ToolOutput, Value) {
+    let code = match over {
+        crate::callers::Over::Rate { .. } => "rate_limited",
+        crate::callers::Over::Concurrency => "caller_busy",
+    };
+    let mut e = ExecError::new(code, gate.message(over));
+    e.retryable = true;
+    (failure(e), json!({"outcome": code}))
 }
 
 fn invalid(message: &str) -> ToolOutput {
@@ -452,41 +506,5 @@ fn failure_with_logs(e: &ExecError) -> ToolOutput {
         text,
         structured: Some(json!({"error": error, "logs": e.logs})),
         is_error: true,
-    }
-}
-
-fn excerpt(code: &str, max: usize) -> String {
-    if code.len() <= max {
-        return code.to_owned();
-    }
-    let mut end = max;
-    while !code.is_char_boundary(end) {
-        end -= 1;
-    }
-    code[..end].to_owned()
-}
-
-/// Lower-case hex of a digest.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_is_lower_case_and_two_digits_per_byte() {
-        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
-        assert_eq!(
-            hex(&Sha256::digest(b"abc")),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

@@ -184,6 +184,20 @@ fn draft_from_policy(policy: &Policy) -> Draft {
                 mask_draft(path, &m.path.path, &m.inject_hosts)
             })
             .collect(),
+        issued: (o.issued_tokens.iter().enumerate())
+            .map(|(i, e)| {
+                let path = settings.key("issuedTokens").index(i);
+                crate::issued::IssuedDraft {
+                    token_url: e.token_url.clone(),
+                    inject_hosts: list(
+                        &path,
+                        "injectHosts",
+                        e.inject_hosts.iter().map(|h| h.as_str().to_owned()),
+                    ),
+                    path,
+                }
+            })
+            .collect(),
     }
 }
 

@@ -139,7 +139,7 @@ fn unsupported(entry: &JsonPath, keys: &[&'static str]) -> Result<(), Problem> {
 }
 
 /// Masking needs terminated TLS: the proxy must see the headers.
-fn needs_tls<'a>(
+pub(crate) fn needs_tls<'a>(
     entry: &JsonPath,
     network: &'a NetworkPolicy,
 ) -> Result<&'a TlsTerminate, Problem> {
@@ -150,7 +150,8 @@ fn needs_tls<'a>(
     })
 }
 
-fn inject_hosts(
+/// Each `injectHosts` entry, checked by [`inject_host`].
+pub(crate) fn inject_hosts(
     items: &[At<String>],
     network: &NetworkPolicy,
     tls: &TlsTerminate,

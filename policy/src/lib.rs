@@ -48,6 +48,7 @@ pub mod guard;
 pub mod hash;
 pub mod host;
 pub mod host_runs;
+pub mod issued;
 mod json;
 pub mod l7;
 pub mod learn;

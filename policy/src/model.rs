@@ -130,6 +130,10 @@ pub struct OajailSettings {
     /// or a write (same as `--ask`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ask: bool,
+    /// Token endpoints whose issued tokens are masked as they arrive
+    /// (`crate::issued`); absent from the canonical form when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issued_tokens: Vec<IssuedTokens>,
 }
 
 /// Resource limits; `None` leaves the inherited limit in place.
@@ -211,4 +215,34 @@ pub struct MaskedFile {
     pub path: PathEntry,
     /// Hosts whose requests get the real content (sorted, unique).
     pub inject_hosts: Vec<DomainPattern>,
+}
+
+/// One token endpoint whose issued tokens are masked (`oajail.issuedTokens`,
+/// validated by `crate::issued`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IssuedTokens {
+    /// `https://host[:port]/path`: lower-case host, the default port left out.
+    pub token_url: String,
+    /// Hosts whose requests get the real access token (sorted, unique).
+    pub inject_hosts: Vec<DomainPattern>,
+}
+
+impl IssuedTokens {
+    /// The endpoint's host, port and path.
+    pub fn endpoint(&self) -> Option<(crate::host::Host, u16, &str)> {
+        let rest = self.token_url.strip_prefix("https://")?;
+        let (authority, path) = rest.split_at(rest.find('/')?);
+        let (name, port) = match crate::host::split_authority(authority) {
+            Some((h, p)) => (h, p),
+            None => (authority, 443),
+        };
+        Some((crate::host::canonicalize(name).ok()?, port, path))
+    }
+
+    /// Whether a `POST` to `host:port` with `path` is to this endpoint.
+    pub fn is_endpoint(&self, host: &crate::host::Host, port: u16, path: &str) -> bool {
+        self.endpoint()
+            .is_some_and(|(h, p, want)| &h == host && p == port && want == path)
+    }
 }

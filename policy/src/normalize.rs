@@ -47,6 +47,7 @@ pub(crate) struct Draft {
     pub(crate) ask: bool,
     pub(crate) masks: Vec<crate::credentials::MaskDraft>,
     pub(crate) file_masks: Vec<crate::credentials::MaskDraft>,
+    pub(crate) issued: Vec<crate::issued::IssuedDraft>,
 }
 
 impl Draft {
@@ -97,6 +98,7 @@ impl Draft {
             http_rules,
             strict: self.strict,
             ask: self.ask,
+            issued_tokens: crate::issued::build(&self.issued, &network)?,
         };
         let credentials = crate::credentials::build(&self.masks, &network, &oajail.env_deny)?;
         let credential_files = crate::credentials::build_files(&self.file_masks, &network)?;

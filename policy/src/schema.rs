@@ -370,6 +370,16 @@ static OAJAIL: Obj = Obj {
         opt("strict", Ty::Bool),
         opt("ask", Ty::Bool),
         opt("httpRules", Ty::Object(&HTTP_RULES)),
+        opt("issuedTokens", Ty::List(&Ty::Object(&ISSUED_TOKENS))),
+    ],
+};
+
+/// `oajail.issuedTokens[i]`: checked by `issued.rs` during validation.
+static ISSUED_TOKENS: Obj = Obj {
+    strict: true,
+    fields: &[
+        req("tokenUrl", Ty::NonEmpty),
+        opt("injectHosts", Ty::List(&Ty::NonEmpty)),
     ],
 };
 

@@ -222,6 +222,15 @@ fn oajail_json(policy: &Policy) -> Map<String, Value> {
         }
         out.insert("httpRules".into(), Value::Object(rules));
     }
+    if !settings.issued_tokens.is_empty() {
+        let list: Vec<Value> = (settings.issued_tokens.iter())
+            .map(|e| {
+                let hosts: Vec<&str> = e.inject_hosts.iter().map(|h| h.as_str()).collect();
+                json!({"tokenUrl": e.token_url, "injectHosts": hosts})
+            })
+            .collect();
+        out.insert("issuedTokens".into(), json!(list));
+    }
     out
 }
 
@@ -451,6 +460,28 @@ fn tls_draft(t: &Map<String, Value>, path: &JsonPath) -> crate::l7::TlsDraft {
     }
 }
 
+/// `oajail.issuedTokens` (types already checked by the schema walk).
+fn issued_drafts(
+    settings: Option<&Map<String, Value>>,
+    path: &JsonPath,
+) -> Vec<crate::issued::IssuedDraft> {
+    let list = settings
+        .and_then(|s| s.get("issuedTokens"))
+        .and_then(Value::as_array);
+    let path = path.key("issuedTokens");
+    (list.into_iter().flatten().enumerate())
+        .filter_map(|(i, v)| {
+            let entry = v.as_object()?;
+            let at = path.index(i);
+            Some(crate::issued::IssuedDraft {
+                token_url: entry.get("tokenUrl")?.as_str()?.to_owned(),
+                inject_hosts: strings(Some(entry), "injectHosts", &at),
+                path: at,
+            })
+        })
+        .collect()
+}
+
 fn read_oajail(settings: Option<&Map<String, Value>>, path: &JsonPath, draft: &mut Draft) {
     draft.env_keep = strings(settings, "envKeep", path);
     draft.env_deny.extend(strings(settings, "envDeny", path));
@@ -461,6 +492,7 @@ fn read_oajail(settings: Option<&Map<String, Value>>, path: &JsonPath, draft: &m
     draft.http_deny = strings(rules, "deny", &path.key("httpRules"));
     draft.strict = flag(settings, "strict");
     draft.ask = flag(settings, "ask");
+    draft.issued = issued_drafts(settings, path);
     let Some(limits) = settings.and_then(|s| object(s, "limits")) else {
         return;
     };

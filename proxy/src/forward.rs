@@ -168,7 +168,7 @@ async fn send_request(
 
 /// A sentinel anywhere in a plain-HTTP head (never swapped: plain HTTP
 /// is never an inject path).
-fn head_sentinel<'a>(shared: &'a Shared, req: &Request) -> Option<&'a str> {
+fn head_sentinel(shared: &Shared, req: &Request) -> Option<String> {
     let mut run = Vec::new();
     let mut names = Vec::new();
     for (name, value) in &req.headers {

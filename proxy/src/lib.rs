@@ -36,9 +36,12 @@
 //! client's, hyper both ways), `mitm` (the run's CA, cached leaves, the
 //! upstream roots), `inspect` (per-request name, framing and rule checks),
 //! `sniff` (client-side streams: replayed ClientHello bytes, the strict
-//! HTTP/1.1 framing check before hyper); `masked` (srt `credentials` with
+//! HTTP/1.1 framing check before hyper), `unreached` (an upstream that
+//! failed, answered inside TLS with the reason); `masked` (srt `credentials` with
 //! `mode: "mask"`: sentinels swapped in headers to `injectHosts` only,
-//! refused everywhere else). The modules form no import cycle
+//! refused everywhere else), `issued` (`oajail.issuedTokens`: tokens a
+//! token endpoint issues reach the jail as sentinels), `unswap` (a real
+//! value echoed in a response body reaches the jail as its sentinel). The modules form no import cycle
 //! (`.ci/module-imports.py`).
 //! Design, answers and log format: docs/proxy.md.
 #![deny(missing_docs)]
@@ -51,6 +54,7 @@ mod head;
 mod helper;
 mod http;
 mod inspect;
+mod issued;
 mod log;
 mod log_gate;
 mod log_sink;
@@ -66,6 +70,8 @@ mod sniff;
 mod socks;
 mod terminate;
 mod tls;
+mod unreached;
+mod unswap;
 
 pub use addr::{LocalAddrs, classify};
 pub use helper::ssh_connect_helper;

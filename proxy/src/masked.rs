@@ -24,9 +24,11 @@ use hyper::body::{Body, Frame, SizeHint};
 use memchr::memmem;
 use oajail_policy::credentials::{MaskedFile, MaskedVar};
 use oajail_policy::host::Host;
+use oajail_policy::issued::IssuedTokens;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 /// The visible prefix of every sentinel.
 const PREFIX: &str = "oajail_masked_";
@@ -47,6 +49,8 @@ struct Secret {
     rule: MaskedVar,
     /// The policy's path text, for a masked file.
     file: Option<String>,
+    /// When an issued token's sentinel stops being swapped (`issued.rs`).
+    until: Option<Instant>,
 }
 
 impl Secret {
@@ -72,18 +76,36 @@ impl Secret {
             real,
             rule,
             file,
+            until: None,
         })
+    }
+
+    fn live(&self, now: Instant) -> bool {
+        self.until.is_none_or(|u| now < u)
     }
 }
 
+/// Most live sentinels of issued tokens.
+const MAX_ISSUED: usize = 4096;
+
 /// The run's masked credentials; cheap to clone.
 #[derive(Clone, Default)]
-pub struct Credentials(Arc<Vec<Secret>>);
+pub struct Credentials(Arc<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    /// Masked variables and files, fixed for the run.
+    fixed: Vec<Arc<Secret>>,
+    /// `oajail.issuedTokens`: where issued tokens come from.
+    issuers: Vec<IssuedTokens>,
+    /// Sentinels of tokens issued during the run.
+    issued: Mutex<Vec<Arc<Secret>>>,
+}
 
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Names only: neither the sentinel nor the real value is printed.
-        let names: Vec<&str> = self.0.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<String> = self.all().iter().map(|s| s.name.clone()).collect();
         f.debug_tuple("Credentials").field(&names).finish()
     }
 }
@@ -116,7 +138,7 @@ impl Credentials {
         let mut out = Vec::new();
         for rule in masked {
             if let Some(value) = real(&rule.name) {
-                out.push(Secret::new(rule.clone(), value, None)?);
+                out.push(Arc::new(Secret::new(rule.clone(), value, None)?));
             }
         }
         for (file, value) in files {
@@ -125,14 +147,78 @@ impl Credentials {
                 inject_hosts: file.inject_hosts.clone(),
             };
             let path = Some(file.path.path.clone());
-            out.push(Secret::new(rule, value.clone(), path)?);
+            out.push(Arc::new(Secret::new(rule, value.clone(), path)?));
         }
-        Ok(Self(Arc::new(out)))
+        Ok(Self(Arc::new(Inner {
+            fixed: out,
+            ..Inner::default()
+        })))
+    }
+
+    /// These credentials, plus the token endpoints whose issued tokens are
+    /// masked as they arrive (`oajail.issuedTokens`, `issued.rs`).
+    pub fn with_issued(self, issuers: &[IssuedTokens]) -> Self {
+        Self(Arc::new(Inner {
+            fixed: self.0.fixed.clone(),
+            issuers: issuers.to_vec(),
+            issued: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Every live secret: the fixed ones and the issued ones not expired.
+    fn all(&self) -> Vec<Arc<Secret>> {
+        let mut out = self.0.fixed.clone();
+        if !self.0.issuers.is_empty() {
+            let now = Instant::now();
+            let issued = self.0.issued.lock().unwrap_or_else(|p| p.into_inner());
+            out.extend(issued.iter().filter(|s| s.live(now)).cloned());
+        }
+        out
+    }
+
+    /// The issuer rule for a request, when it is a `POST` to its endpoint.
+    pub(crate) fn issuer(
+        &self,
+        method: &str,
+        host: &Host,
+        port: u16,
+        path: &str,
+    ) -> Option<&IssuedTokens> {
+        if method != "POST" {
+            return None;
+        }
+        (self.0.issuers.iter()).find(|r| r.is_endpoint(host, port, path))
+    }
+
+    /// A sentinel for a token issued during the run (`issued.rs`), swapped
+    /// for `inject_hosts` until `until`; the soonest to expire goes when
+    /// [`MAX_ISSUED`] are live.
+    pub(crate) fn keep_issued(
+        &self,
+        name: String,
+        real: String,
+        inject_hosts: Vec<oajail_policy::domain::DomainPattern>,
+        until: Instant,
+    ) -> Result<String, ProxyError> {
+        let rule = MaskedVar { name, inject_hosts };
+        let mut secret = Secret::new(rule, real, None)?;
+        secret.until = Some(until);
+        let sentinel = secret.sentinel.clone();
+        let mut issued = self.0.issued.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        issued.retain(|s| s.live(now));
+        if issued.len() >= MAX_ISSUED
+            && let Some(i) = (0..issued.len()).min_by_key(|i| issued[*i].until)
+        {
+            issued.remove(i);
+        }
+        issued.push(Arc::new(secret));
+        Ok(sentinel)
     }
 
     /// `(name, sentinel)` for the jail's environment.
     pub fn jail_env(&self) -> Vec<(String, String)> {
-        (self.0.iter())
+        (self.0.fixed.iter())
             .filter(|s| s.file.is_none())
             .map(|s| (s.name.clone(), s.sentinel.clone()))
             .collect()
@@ -140,32 +226,32 @@ impl Credentials {
 
     /// `(path as written in the policy, sentinel)` for each masked file.
     pub fn file_sentinels(&self) -> Vec<(String, String)> {
-        (self.0.iter())
+        (self.0.fixed.iter())
             .filter_map(|s| Some((s.file.clone()?, s.sentinel.clone())))
             .collect()
     }
 
-    /// No masked variable in this run.
+    /// No masked variable and no issued-token rule in this run.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.fixed.is_empty() && self.0.issuers.is_empty()
     }
 
     /// The first credential whose sentinel core is in `hay` (any case).
-    pub(crate) fn find(&self, hay: &[u8]) -> Option<&str> {
-        if self.0.is_empty() {
+    pub(crate) fn find(&self, hay: &[u8]) -> Option<String> {
+        if self.is_empty() {
             return None;
         }
         let lower = hay.to_ascii_lowercase();
-        (self.0.iter())
+        (self.all().iter())
             .find(|s| memmem::find(&lower, &s.core).is_some())
-            .map(|s| s.name.as_str())
+            .map(|s| s.name.clone())
     }
 
     /// `text` with every sentinel core replaced by `[masked NAME]`, for
     /// logs and messages.
     pub(crate) fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for s in self.0.iter() {
+        for s in self.all().iter() {
             let core = String::from_utf8_lossy(&s.core).into_owned();
             while let Some(at) = out.to_ascii_lowercase().find(&core) {
                 out.replace_range(at..at + CORE_LEN, &format!("[masked {}]", s.name));
@@ -184,46 +270,64 @@ impl Credentials {
         headers: &mut HeaderMap,
         dest: Option<(&Host, u16)>,
     ) -> Result<(), Leak> {
-        if self.0.is_empty() {
+        if self.is_empty() {
             return Ok(());
         }
         if let Some(name) = self.find(target.as_bytes()) {
-            return Err(leak(name, "the request url"));
+            return Err(leak(&name, "the request url"));
         }
         if let Some((host, port)) = dest {
             self.swap(headers, host, port);
         }
         // One run over every name and value, in order: a sentinel split
         // across two values (of one name or neighbours) is still found.
-        // Names are scanned on their own run.
+        // Names are scanned on their own run; the decoded credentials of
+        // `Basic` values too (a sentinel left there goes nowhere else).
         let mut run = Vec::new();
         let mut names = Vec::new();
         for (name, value) in headers.iter() {
             names.extend_from_slice(name.as_str().as_bytes());
             run.extend_from_slice(value.as_bytes());
         }
+        for value in headers.values() {
+            if let Some(decoded) = value.to_str().ok().and_then(basic_decoded) {
+                run.extend_from_slice(decoded.as_bytes());
+            }
+        }
         match self.find(&run).or_else(|| self.find(&names)) {
-            Some(name) => Err(leak(name, "a request header")),
+            Some(name) => Err(leak(&name, "a request header")),
             None => Ok(()),
         }
     }
 
     fn swap(&self, headers: &mut HeaderMap, host: &Host, port: u16) {
-        let injecting: Vec<&Secret> = (self.0.iter())
+        let all = self.all();
+        let injecting: Vec<&Secret> = (all.iter())
             .filter(|s| s.rule.injects_to(host, port))
+            .map(|s| s.as_ref())
             .collect();
         if injecting.is_empty() {
             return;
         }
+        let replace = |text: &str| {
+            let mut out = text.to_owned();
+            for s in &injecting {
+                out = out.replace(&s.sentinel, &s.real);
+            }
+            out
+        };
         for value in headers.values_mut() {
             let Ok(text) = value.to_str() else { continue };
-            if !injecting.iter().any(|s| text.contains(&s.sentinel)) {
-                continue;
-            }
-            let mut swapped = text.to_owned();
-            for s in &injecting {
-                swapped = swapped.replace(&s.sentinel, &s.real);
-            }
+            let swapped = match basic_decoded(text) {
+                // HTTP Basic (a client secret): swapped inside the
+                // encoding, as the client meant it.
+                Some(decoded) if injecting.iter().any(|s| decoded.contains(&s.sentinel)) => {
+                    use base64::Engine;
+                    format!("Basic {}", b64().encode(replace(&decoded)))
+                }
+                _ if injecting.iter().any(|s| text.contains(&s.sentinel)) => replace(text),
+                _ => continue,
+            };
             // Both parts are valid header text (checked at start).
             if let Ok(new) = HeaderValue::from_str(&swapped) {
                 *value = new;
@@ -236,10 +340,10 @@ impl Credentials {
     /// [`MIN_UNSWAP`] are left alone: they would match unrelated text
     /// (and are no secret worth the name).
     pub(crate) fn unswap(&self, headers: &mut HeaderMap) {
+        let all = self.all();
         for value in headers.values_mut() {
             let Ok(text) = value.to_str() else { continue };
-            let hit =
-                (self.0.iter()).filter(|s| s.real.len() >= MIN_UNSWAP && text.contains(&s.real));
+            let hit = (all.iter()).filter(|s| s.real.len() >= MIN_UNSWAP && text.contains(&s.real));
             let mut fixed: Option<String> = None;
             for s in hit {
                 let current = fixed.take().unwrap_or_else(|| text.to_owned());
@@ -251,6 +355,20 @@ impl Credentials {
         }
     }
 
+    /// (real value, sentinel) of every live value long enough to be looked
+    /// for in a response body (`unswap.rs`).
+    pub(crate) fn unswap_pairs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (self.all().iter())
+            .filter(|s| s.real.len() >= MIN_UNSWAP)
+            .map(|s| (s.real.clone().into_bytes(), s.sentinel.clone().into_bytes()))
+            .collect()
+    }
+
+    /// Whether some value is swapped in for `host:port`.
+    pub(crate) fn injects_to(&self, host: &Host, port: u16) -> bool {
+        !self.is_empty() && self.all().iter().any(|s| s.rule.injects_to(host, port))
+    }
+
     /// A streaming scanner for one request body.
     pub(crate) fn scanner(&self) -> BodyScan {
         BodyScan {
@@ -258,6 +376,20 @@ impl Credentials {
             tail: Vec::new(),
         }
     }
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+/// The decoded `user:password` of an HTTP `Basic` value.
+fn basic_decoded(value: &str) -> Option<String> {
+    use base64::Engine;
+    let (scheme, rest) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    String::from_utf8(b64().decode(rest.trim()).ok()?).ok()
 }
 
 fn leak(name: &str, place: &'static str) -> Leak {
@@ -293,7 +425,7 @@ impl BodyScan {
             return None;
         }
         self.tail.extend_from_slice(chunk);
-        let hit = self.creds.find(&self.tail).map(str::to_owned);
+        let hit = self.creds.find(&self.tail);
         let keep = self.tail.len().min(CORE_LEN - 1);
         self.tail.drain(..self.tail.len() - keep);
         hit
@@ -347,7 +479,7 @@ where
                     .values()
                     .flat_map(|v| v.as_bytes().to_vec())
                     .collect();
-                this.scan.creds.find(&run).map(str::to_owned)
+                this.scan.creds.find(&run)
             }
             (None, None) => None,
         };
@@ -419,6 +551,61 @@ mod tests {
         let mut none = HeaderMap::new();
         let query = format!("/v1?key={s}");
         assert!(c.check_head(&query, &mut none, Some((&api, 443))).is_err());
+    }
+
+    #[test]
+    fn basic_credentials_are_swapped_inside_their_encoding() {
+        use base64::Engine;
+        let c = creds();
+        let s = sentinel(&c);
+        let api = oajail_policy::host::canonicalize("api.test").unwrap();
+        let other = oajail_policy::host::canonicalize("other.test").unwrap();
+        let basic = format!("Basic {}", b64().encode(format!("client:{s}")));
+        let mut h = HeaderMap::new();
+        h.insert("authorization", basic.parse().unwrap());
+        let mut h2 = h.clone();
+        assert!(c.check_head("/", &mut h, Some((&api, 443))).is_ok());
+        let want = format!("Basic {}", b64().encode("client:real-value-123"));
+        assert_eq!(h["authorization"], want.as_str());
+        // To another host the encoded sentinel is found, and refused.
+        assert_eq!(
+            c.check_head("/", &mut h2, Some((&other, 443)))
+                .unwrap_err()
+                .name,
+            "KEY"
+        );
+    }
+
+    #[test]
+    fn issued_tokens_are_swapped_until_they_expire() {
+        let rule = IssuedTokens {
+            token_url: "https://auth.test/token".into(),
+            inject_hosts: vec![DomainPattern::parse("api.test", ListKind::Allow).unwrap()],
+        };
+        let c = Credentials::default().with_issued(&[rule]);
+        let api = oajail_policy::host::canonicalize("api.test").unwrap();
+        let hosts = vec![DomainPattern::parse("api.test", ListKind::Allow).unwrap()];
+        let now = Instant::now();
+        let live = c
+            .keep_issued(
+                "t".into(),
+                "issued-real-1".into(),
+                hosts.clone(),
+                now + std::time::Duration::from_secs(60),
+            )
+            .unwrap();
+        let gone = c
+            .keep_issued("u".into(), "issued-real-2".into(), hosts, now)
+            .unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("authorization", format!("Bearer {live}").parse().unwrap());
+        assert!(c.check_head("/", &mut h, Some((&api, 443))).is_ok());
+        assert_eq!(h["authorization"], "Bearer issued-real-1");
+        // An expired sentinel is no longer swapped (it goes as it is).
+        let mut h = HeaderMap::new();
+        h.insert("authorization", format!("Bearer {gone}").parse().unwrap());
+        assert!(c.check_head("/", &mut h, Some((&api, 443))).is_ok());
+        assert_eq!(h["authorization"], format!("Bearer {gone}").as_str());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::masked::{Leak, Scanned};
 use crate::route::Ctx;
 use crate::shared::Shared;
 use crate::sniff::{Counters, Rewind};
+use crate::unreached::Failed;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, Uri, Version};
 use http_body_util::combinators::BoxBody;
@@ -29,7 +30,6 @@ use rustls::pki_types::ServerName;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tokio_rustls::client::TlsStream;
@@ -59,12 +59,6 @@ struct Conn {
     addr: SocketAddr,
     sni: Option<String>,
     sender: Mutex<Sender>,
-}
-
-/// Why the tunnel ended before serving (logged, then a TLS alert).
-pub(crate) struct Failed {
-    pub reason: &'static str,
-    pub message: String,
 }
 
 /// The termination state; only asked for on a path that needs it.
@@ -163,7 +157,7 @@ async fn prepare(
 pub(crate) async fn run(
     shared: &Arc<Shared>,
     ctx: &Ctx,
-    mut client: crate::conn::BufConn,
+    client: crate::conn::BufConn,
     route: crate::route::Route,
     t: Tunnel,
 ) -> Result<&'static str, Failed> {
@@ -172,12 +166,9 @@ pub(crate) async fn run(
     let (_permit, sender, config) = match prepare(shared, &t.host, route.stream).await {
         Ok(ready) => ready,
         Err(f) => {
-            // The client is still in its handshake: a TLS alert, never
-            // plaintext.
-            let _ = client
-                .stream
-                .write_all(&crate::tls::ALERT_ACCESS_DENIED)
-                .await;
+            // The client is still in its handshake: never plaintext; the
+            // reason inside TLS (unreached.rs), or an alert.
+            crate::unreached::answer(mitm, client, &t.host, t.port, t.counters, &f).await;
             return Err(f);
         }
     };
@@ -254,7 +245,8 @@ impl Idle {
     }
 }
 
-fn answer(
+/// A plain-text answer of the proxy's own.
+pub(crate) fn answer(
     status: u16,
     extra: Option<(&'static str, &'static str)>,
     message: &str,
@@ -301,10 +293,21 @@ impl Conn {
             Ok(rule) => rule,
             Err(refused) => return self.refuse(rec, refused),
         };
-        let (parts, body, hit) = match self.mask_check(req) {
+        let issuer = (self.shared.creds)
+            .issuer(&method, &self.host, self.port, req.uri().path())
+            .cloned();
+        let (mut parts, body, hit) = match self.mask_check(req) {
             Ok(checked) => checked,
             Err(leak) => return self.refuse(rec, self.leaked(&leak)),
         };
+        // A host that gets a real value (or issues one) answers in clear,
+        // so an echo of the value can be found (unswap.rs, issued.rs).
+        if issuer.is_some() || self.shared.creds.injects_to(&self.host, self.port) {
+            let identity = HeaderValue::from_static("identity");
+            parts
+                .headers
+                .insert(http::header::ACCEPT_ENCODING, identity);
+        }
         rec.decision = Some("allow");
         rec.entry = rule;
         let resp = match self.forward(parts, body).await {
@@ -325,6 +328,27 @@ impl Conn {
                 self.shared.log.write(rec);
                 return answer(502, None, &message);
             }
+        };
+        let resp = match issuer {
+            Some(rule) => match crate::issued::mask(&self.shared.creds, &rule, resp).await {
+                Ok(masked) => masked,
+                Err(why) => {
+                    eprintln!(
+                        "oajail: proxy refused the answer of {}: {why}",
+                        rule.token_url
+                    );
+                    rec.decision = Some("deny");
+                    rec.reason = "issued_token_unreadable".into();
+                    rec.message = Some(why.clone());
+                    self.shared.log.write(rec);
+                    return answer(
+                        502,
+                        Some(("x-proxy-error", "issued-token-unreadable")),
+                        &why,
+                    );
+                }
+            },
+            None => resp,
         };
         rec.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.shared.log.write(rec);
@@ -433,7 +457,15 @@ impl Conn {
         let mut resp = resp.map_err(|e| format!("the upstream failed: {e}"))?;
         strip_hop_by_hop(resp.headers_mut());
         self.shared.creds.unswap(resp.headers_mut());
-        Ok(resp.map(|b| b.boxed()))
+        let resp = resp.map(|b| b.boxed());
+        if crate::unswap::encoded(&resp) && self.shared.creds.injects_to(&self.host, self.port) {
+            return Err(
+                "a compressed answer from a host that gets a masked value could hide an echo of it; \
+                 it is not passed into the jail"
+                    .into(),
+            );
+        }
+        Ok(crate::unswap::response(&self.shared.creds, resp))
     }
 
     /// A new HTTP connection to the same checked address (never a new

@@ -197,11 +197,27 @@ fn client_that_does_not_trust_the_ca_gets_a_tls_error() {
 }
 
 #[test]
-fn an_upstream_the_proxy_cannot_verify_is_a_tls_alert_not_plaintext() {
+fn an_upstream_the_proxy_cannot_verify_is_answered_with_the_reason_inside_tls() {
     let s = setup("badup", &["GET {url}/**"], &[], false);
     let ca = s.ca.display().to_string();
-    let (code, out) = curl(&s, &["--cacert", &ca, &format!("{}/x", s.url)]);
-    assert_eq!(code, 35, "{out}");
+    for version in ["--http1.1", "--http2"] {
+        let (code, out) = curl(
+            &s,
+            &[version, "-i", "--cacert", &ca, &format!("{}/x", s.url)],
+        );
+        // Inside TLS with the run's leaf: never plaintext on the wire.
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains(" 502"), "{out}");
+        let lower = out.to_ascii_lowercase();
+        assert!(lower.contains("x-proxy-error: upstream-failed"), "{out}");
+        assert!(
+            out.contains("TLS with") && out.contains("certificate"),
+            "{out}"
+        );
+    }
+    // Not trusting the run's CA, the client learns nothing and sends nothing.
+    let (code, out) = curl(&s, &[&format!("{}/x", s.url)]);
+    assert_eq!(code, 60, "{out}");
     assert!(s.up.seen().is_empty());
     let d = s.lab.wait_log("decision", 2);
     assert!(d.iter().any(|r| r["reason"] == "upstream_tls"), "{d:#?}");

@@ -11,6 +11,7 @@
 //! the argument bounds instead of growing the server.
 
 use super::{Calls, ExecError, ExecOutput, Executor};
+use crate::api::ApiClient;
 use crate::budget::{Held, MAX_CALL_ARGS, MAX_QUEUED_REQUEST_BYTES, RESULT_TREE_BYTES, parse_tree};
 use crate::reply::{self, ApiReply};
 use crate::worker::child::cap_text;
@@ -19,6 +20,7 @@ use crate::worker::pool::Worker;
 use crate::worker::{LogLine, Outcome, ToServer, ToWorker};
 use serde_json::value::RawValue;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
@@ -52,16 +54,19 @@ struct Answered {
 pub(super) struct Exchange<'a> {
     ex: &'a Executor,
     calls: &'a mut Calls,
+    /// The API client of this run (its caller's credential).
+    api: Arc<ApiClient>,
     queue: VecDeque<Queued>,
     /// Argument bytes of the calls queued or in flight.
     queued_bytes: usize,
 }
 
 impl<'a> Exchange<'a> {
-    pub(super) fn new(ex: &'a Executor, calls: &'a mut Calls) -> Self {
+    pub(super) fn new(ex: &'a Executor, calls: &'a mut Calls, api: Arc<ApiClient>) -> Self {
         Self {
             ex,
             calls,
+            api,
             queue: VecDeque::new(),
             queued_bytes: 0,
         }
@@ -159,7 +164,7 @@ impl<'a> Exchange<'a> {
         while running.len() < MAX_IN_FLIGHT
             && let Some(q) = self.queue.pop_front()
         {
-            let api = self.ex.api.clone();
+            let api = self.api.clone();
             let catalogue = self.ex.catalogue.clone();
             running.spawn(async move {
                 let arg_bytes = q.args.get().len();

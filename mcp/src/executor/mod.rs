@@ -129,12 +129,27 @@ impl Executor {
         code: &str,
         cancel: &CancellationToken,
     ) -> Result<ExecOutput, ExecError> {
+        self.execute_as(code, cancel, None).await
+    }
+
+    /// [`Executor::execute`] with `token` replacing the API client's key
+    /// for this run's calls ([`crate::access`]).
+    pub async fn execute_as(
+        &self,
+        code: &str,
+        cancel: &CancellationToken,
+        token: Option<String>,
+    ) -> Result<ExecOutput, ExecError> {
+        let api = match token {
+            Some(t) => Arc::new(self.api.with_key(t)),
+            None => self.api.clone(),
+        };
         let _permit = self.admit().await?;
         let deadline = Instant::now() + self.limits.timeout;
         let mut worker: Option<Worker> = None;
         let mut calls = Calls::default();
         let outcome = tokio::select! {
-            r = self.run(&mut worker, code, deadline, &mut calls) => r,
+            r = self.run(&mut worker, code, deadline, &mut calls, api) => r,
             () = tokio::time::sleep_until(deadline + KILL_GRACE) => Err(timeout_error(self.limits.timeout)),
             () = cancel.cancelled() => Err(ExecError::new("cancelled", "the request was cancelled by the client")),
         };
@@ -162,6 +177,7 @@ impl Executor {
         code: &str,
         deadline: Instant,
         calls: &mut Calls,
+        api: Arc<ApiClient>,
     ) -> Result<ExecOutput, ExecError> {
         let taken = self
             .pool
@@ -169,7 +185,7 @@ impl Executor {
             .await
             .map_err(|e| ExecError::new("js_runtime_error", e))?;
         let w = slot.insert(taken);
-        exchange::Exchange::new(self, calls)
+        exchange::Exchange::new(self, calls, api)
             .run(w, code, deadline)
             .await
     }

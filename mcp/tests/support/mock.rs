@@ -131,7 +131,7 @@ impl Mock {
     }
 }
 
-fn certificates(
+pub fn certificates(
     ip: std::net::Ipv4Addr,
 ) -> (
     String,

@@ -2,6 +2,8 @@
 //! client for both protocol eras, and a local mock of the API over TLS.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // shared by several test binaries; tests may panic
 
+pub mod authz;
+pub mod http;
 pub mod mock;
 pub mod rig;
 
