@@ -8,6 +8,7 @@
 
 use crate::report::{Outcome, READ_DENIED, WRITE_DENIED, has_canary, io_errno};
 use nix::errno::Errno;
+use oajail_audit::verdict::Verdict;
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt, symlink};
@@ -77,7 +78,17 @@ fn read_after(
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    read_file(attack, path)
+    // As an attacker would, keep reading for a moment: the kernel detaches
+    // a mask from a replaced name just after the new name is in place, so
+    // a read right then can still meet the mask.
+    let settle = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        let outcome = read_file(attack, path);
+        if outcome.0.verdict == Verdict::Succeeded || std::time::Instant::now() > settle {
+            return outcome;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// `read-files PATH…`: read every path; any canary is an escape.
