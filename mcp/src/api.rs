@@ -75,19 +75,7 @@ impl ApiClient {
         timeout: Duration,
     ) -> Result<Self, McpError> {
         let base = Url::parse(base_url).map_err(McpError::ClientUrl)?;
-        let tls = tls_config(roots, extra_ca)?;
-        let mut builder = reqwest::Client::builder();
-        if let Some(proxy) = crate::egress::wrapper_proxy(roots)? {
-            builder = builder.proxy(proxy);
-        }
-        let http = builder
-            .use_preconfigured_tls(tls)
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .user_agent(concat!("openagenda-mcp/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(McpError::ClientBuild)?;
+        let http = http_client(roots, extra_ca, timeout)?;
         let key = key.filter(|k| !k.is_empty());
         Ok(Self {
             http,
@@ -260,6 +248,29 @@ pub(crate) fn without_url(e: &reqwest::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The HTTP client every outbound call of the server uses (the API and
+/// the authorization server): these trust roots, through the wrapper's
+/// proxy when there is one, no redirects, `timeout` for connect and whole.
+pub(crate) fn http_client(
+    roots: Option<&Path>,
+    extra_ca: Option<&Path>,
+    timeout: Duration,
+) -> Result<reqwest::Client, McpError> {
+    let tls = tls_config(roots, extra_ca)?;
+    let mut builder = reqwest::Client::builder();
+    if let Some(proxy) = crate::egress::wrapper_proxy(roots)? {
+        builder = builder.proxy(proxy);
+    }
+    builder
+        .use_preconfigured_tls(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .user_agent(concat!("openagenda-mcp/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(McpError::ClientBuild)
 }
 
 pub(crate) fn tls_config(

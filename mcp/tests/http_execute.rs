@@ -346,15 +346,11 @@ fn token_exchange_end_to_end() {
         "{text}"
     );
     // The audit trail names callers and credentials by fingerprint only.
+    let audits = s.audits(4);
     let log = s.log();
     for secret in [&alice, &bob, &exchanges[0].1, &exchanges[1].1] {
         assert!(!log.contains(secret.as_str()), "a token in the log");
     }
-    let audits: Vec<Value> = log
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v.get("audit").cloned())
-        .collect();
     assert_eq!(audits.len(), 4, "{log}");
     let first = &audits[0];
     assert_eq!(first["transport"], json!("http"));

@@ -132,12 +132,8 @@ fn the_jailed_http_server_is_reached_and_reaches_out_only_through_the_proxy() {
     // The server inside is confined: its egress check passed.
     let log = s.log();
     assert!(!log.contains("NOT bounded"), "{log}");
-    let audit: Vec<Value> = log
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v.get("audit").cloned())
-        .collect();
-    assert_eq!(audit.len(), 1, "{log}");
+    let audit = s.audits(1);
+    assert_eq!(audit.len(), 1, "{}", s.log());
     assert_eq!(audit[0]["transport"], json!("http"));
     // A token for another resource is refused inside the jail as outside.
     let other = lab

@@ -1,4 +1,4 @@
-//! The Kubernetes example (`examples/k8s/openagenda-mcp.yaml`) as far as
+//! The Kubernetes example (`examples/kubernetes/openagenda-mcp/openagenda-mcp.yaml`) as far as
 //! this machine allows without a cluster (the schema check is
 //! `.ci/examples-check`'s):
 //!
@@ -35,7 +35,10 @@ fn root() -> PathBuf {
 
 /// The manifest's documents, by kind.
 fn docs() -> Vec<Value> {
-    let text = std::fs::read_to_string(root().join("examples/k8s/openagenda-mcp.yaml")).unwrap();
+    let text = std::fs::read_to_string(
+        root().join("examples/kubernetes/openagenda-mcp/openagenda-mcp.yaml"),
+    )
+    .unwrap();
     serde_yaml_ng::Deserializer::from_str(&text)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect()

@@ -40,19 +40,7 @@ impl Client {
         extra_ca: Option<&Path>,
         timeout: Duration,
     ) -> Result<Self, McpError> {
-        let tls = crate::api::tls_config(roots, extra_ca)?;
-        let mut builder = reqwest::Client::builder();
-        if let Some(proxy) = crate::egress::wrapper_proxy(roots)? {
-            builder = builder.proxy(proxy);
-        }
-        let http = builder
-            .use_preconfigured_tls(tls)
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .user_agent(concat!("openagenda-mcp/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(McpError::ClientBuild)?;
+        let http = crate::api::http_client(roots, extra_ca, timeout)?;
         Ok(Self { http })
     }
 

@@ -149,6 +149,24 @@ impl HttpServer {
         false
     }
 
+    /// The audit records in the log once there are `n` of them (a record
+    /// is written after its answer is sent), or all there are after 10 s.
+    pub fn audits(&self, n: usize) -> Vec<Value> {
+        let read = || -> Vec<Value> {
+            (self.log().lines())
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter_map(|v| v.get("audit").cloned())
+                .collect()
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut got = read();
+        while got.len() < n && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            got = read();
+        }
+        got
+    }
+
     /// Whether the process has exited, and how.
     pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().unwrap()
