@@ -133,14 +133,38 @@ impl Conn {
                 headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
             }
         }
-        let len = headers
-            .iter()
-            .find(|(k, _)| k == "content-length")
-            .and_then(|(_, v)| v.parse::<usize>().ok())
-            .unwrap_or(0);
-        let mut body = vec![0u8; len];
-        self.reader.read_exact(&mut body).unwrap();
+        let chunked = (headers.iter())
+            .any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+        let body = if chunked {
+            self.read_chunks()
+        } else {
+            let len = headers
+                .iter()
+                .find(|(k, _)| k == "content-length")
+                .and_then(|(_, v)| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            let mut body = vec![0u8; len];
+            self.reader.read_exact(&mut body).unwrap();
+            body
+        };
         (status, headers, body)
+    }
+
+    /// A chunked body (an answer sent as an event stream that ends).
+    fn read_chunks(&mut self) -> Vec<u8> {
+        let mut body = Vec::new();
+        loop {
+            let mut size = String::new();
+            self.reader.read_line(&mut size).unwrap();
+            let size = size.trim().split(';').next().unwrap_or("0");
+            let n = usize::from_str_radix(size, 16).unwrap_or(0);
+            let mut chunk = vec![0u8; n + 2];
+            self.reader.read_exact(&mut chunk).unwrap();
+            if n == 0 {
+                return body;
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
     }
 }
 
