@@ -9,11 +9,6 @@
 mod fs_support;
 
 use fs_support::*;
-use serde_json::json;
-
-fn ws(allow_git_config: bool) -> serde_json::Value {
-    json!({"denyRead": [], "allowWrite": ["."], "denyWrite": [], "allowGitConfig": allow_git_config})
-}
 
 /// `t NAME CMD…`: runs CMD quietly, prints `NAME=ok` or `NAME=fail`.
 const T: &str = r#"t() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=ok"; else echo "$n=fail"; fi; }

@@ -12,21 +12,9 @@
 mod fs_support;
 
 use fs_support::*;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-/// A writable workspace; git commands that write `.git/config` (clone,
-/// branch tracking) need `allowGitConfig`, as in the benchmarks.
-fn ws(allow_git_config: bool) -> serde_json::Value {
-    json!({"denyRead": [], "allowWrite": ["."], "denyWrite": [], "allowGitConfig": allow_git_config})
-}
-
-/// `t NAME CMD…`: runs CMD quietly, prints `NAME=ok` or `NAME=fail`.
-const T: &str = r#"t() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=ok"; else echo "$n=fail"; fi; }
-G() { git -c user.email=a@b.c -c user.name=n "$@"; }
-"#;
 
 /// Every entry of the lab but the workspace and the settings file written
 /// for each run: kind, mode, link target or content, and modification time.

@@ -11,17 +11,7 @@
 mod fs_support;
 
 use fs_support::*;
-use serde_json::json;
 use std::process::Command;
-
-fn ws(allow_git_config: bool) -> serde_json::Value {
-    json!({"denyRead": [], "allowWrite": ["."], "denyWrite": [], "allowGitConfig": allow_git_config})
-}
-
-/// `t NAME CMD…`: runs CMD quietly, prints `NAME=ok` or `NAME=fail`.
-const T: &str = r#"t() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=ok"; else echo "$n=fail"; fi; }
-G() { git -c user.email=a@b.c -c user.name=n "$@"; }
-"#;
 
 /// A repository with one commit, made on the host.
 fn repo(lab: &Lab) {

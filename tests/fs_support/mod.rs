@@ -10,6 +10,18 @@ use std::process::{Command, Output};
 /// The binary under test.
 pub const OAJAIL: &str = env!("CARGO_BIN_EXE_oajail");
 
+/// A writable workspace; git commands that write `.git/config` (clone,
+/// branch tracking) need `allowGitConfig`, as in the benchmarks.
+pub fn ws(allow_git_config: bool) -> Value {
+    json!({"denyRead": [], "allowWrite": ["."], "denyWrite": [], "allowGitConfig": allow_git_config})
+}
+
+/// `t NAME CMD…`: runs CMD quietly, prints `NAME=ok` or `NAME=fail`; `G`:
+/// git with an identity.
+pub const T: &str = r#"t() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo "$n=ok"; else echo "$n=fail"; fi; }
+G() { git -c user.email=a@b.c -c user.name=n "$@"; }
+"#;
+
 /// Shell helpers defined before every script: `r PATH` prints the file or
 /// `DENIED`, `w PATH` appends a line and prints `WROTE` or `DENIED`.
 const PRELUDE: &str = r#"
