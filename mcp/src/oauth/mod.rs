@@ -10,6 +10,8 @@
 //!   `kid`, at most once per [`jwks::MIN_REFRESH`];
 //! - [`verify`]: RS256, ES256 and EdDSA access tokens (JWS), `iss`, `aud`,
 //!   `exp`, `nbf` and `sub` checked, into a [`Caller`];
+//! - [`verified`]: tokens that passed, remembered by digest until they
+//!   expire, so a session's later requests skip the signature check;
 //! - [`exchange`]: the caller's token traded for an API token (RFC 8693),
 //!   cached per caller token until shortly before it expires;
 //! - [`client`]: the one HTTP client these use (no redirects, capped
@@ -26,6 +28,7 @@ pub mod client;
 pub mod discovery;
 pub mod exchange;
 pub mod jwks;
+pub mod verified;
 pub mod verify;
 
 use crate::McpError;

@@ -9,11 +9,18 @@
 //! both with [`LEEWAY_SECS`] of clock skew, `sub` non-empty, and the
 //! configured scopes present. Any failure is `invalid_token` with a
 //! reason for the log; the reason names the claim, never the token.
+//!
+//! A token that passed is remembered ([`super::verified`]): its later
+//! requests check the time window and that its key is still published,
+//! not the signature again.
 
 use super::jwks::{KeyCache, KeyError, alg_name};
+use super::verified::{self, Verified};
 use super::{Caller, Settings};
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 pub const LEEWAY_SECS: u64 = 30;
@@ -38,6 +45,7 @@ pub enum Refusal {
 struct Claims {
     sub: Option<String>,
     exp: u64,
+    nbf: Option<u64>,
     client_id: Option<String>,
     azp: Option<String>,
     scope: Option<String>,
@@ -57,6 +65,7 @@ pub struct Verifier {
     keys: KeyCache,
     issuer_id: String,
     audience: String,
+    verified: Verified,
 }
 
 impl Verifier {
@@ -69,6 +78,7 @@ impl Verifier {
             keys,
             issuer_id,
             audience,
+            verified: Verified::default(),
         }
     }
 
@@ -84,6 +94,23 @@ impl Verifier {
                 "token longer than {MAX_TOKEN_BYTES} bytes"
             )));
         }
+        let digest = verified::digest(token);
+        let now = now_secs();
+        if let Some(hit) = self.verified.get(&digest, now, LEEWAY_SECS) {
+            match self.keys.key_for(hit.kid.as_deref(), hit.alg).await {
+                Ok(key) if Arc::ptr_eq(&key, &hit.key) => return Ok(hit.caller),
+                // The key set changed since: verify again, in full.
+                _ => self.verified.remove(&digest),
+            }
+        }
+        let entry = self.verify_in_full(token).await?;
+        let caller = entry.caller.clone();
+        self.verified.insert(digest, entry, now);
+        Ok(caller)
+    }
+
+    /// Every check of the module's order, on a token not remembered.
+    async fn verify_in_full(&self, token: &str) -> Result<verified::Entry, Refusal> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| Refusal::Invalid(format!("not a JWS access token: {e}")))?;
         if !ACCEPTED.contains(&header.alg) {
@@ -99,18 +126,30 @@ impl Verifier {
         };
         let data = jsonwebtoken::decode::<Claims>(token, &key.decoding, &self.validation(key.alg))
             .map_err(|e| Refusal::Invalid(reason(&e, key.alg)))?;
-        let claims = data.claims;
+        let not_before = data.claims.nbf;
+        let caller = self.caller(data.claims, token)?;
+        Ok(verified::Entry {
+            caller,
+            not_before,
+            kid: header.kid,
+            alg: header.alg,
+            key,
+        })
+    }
+
+    /// The caller verified claims name, if it has the scopes required.
+    fn caller(&self, claims: Claims, token: &str) -> Result<Caller, Refusal> {
         let sub = claims
             .sub
             .filter(|s| !s.is_empty())
             .ok_or_else(|| Refusal::Invalid("the token has no sub".into()))?;
         let scopes = scopes(claims.scope, claims.scp);
-        let missing: Vec<&String> = (self.settings.scopes.iter())
+        let missing: Vec<&str> = (self.settings.scopes.iter())
             .filter(|s| !scopes.contains(s))
+            .map(String::as_str)
             .collect();
         if !missing.is_empty() {
-            let need: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-            return Err(Refusal::Scope(need.join(" ")));
+            return Err(Refusal::Scope(missing.join(" ")));
         }
         Ok(Caller::new(
             sub,
@@ -130,6 +169,12 @@ impl Verifier {
         v.leeway = LEEWAY_SECS;
         v
     }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn scopes(scope: Option<String>, scp: Option<Scp>) -> Vec<String> {
