@@ -64,7 +64,10 @@ impl Verified {
             entries.remove(digest);
             return None;
         }
-        if entry.not_before.is_some_and(|nbf| nbf > now.saturating_add(leeway)) {
+        if entry
+            .not_before
+            .is_some_and(|nbf| nbf > now.saturating_add(leeway))
+        {
             return None;
         }
         Some(entry.clone())
@@ -149,7 +152,10 @@ mod tests {
         }
         v.insert(digest("new"), entry(5000, None), 100);
         assert_eq!(v.len(), MAX_ENTRIES);
-        assert!(v.get(&digest("0"), 100, 0).is_none(), "soonest expiry evicted");
+        assert!(
+            v.get(&digest("0"), 100, 0).is_none(),
+            "soonest expiry evicted"
+        );
         assert!(v.get(&digest("new"), 100, 0).is_some());
         assert!(v.get(&digest("1"), 100, 0).is_some());
     }
