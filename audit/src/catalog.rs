@@ -365,7 +365,7 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "C4-syslog-dgram",
         'C',
-        "sendto a /dev/log-style datagram socket",
+        "sendto a /dev/log-style datagram socket (unbound socket, then a datagram socketpair end)",
         "SC, NS",
     ),
     a("C4-unix-socket-create", 'C', "socket(AF_UNIX)", "SC"),
