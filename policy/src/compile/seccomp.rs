@@ -207,8 +207,9 @@ const SOCK_TYPE_MASK: u32 = 0xf;
 /// off. A datagram pair is not tied to its peer: `sendto` with a path
 /// reaches any datagram socket the jail can see (a read-only mount does
 /// not stop it), so without this rule `socket(AF_UNIX)`'s deny would not
-/// hold host sockets at all (`docs/enforcement.md`).
-fn socketpair_rule() -> SyscallDeny {
+/// hold host sockets at all (`docs/enforcement.md`). A run whose guard
+/// runs moves it to pid 1, which reports the refusal (`src/plans.rs`).
+pub fn socketpair_rule() -> SyscallDeny {
     let when = DATAGRAM_TYPES
         .iter()
         .map(|&t| {
