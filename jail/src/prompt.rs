@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Where the relay's input goes: the pty, or an open question.
-pub(crate) type Divert = Arc<Mutex<Option<mpsc::Sender<Vec<u8>>>>>;
+/// Each read of keys goes with the moment it was read.
+pub(crate) type Divert = Arc<Mutex<Option<mpsc::Sender<(Instant, Vec<u8>)>>>>;
 
 /// Asks the user at the caller's terminal (interactive runs only).
 #[derive(Clone, Debug)]
@@ -42,18 +43,25 @@ impl Prompter {
     /// (lower case); `None` for no answer, Ctrl-C, Ctrl-D or Escape.
     pub fn ask(&self, question: &str, keys: &str, limit: Duration) -> Option<char> {
         let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
-        let (tx, rx) = mpsc::channel::<Vec<u8>>();
-        // The question is on the screen (and the command's output held)
-        // before keys are taken from the jail: a key typed earlier was
-        // not typed at the question.
-        self.screen.hold(question.as_bytes());
+        let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+        // Keys are taken from the jail before the question is shown: a key
+        // typed at the question, however fast, can never reach the command.
+        // A key read before the question started out was typed before it:
+        // it is dropped, never taken as the answer. (The mark is taken
+        // before the write, not after: a key answering at once may be read
+        // before this thread runs again.)
         *self.lock_divert() = Some(tx);
-        let deadline = Instant::now() + limit;
+        let shown = Instant::now();
+        self.screen.hold(question.as_bytes());
+        let deadline = shown + limit;
         let answer = loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let Ok(bytes) = rx.recv_timeout(left) else {
+            let Ok((read_at, bytes)) = rx.recv_timeout(left) else {
                 break None;
             };
+            if read_at < shown {
+                continue;
+            }
             if bytes.iter().any(|b| CANCEL.contains(b)) {
                 break None;
             }
@@ -70,7 +78,7 @@ impl Prompter {
         answer
     }
 
-    fn lock_divert(&self) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<Vec<u8>>>> {
+    fn lock_divert(&self) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<(Instant, Vec<u8>)>>> {
         self.divert.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -89,10 +97,11 @@ pub(crate) fn relay_input(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
+        let read_at = Instant::now();
         let question = divert.lock().ok().and_then(|d| d.clone());
         match question {
             Some(tx) => {
-                let _ = tx.send(buf[..n].to_vec());
+                let _ = tx.send((read_at, buf[..n].to_vec()));
             }
             None => {
                 if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
@@ -141,7 +150,7 @@ mod tests {
             })
         };
         // Output while the question is open is held back.
-        while divert.lock().unwrap().is_none() {
+        while !text(&out).contains("allow x?") {
             std::thread::yield_now();
         }
         screen.output(b" more").unwrap();
