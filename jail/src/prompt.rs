@@ -14,9 +14,11 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// One read of keys, with the moment it was read.
+type Keys = (Instant, Vec<u8>);
+
 /// Where the relay's input goes: the pty, or an open question.
-/// Each read of keys goes with the moment it was read.
-pub(crate) type Divert = Arc<Mutex<Option<mpsc::Sender<(Instant, Vec<u8>)>>>>;
+pub(crate) type Divert = Arc<Mutex<Option<mpsc::Sender<Keys>>>>;
 
 /// Asks the user at the caller's terminal (interactive runs only).
 #[derive(Clone, Debug)]
@@ -43,7 +45,7 @@ impl Prompter {
     /// (lower case); `None` for no answer, Ctrl-C, Ctrl-D or Escape.
     pub fn ask(&self, question: &str, keys: &str, limit: Duration) -> Option<char> {
         let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
-        let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+        let (tx, rx) = mpsc::channel::<Keys>();
         // Keys are taken from the jail before the question is shown: a key
         // typed at the question, however fast, can never reach the command.
         // A key read before the question started out was typed before it:
@@ -78,7 +80,7 @@ impl Prompter {
         answer
     }
 
-    fn lock_divert(&self) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<(Instant, Vec<u8>)>>> {
+    fn lock_divert(&self) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<Keys>>> {
         self.divert.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
