@@ -189,7 +189,7 @@ async fn refuse_masked(
     leak: &crate::masked::Leak,
 ) {
     let message = leak.message(&format!("http://{}", url.host.authority(url.port)));
-    crate::log::say(format_args!("oajail: proxy refused {message}"));
+    crate::log_sink::say(format_args!("oajail: proxy refused {message}"));
     let mut rec = ctx.record("decision", "masked_credential");
     rec.decision = Some("deny");
     rec.method = Some(req.method.clone());
@@ -213,7 +213,7 @@ async fn refuse_rule(
     message: String,
 ) {
     // A live line, as for requests inside terminated tunnels.
-    crate::log::say(format_args!("oajail: proxy refused {message}"));
+    crate::log_sink::say(format_args!("oajail: proxy refused {message}"));
     let mut rec = ctx.record("decision", "http_rule");
     rec.decision = Some("deny");
     rec.method = Some(req.method.clone());

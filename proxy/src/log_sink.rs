@@ -11,6 +11,8 @@
 //! proxy thread; lines that do not fit the queue are counted and reported.
 //! Writing stops at the size cap after a last `log_capped` line and one
 //! stderr line: a jailed program cannot fill the disk through the log.
+//!
+//! The proxy's live lines for the user go to stderr through [`say`].
 
 use std::fs::File;
 use std::io::Write;
@@ -217,7 +219,7 @@ impl Capped {
                 self.max_bytes
             );
             let _ = self.out.write_line(note.as_bytes());
-            crate::log::say(format_args!(
+            say(format_args!(
                 "oajail: the decision log {} reached its {}-byte cap; later decisions are not written (the exit summary still counts refusals)",
                 self.shown, self.max_bytes
             ));
@@ -228,4 +230,14 @@ impl Capped {
             self.written += line.len() as u64;
         }
     }
+}
+
+/// One line of oajail's on stderr, in one write: `eprintln!` writes a
+/// line in pieces, and a line cut between two writes can straddle the end
+/// of the terminal relay, which then shows its first piece as a line of
+/// its own (oajail-jail's `say`, the same rule for the jail's lines).
+pub(crate) fn say(line: std::fmt::Arguments<'_>) {
+    let mut text = line.to_string();
+    text.push('\n');
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }

@@ -339,7 +339,7 @@ impl Conn {
             Some(rule) => match crate::issued::mask(&self.shared.creds, &rule, resp).await {
                 Ok(masked) => masked,
                 Err(why) => {
-                    crate::log::say(format_args!(
+                    crate::log_sink::say(format_args!(
                         "oajail: proxy refused the answer of {}: {why}",
                         rule.token_url
                     ));
@@ -417,7 +417,7 @@ impl Conn {
             "a malformed request in the tunnel to {}: {why}",
             self.host.authority(self.port)
         );
-        crate::log::say(format_args!("oajail: proxy refused {message}"));
+        crate::log_sink::say(format_args!("oajail: proxy refused {message}"));
         let mut rec = self.record("", "");
         rec.method = None;
         rec.decision = Some("deny");
@@ -430,7 +430,7 @@ impl Conn {
         // Names the client sent may carry a sentinel: never logged as is.
         let message = self.shared.creds.redact(&r.message);
         // A live line: the user sees the refusal while the command runs.
-        crate::log::say(format_args!("oajail: proxy refused {message}"));
+        crate::log_sink::say(format_args!("oajail: proxy refused {message}"));
         rec.decision = Some("deny");
         rec.reason = r.reason.into();
         rec.message = Some(message.clone());

@@ -34,7 +34,7 @@ pub(crate) async fn answer(
     failed: &Failed,
 ) {
     let dest = host.authority(port);
-    crate::log::say(format_args!(
+    crate::log_sink::say(format_args!(
         "oajail: proxy could not complete https://{dest}: {}",
         failed.message
     ));
