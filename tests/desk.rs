@@ -245,6 +245,161 @@ fn a_refused_write_read_unix_socket_and_host_each_give_one_line_naming_the_entry
     assert!(!home.join(".newtool").exists());
 }
 
+/// A fresh directory outside `/tmp` (the jail's `/tmp` is its own, where
+/// a host file would not be seen at all).
+fn lab(tag: &str) -> PathBuf {
+    let dir = PathBuf::from(format!("/var/tmp/oajail-desk-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Issue 29's rule for removals: the kernel refuses a removal outside the
+/// writable roots by itself (`EROFS` from the read-only root), and pid 1,
+/// which performs every removal, says so in one line; inside the roots an
+/// `rm -rf` works and says nothing. No `denyWrite` entry: removals used to
+/// bypass pid 1 in that case, and the refusal went unsaid.
+#[test]
+fn a_removal_outside_the_roots_gives_one_line_and_rm_rf_inside_none() {
+    let lab = lab("remove");
+    let project = lab.join("project");
+    std::fs::create_dir_all(project.join("build/a/b")).unwrap();
+    for f in ["build/x", "build/a/y", "build/a/b/z"] {
+        std::fs::write(project.join(f), "x").unwrap();
+    }
+    std::fs::create_dir_all(lab.join("outside")).unwrap();
+    let kept = lab.join("outside/notes.txt");
+    std::fs::write(&kept, "mine").unwrap();
+    let s = settings("pty-remove", &[], &["."]);
+    let script = format!(
+        "rm -rf build && echo removed; rm {}; echo rm=$?",
+        kept.display()
+    );
+    let screen = on_pty_in(
+        "pty-remove",
+        &project,
+        &["-s", s.to_str().unwrap(), "--", "sh", "-c", &script],
+        &[],
+    );
+    assert_eq!(screen.code, 0, "{:?}", screen.raw);
+    assert!(!project.join("build").exists(), "rm -rf inside the root");
+    assert!(screen.raw.contains("removed\r\n"), "{:?}", screen.raw);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "mine");
+    // The tool's own error, as the kernel gave it, and its status.
+    let tools = format!(
+        "rm: cannot remove '{}': Read-only file system\r\n",
+        kept.display()
+    );
+    assert_eq!(screen.raw.matches(&tools).count(), 1, "{:?}", screen.raw);
+    assert!(screen.raw.contains("rm=1\r\n"), "{:?}", screen.raw);
+    let line = format!(
+        "oajail: refused write {} (remove): no filesystem.allowWrite entry covers it; \
+         add \"{}\" to filesystem.allowWrite",
+        kept.display(),
+        lab.join("outside").display()
+    );
+    let ours: Vec<&str> = (screen.raw.lines())
+        .filter(|l| l.starts_with("oajail: refused"))
+        .collect();
+    assert_eq!(
+        ours.len(),
+        1,
+        "one line, none for the removals inside: {:?}",
+        screen.raw
+    );
+    assert!(ours[0].starts_with(&line), "{:?}", screen.raw);
+    assert!(
+        screen.raw.contains("oajail: in all, refused 1 write\r\n"),
+        "{:?}",
+        screen.raw
+    );
+    assert_lines_at_line_starts(&screen.raw);
+    std::fs::remove_dir_all(&lab).unwrap();
+}
+
+/// The same for timestamps: a `touch -h` (times by path, no open) of a
+/// file outside the roots gives one line, and a plain `touch`, whose
+/// refused open is reported, gives no second line for the times it then
+/// tries by path; inside the root `touch -d` works and says nothing.
+#[test]
+fn a_timestamp_change_outside_the_roots_gives_one_line() {
+    let lab = lab("times");
+    let project = lab.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("inside.txt"), "x").unwrap();
+    std::fs::create_dir_all(lab.join("outside")).unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    let (a, b) = (lab.join("outside/a.txt"), lab.join("outside/b.txt"));
+    for f in [&a, &b] {
+        std::fs::write(f, "mine").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(f)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let s = settings("pty-times", &[], &["."]);
+    let script = format!(
+        "touch -d 2001-01-01 inside.txt && echo inside; touch {}; touch -h {}; echo end",
+        a.display(),
+        b.display()
+    );
+    let screen = on_pty_in(
+        "pty-times",
+        &project,
+        &["-s", s.to_str().unwrap(), "--", "sh", "-c", &script],
+        &[],
+    );
+    assert_eq!(screen.code, 0, "{:?}", screen.raw);
+    assert!(screen.raw.contains("inside\r\n"), "{:?}", screen.raw);
+    let mtime = |p: &std::path::Path| {
+        let t = std::fs::metadata(p).unwrap().modified().unwrap();
+        t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    };
+    assert!((978_000_000..979_000_000).contains(&mtime(&project.join("inside.txt"))));
+    assert_eq!(mtime(&a), 1_000_000_000);
+    assert_eq!(mtime(&b), 1_000_000_000);
+    for tools in [
+        format!(
+            "touch: cannot touch '{}': Read-only file system\r\n",
+            a.display()
+        ),
+        format!(
+            "touch: setting times of '{}': Read-only file system\r\n",
+            b.display()
+        ),
+    ] {
+        assert_eq!(screen.raw.matches(&tools).count(), 1, "{:?}", screen.raw);
+    }
+    let outside = lab.join("outside");
+    let line = |p: &std::path::Path, op: &str| {
+        format!(
+            "oajail: refused write {} ({op}): no filesystem.allowWrite entry covers it; \
+             add \"{}\" to filesystem.allowWrite",
+            p.display(),
+            outside.display()
+        )
+    };
+    let ours: Vec<&str> = (screen.raw.lines())
+        .filter(|l| l.starts_with("oajail: refused"))
+        .collect();
+    assert_eq!(ours.len(), 2, "{:?}", screen.raw);
+    assert!(ours[0].starts_with(&line(&a, "write")), "{:?}", screen.raw);
+    assert!(
+        ours[1].starts_with(&line(&b, "metadata")),
+        "{:?}",
+        screen.raw
+    );
+    assert!(
+        screen.raw.contains("oajail: in all, refused 2 writes\r\n"),
+        "{:?}",
+        screen.raw
+    );
+    assert_lines_at_line_starts(&screen.raw);
+    std::fs::remove_dir_all(&lab).unwrap();
+}
+
 #[test]
 fn ask_on_a_pty_allows_once_and_the_command_never_reads_the_answer() {
     let port = server();

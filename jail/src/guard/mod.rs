@@ -39,6 +39,7 @@ mod probe;
 mod report;
 mod resolve;
 mod serve;
+mod times;
 
 pub(crate) use mover::Mover;
 pub(crate) use serve::Server;

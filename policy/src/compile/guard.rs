@@ -6,14 +6,17 @@
 //! Which calls go to pid 1, by class (`docs/enforcement.md`, "What reaches
 //! pid 1"): every call that makes a name or writes a file; metadata calls
 //! only when their effect can make something run or let others change a
-//! file (a risky mode, a new owner), never for timestamps; removals only
-//! when something could refuse them: a `denyWrite` entry below a guarded
-//! root (a removal plants nothing, so the decision allows every other).
+//! file (a risky mode, a new owner); timestamps only by path (pid 1
+//! performs them, deciding nothing, to report the kernel's refusal outside
+//! the roots; `futimens` on a descriptor never reaches it); every removal
+//! (pid 1 performs it: only `denyWrite` refuses one inside the roots, and
+//! one the kernel refuses outside them is reported as a refused write,
+//! which the user would otherwise see only as the tool's `EROFS`).
 
 use super::rules::{Rules, TMP};
 use crate::Policy;
 use crate::guard::names::XdgDirs;
-use crate::guard::{FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs};
+use crate::guard::{FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, PathArg};
 use std::path::{Path, PathBuf};
 
 /// The calls always sent to pid 1, on every architecture (kernel names).
@@ -36,8 +39,13 @@ const NOTIFY: &[&str] = &[
 /// x86_64-only calls always sent to pid 1.
 const LEGACY_NOTIFY: &[&str] = &["creat", "mkdir", "mknod", "link", "symlink", "rename"];
 
-/// Removals: sent to pid 1 only when a `denyWrite` entry lies below a
-/// guarded root (`unlinkat` on every architecture, then x86_64's own).
+/// Removals (`unlinkat` on every architecture, then x86_64's own). Sent
+/// to pid 1 whatever the policy: inside the roots only `denyWrite` refuses
+/// one, but outside them the kernel does (`EROFS` from the read-only root,
+/// `EACCES` from Landlock), and pid 1, which performs the call with the
+/// command's rights, is what turns that errno into the line naming the
+/// entry to add (issue 29). Before, with no `denyWrite` below a root, the
+/// filter let removals through and `rm` outside the roots failed silently.
 const REMOVE: &[&str] = &["unlinkat"];
 const LEGACY_REMOVE: &[&str] = &["unlink", "rmdir"];
 
@@ -74,19 +82,19 @@ pub(crate) fn build(
         legacy,
     };
     let deny_write: Vec<PathBuf> = rules.deny_write.iter().cloned().collect();
-    let decided_removals = deny_write
-        .iter()
-        .any(|d| roots.iter().any(|r| d.starts_with(r)));
     let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let mut notify = names(NOTIFY);
     let mut legacy = names(LEGACY_NOTIFY);
-    if decided_removals {
-        notify.extend(names(REMOVE));
-        legacy.extend(names(LEGACY_REMOVE));
-    }
+    notify.extend(names(REMOVE));
+    legacy.extend(names(LEGACY_REMOVE));
     let mode = |syscall: &str, mode_arg: u8, legacy: bool| ModeArg {
         syscall: syscall.into(),
         mode_arg,
+        legacy,
+    };
+    let path = |syscall: &str, path_arg: u8, legacy: bool| PathArg {
+        syscall: syscall.into(),
+        path_arg,
         legacy,
     };
     let owner = |syscall: &str, uid_arg: u8, legacy: bool| OwnerArgs {
@@ -119,6 +127,12 @@ pub(crate) fn build(
                 owner("lchown", 1, true),
             ],
             ids,
+            notify_if_path: vec![
+                path("utimensat", 1, false),
+                path("futimesat", 1, true),
+                path("utimes", 0, true),
+                path("utime", 0, true),
+            ],
             notify_if_eq: Vec::new(),
             watch: names(&["umask", "chdir", "fchdir"]),
             enosys: names(&["openat2", "fchmodat2", "setxattrat", "removexattrat"]),
