@@ -339,19 +339,29 @@ mod tests {
     }
 
     #[test]
-    fn removals_reach_pid_one_with_or_without_a_deny_write_entry() {
-        // With one, pid 1 may refuse a removal; without, it still performs
-        // each, so that one the kernel refuses outside the roots is reported.
-        for deny_write in [false, true] {
-            let p = program_with_workspace(deny_write);
-            for flags in [0, libc::AT_REMOVEDIR as u64] {
-                let args = [3, 0x1000, flags, 0, 0, 0];
-                assert_eq!(call(&p, libc::SYS_unlinkat, args), NOTIFY);
+    fn removals_reach_pid_one_by_path_or_all_when_a_deny_write_entry_can_refuse_them() {
+        let free = program_with_workspace(false);
+        let decided = program_with_workspace(true);
+        let cwd = (-100i32) as u32 as u64;
+        for flags in [0, libc::AT_REMOVEDIR as u64] {
+            // From the working directory or absolute: for the report of
+            // the kernel's refusal outside the roots.
+            let by_path = [cwd, 0x1000, flags, 0, 0, 0];
+            assert_eq!(call(&free, libc::SYS_unlinkat, by_path), NOTIFY);
+            // The kernel reads an int: a high word changes nothing.
+            let high = [cwd | (7 << 32), 0x1000, flags, 0, 0, 0];
+            assert_eq!(call(&free, libc::SYS_unlinkat, high), NOTIFY);
+            // Relative to a descriptor (each entry of an rm -rf): through.
+            let by_fd = [3, 0x1000, flags, 0, 0, 0];
+            assert_eq!(call(&free, libc::SYS_unlinkat, by_fd), ALLOW);
+            for args in [by_path, by_fd] {
+                assert_eq!(call(&decided, libc::SYS_unlinkat, args), NOTIFY);
             }
-            #[cfg(target_arch = "x86_64")]
-            for nr in [libc::SYS_unlink, libc::SYS_rmdir] {
-                assert_eq!(call(&p, nr, [0x1000, 0, 0, 0, 0, 0]), NOTIFY);
-            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        for nr in [libc::SYS_unlink, libc::SYS_rmdir] {
+            assert_eq!(call(&free, nr, [0x1000, 0, 0, 0, 0, 0]), ALLOW);
+            assert_eq!(call(&decided, nr, [0x1000, 0, 0, 0, 0, 0]), NOTIFY);
         }
     }
 

@@ -8,15 +8,15 @@
 //! only when their effect can make something run or let others change a
 //! file (a risky mode, a new owner); timestamps only by path (pid 1
 //! performs them, deciding nothing, to report the kernel's refusal outside
-//! the roots; `futimens` on a descriptor never reaches it); every removal
-//! (pid 1 performs it: only `denyWrite` refuses one inside the roots, and
-//! one the kernel refuses outside them is reported as a refused write,
-//! which the user would otherwise see only as the tool's `EROFS`).
+//! the roots; `futimens` on a descriptor never reaches it); removals
+//! always when a `denyWrite` entry below a guarded root could refuse one,
+//! else those named by path (for the report of the kernel's refusal
+//! outside the roots: `REMOVE`).
 
 use super::rules::{Rules, TMP};
 use crate::Policy;
 use crate::guard::names::XdgDirs;
-use crate::guard::{FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, PathArg};
+use crate::guard::{ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, PathArg};
 use std::path::{Path, PathBuf};
 
 /// The calls always sent to pid 1, on every architecture (kernel names).
@@ -39,15 +39,24 @@ const NOTIFY: &[&str] = &[
 /// x86_64-only calls always sent to pid 1.
 const LEGACY_NOTIFY: &[&str] = &["creat", "mkdir", "mknod", "link", "symlink", "rename"];
 
-/// Removals (`unlinkat` on every architecture, then x86_64's own). Sent
-/// to pid 1 whatever the policy: inside the roots only `denyWrite` refuses
-/// one, but outside them the kernel does (`EROFS` from the read-only root,
-/// `EACCES` from Landlock), and pid 1, which performs the call with the
-/// command's rights, is what turns that errno into the line naming the
-/// entry to add (issue 29). Before, with no `denyWrite` below a root, the
-/// filter let removals through and `rm` outside the roots failed silently.
+/// Removals (`unlinkat` on every architecture, then x86_64's own). With a
+/// `denyWrite` entry below a root, every one reaches pid 1, which decides
+/// and performs it. Without one the guard refuses none, but the kernel
+/// refuses those outside the roots (`EROFS` from the read-only root,
+/// `EACCES` from Landlock), and only pid 1 can turn that into the line
+/// naming the entry to add (issue 29). Then only `unlinkat` from the
+/// working directory or by absolute path reaches it (`AT_FDCWD`: how `rm`
+/// names what the user typed, and the top of an `rm -rf`); pid 1 lets one
+/// spelled inside a root go on and performs the rest
+/// (`jail/src/guard/serve.rs`). Not the removals relative to a directory
+/// descriptor (each entry of an `rm -rf`), nor x86_64's `unlink` and
+/// `rmdir` (what `git checkout` makes for each changed file): a round trip
+/// each costs more than the removal (measured: `docs/benchmarks.md`).
 const REMOVE: &[&str] = &["unlinkat"];
 const LEGACY_REMOVE: &[&str] = &["unlink", "rmdir"];
+
+/// `AT_FDCWD`, as the filter reads the low word of an `int` argument.
+const AT_FDCWD: i32 = -100;
 
 /// Build the guard plan from the resolved rules.
 pub(crate) fn build(
@@ -82,11 +91,23 @@ pub(crate) fn build(
         legacy,
     };
     let deny_write: Vec<PathBuf> = rules.deny_write.iter().cloned().collect();
+    let decided_removals = deny_write
+        .iter()
+        .any(|d| roots.iter().any(|r| d.starts_with(r)));
     let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let mut notify = names(NOTIFY);
     let mut legacy = names(LEGACY_NOTIFY);
-    notify.extend(names(REMOVE));
-    legacy.extend(names(LEGACY_REMOVE));
+    let mut notify_if_eq = Vec::new();
+    if decided_removals {
+        notify.extend(names(REMOVE));
+        legacy.extend(names(LEGACY_REMOVE));
+    } else {
+        notify_if_eq.push(ArgEq {
+            syscall: "unlinkat".into(),
+            arg: 0,
+            value: AT_FDCWD as u32,
+        });
+    }
     let mode = |syscall: &str, mode_arg: u8, legacy: bool| ModeArg {
         syscall: syscall.into(),
         mode_arg,
@@ -133,7 +154,7 @@ pub(crate) fn build(
                 path("utimes", 0, true),
                 path("utime", 0, true),
             ],
-            notify_if_eq: Vec::new(),
+            notify_if_eq,
             watch: names(&["umask", "chdir", "fchdir"]),
             enosys: names(&["openat2", "fchmodat2", "setxattrat", "removexattrat"]),
         },
