@@ -271,8 +271,13 @@ fn a_removal_outside_the_roots_gives_one_line_and_rm_rf_inside_none() {
     let kept = lab.join("outside/notes.txt");
     std::fs::write(&kept, "mine").unwrap();
     let s = settings("pty-remove", &[], &["."]);
+    // rm's stdin is not the terminal, as under an agent or a script: at a
+    // terminal, coreutils' rm (not -f, not root) first asks
+    // faccessat(W_OK), and on EROFS says so without ever calling unlink
+    // (docs/enforcement.md, "Not reported"). The sleep lets the line come
+    // while the command runs.
     let script = format!(
-        "rm -rf build && echo removed; rm {}; echo rm=$?",
+        "rm -rf build && echo removed; rm {} </dev/null; echo rm=$?; sleep 0.5",
         kept.display()
     );
     let screen = on_pty_in(
@@ -341,7 +346,7 @@ fn a_timestamp_change_outside_the_roots_gives_one_line() {
     }
     let s = settings("pty-times", &[], &["."]);
     let script = format!(
-        "touch -d 2001-01-01 inside.txt && echo inside; touch {}; touch -h {}; echo end",
+        "touch -d 2001-01-01 inside.txt && echo inside; touch {}; touch -h {}; echo end; sleep 0.5",
         a.display(),
         b.display()
     );
