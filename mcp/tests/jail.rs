@@ -174,7 +174,7 @@ fn execute_through_oajail_and_its_proxy() {
         2,
         "nothing new upstream"
     );
-    let log = s.stderr.lock().unwrap().clone();
+    let log = s.stderr_with("oajail: proxy refused");
     assert!(
         !log.contains("egress is NOT bounded"),
         "the server did not see its wrapper:\n{log}"

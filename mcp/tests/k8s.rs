@@ -90,17 +90,47 @@ fn the_deployment_asks_for_what_the_server_needs() {
         c["resources"]["requests"]["memory"].is_string()
             && c["resources"]["requests"]["cpu"].is_string()
     );
-    assert!(c["resources"]["limits"]["memory"].is_string());
+    // The pod's memory limit covers the jail's own bound for the
+    // ConfigMap's limits, so a script meets its heap cap before the
+    // kernel's OOM killer acts in the pod (and may take the server).
+    let config = &kind(&docs, "ConfigMap")["data"];
+    let setting =
+        |k: &str, default: u64| config[k].as_str().map_or(default, |v| v.parse().unwrap());
+    let defaults = openagenda_mcp::config::Limits::default();
+    let limits = openagenda_mcp::config::Limits {
+        memory_mb: setting("OA_SANDBOX_MEMORY_MB", defaults.memory_mb),
+        max_concurrency: setting("OA_MAX_CONCURRENCY", defaults.max_concurrency as u64) as usize,
+        pool_size: setting("OA_WORKER_POOL", defaults.pool_size as u64) as usize,
+        ..defaults
+    };
+    let bound = limits.jail_bounds().address_space_bytes;
+    let pod_limit = quantity(c["resources"]["limits"]["memory"].as_str().unwrap());
+    assert!(
+        pod_limit >= bound,
+        "limits.memory {pod_limit} is below the jail's bound {bound}"
+    );
     assert_eq!(
         c["env"][0]["valueFrom"]["secretKeyRef"]["key"],
         json!("token-exchange-client-secret"),
         "the client secret comes from a Secret, not the ConfigMap"
     );
-    let config = &kind(&docs, "ConfigMap")["data"];
     assert!(config.get("OA_TOKEN_EXCHANGE_CLIENT_SECRET").is_none());
     let service = kind(&docs, "Service");
     assert_eq!(service["spec"]["sessionAffinity"], json!("ClientIP"));
     assert_eq!(service["spec"]["ports"][0]["targetPort"], json!("http"));
+}
+
+/// A Kubernetes memory quantity in bytes (the binary suffixes used here).
+fn quantity(q: &str) -> u64 {
+    let (n, unit) = q.split_at(q.find(|c: char| !c.is_ascii_digit()).unwrap_or(q.len()));
+    let mult = match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        other => panic!("unit {other} in {q}"),
+    };
+    n.parse::<u64>().unwrap() * mult
 }
 
 /// The container's arguments with the port replaced, and the ConfigMap's

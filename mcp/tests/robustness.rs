@@ -277,3 +277,37 @@ fn a_normal_shutdown_logs_no_error() {
         "{log}"
     );
 }
+
+#[test]
+fn a_worker_killed_before_its_deadline_is_reported_as_out_of_memory() {
+    // A pod's `limits.memory` (or any memory cgroup) ends a worker whose
+    // heap outgrows it with the OOM killer's SIGKILL, long before the
+    // execute's deadline: the model must hear "memory", not "infinite loop".
+    let mut s = Server::start(
+        &[
+            ("OA_CODE_EGRESS_AUTHORITY", "none"),
+            ("OA_SANDBOX_TIMEOUT_MS", "8000"),
+        ],
+        &[],
+    );
+    s.execute("return 0");
+    let id = s.request(
+        "tools/call",
+        json!({"_meta": support::meta(), "name": "execute",
+               "arguments": {"code": "const t = Date.now(); while (Date.now() - t < 4000) {} return 'done'"}}),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    for worker in support::children(s.pid()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(worker as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let r = s.response(id, SECS);
+    assert_eq!(error_code(&r["result"]), "memory_limit", "{r}");
+    let text = r["result"].to_string();
+    assert!(
+        text.contains("out-of-memory killer") && text.contains("before its 8000 ms deadline"),
+        "{text}"
+    );
+}

@@ -155,7 +155,7 @@ impl Executor {
         };
         let outcome = match (outcome, worker.as_mut()) {
             (Err(e), Some(w)) if e.code == "worker_gone" => {
-                Err(crash_error(w, self.limits.timeout).await)
+                Err(crash_error(w, self.limits.timeout, deadline).await)
             }
             (Err(e), None) if e.code == "worker_gone" => {
                 Err(ExecError::new("js_runtime_error", e.message))
@@ -224,17 +224,11 @@ fn timeout_error(limit: Duration) -> ExecError {
 }
 
 /// Explains a worker that went away mid-run from its exit status.
-async fn crash_error(w: &mut Worker, limit: Duration) -> ExecError {
+async fn crash_error(w: &mut Worker, limit: Duration, deadline: Instant) -> ExecError {
     let status = tokio::time::timeout(Duration::from_millis(200), w.child.wait()).await;
     match status.ok().and_then(Result::ok).and_then(|s| s.signal()) {
         Some(libc::SIGXCPU) => timeout_error(limit),
-        Some(libc::SIGKILL) => ExecError::new(
-            "timeout",
-            format!(
-                "the worker was killed (SIGKILL) before finishing: CPU time limit ({} ms deadline) or an outside kill",
-                limit.as_millis()
-            ),
-        ),
+        Some(libc::SIGKILL) => killed_error(limit, deadline),
         Some(libc::SIGABRT) => ExecError::new(
             "memory_limit",
             "the worker aborted, most likely out of memory (address-space limit reached)",
@@ -245,6 +239,33 @@ async fn crash_error(w: &mut Worker, limit: Duration) -> ExecError {
         ),
         None => ExecError::new("js_runtime_error", "the worker exited unexpectedly"),
     }
+}
+
+/// A worker killed by SIGKILL. Its CPU limit (`RLIMIT_CPU`, hard at the
+/// deadline + 3 s) cannot fire before the deadline: the single-threaded
+/// worker cannot have used more CPU than wall time. A kill before it comes
+/// from outside, and in a container or cgroup with a memory limit (a
+/// Kubernetes pod's `limits.memory`) that is the out-of-memory killer,
+/// which picks the largest process: the worker holding the script's heap.
+fn killed_error(limit: Duration, deadline: Instant) -> ExecError {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return ExecError::new(
+            "timeout",
+            format!(
+                "the worker was killed (SIGKILL) at its {} ms deadline (possible infinite loop or too-heavy processing)",
+                limit.as_millis()
+            ),
+        );
+    }
+    ExecError::new(
+        "memory_limit",
+        format!(
+            "the worker was killed (SIGKILL) after {} ms, before its {} ms deadline: most likely by the out-of-memory killer of the container's or cgroup's memory limit (or by an outside kill); use less memory",
+            (limit - left).as_millis(),
+            limit.as_millis()
+        ),
+    )
 }
 
 fn finish(outcome: Result<ExecOutput, ExecError>, calls: Calls) -> Result<ExecOutput, ExecError> {

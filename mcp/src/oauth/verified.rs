@@ -1,10 +1,10 @@
 //! Tokens already verified, remembered by digest until they expire.
 //!
 //! A client sends the same bearer token with every request of a session,
-//! and checking its signature costs more than the rest of the request's
-//! handling (RS256 ~60 µs, ES256 ~160 µs on the benchmark machine). A
-//! token that passed every check is remembered under its SHA-256, with
-//! what the checks found, so its next request costs a hash and a lookup.
+//! and checking its signature (22–45 µs p50 on the benchmark machine) is
+//! most of the request's own handling. A token that passed every check is
+//! remembered under its SHA-256, with what the checks found, so its next
+//! request costs a hash and a lookup (0.5–0.7 µs).
 //!
 //! What a hit still checks, so the answer is the one a full verification
 //! would give:

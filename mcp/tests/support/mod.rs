@@ -230,6 +230,19 @@ impl Server {
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
     }
+
+    /// Stderr once it holds `text` (the wrapper's lines are written by
+    /// other processes, after the answer), or as it is after 10 s.
+    pub fn stderr_with(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = self.stderr.lock().unwrap().clone();
+            if log.contains(text) || Instant::now() >= deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
