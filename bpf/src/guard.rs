@@ -15,11 +15,6 @@
 //!    jeq fchmodat, 0, 2              the same per mode-notified call
 //!    ld  [args[2] low word]
 //!    jset RISKY_MODE, <notify>, <allow>
-//!    jeq utimensat, 0, 4             one per call notified when it names a path
-//!    ld  [args[1] low word]          (a pointer is NULL when both words are)
-//!    jeq 0, 0, <notify>
-//!    ld  [args[1] high word]
-//!    jeq 0, <allow>, <notify>
 //!    jeq fchownat, 0, 6              one per owner-notified call
 //!    ld  [args[2] low word]          the uid: own or -1 goes on to the gid
 //!    jeq UID, 2, 0
@@ -151,15 +146,6 @@ fn guarded_chain(
         d.push(stmt(LD_W_ABS, OFFSET_ARGS + 8 * u32::from(c.mode_arg)));
         d.push(jump(JSET, RISKY_MODE, NOTIFY, ALLOW));
     }
-    for c in plan.notify_if_path.iter().filter(|c| legacy || !c.legacy) {
-        // A pointer is NULL when both of its words are zero.
-        test(d, &c.syscall, NEXT, 4)?;
-        let arg = OFFSET_ARGS + 8 * u32::from(c.path_arg);
-        d.push(stmt(LD_W_ABS, arg));
-        d.push(jump(JEQ, 0, NEXT, NOTIFY));
-        d.push(stmt(LD_W_ABS, arg + 4));
-        d.push(jump(JEQ, 0, ALLOW, NOTIFY));
-    }
     for c in &plan.notify_if_eq {
         // The low word, as the kernel reads an `int` argument.
         test(d, &c.syscall, NEXT, 2)?;
@@ -252,11 +238,11 @@ mod tests {
         let own = [3, 1000, 1000, 0, 0, 0];
         assert_eq!(call(&p, libc::SYS_fchown, own), ALLOW);
         assert_eq!(call(&p, libc::SYS_fchown, [3, 0, 0, 0, 0, 0]), NOTIFY);
-        // Timestamps reach pid 1 only by path (either word of the pointer
-        // set); futimens on a descriptor passes.
-        for path in [0x7fff_0000_1000, 0x1000, 0x7fff_0000_0000] {
-            assert_eq!(call(&p, libc::SYS_utimensat, [3, path, 0, 0, 0, 0]), NOTIFY);
-        }
+        // Timestamps never reach pid 1, with or without a path.
+        assert_eq!(
+            call(&p, libc::SYS_utimensat, [3, 0x7fff_0000_1000, 0, 0, 0, 0]),
+            ALLOW
+        );
         assert_eq!(call(&p, libc::SYS_utimensat, [3, 0, 0, 0, 0, 0]), ALLOW);
         for flags in [
             libc::O_WRONLY,
@@ -392,14 +378,9 @@ mod tests {
             assert_eq!(call(&p, nr, [0x1000, 0, 1000, 0, 0, 0]), NOTIFY, "{nr}");
             assert_eq!(call(&p, nr, [0x1000, 1000, 1000, 0, 0, 0]), ALLOW, "{nr}");
         }
-        for nr in [libc::SYS_utime, libc::SYS_utimes] {
-            assert_eq!(call(&p, nr, [0x1000, 0, 0, 0, 0, 0]), NOTIFY, "{nr}");
+        for nr in [libc::SYS_utime, libc::SYS_utimes, libc::SYS_futimesat] {
+            assert_eq!(call(&p, nr, [3, 0x1000, 0, 0, 0, 0]), ALLOW, "{nr}");
         }
-        assert_eq!(
-            call(&p, libc::SYS_futimesat, [3, 0x1000, 0, 0, 0, 0]),
-            NOTIFY
-        );
-        assert_eq!(call(&p, libc::SYS_futimesat, [3, 0, 0, 0, 0, 0]), ALLOW);
         assert_eq!(call(&p, libc::SYS_open, [0, 0, 0, 0, 0, 0]), ALLOW);
         assert_eq!(call(&p, libc::SYS_open, [0, creat, 0, 0, 0, 0]), NOTIFY);
         assert_eq!(call(&p, libc::SYS_open, [0, 1, 0, 0, 0, 0]), NOTIFY);

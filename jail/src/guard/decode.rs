@@ -1,4 +1,6 @@
 //! Guarded system calls, decoded from their number and raw arguments.
+//! Timestamps never reach pid 1 (the filter lets them through), so the
+//! `utime` family is not here.
 
 /// `AT_FDCWD` as a raw 64-bit argument.
 const CWD: u64 = -100i64 as u64;
@@ -22,19 +24,6 @@ pub(crate) enum Obj {
     },
     /// A descriptor of the caller.
     Fd(u64),
-}
-
-/// The time argument of a `utime*` call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Times {
-    /// Now (a NULL argument).
-    Now,
-    /// `struct timespec[2]` at this address.
-    Spec(u64),
-    /// `struct timeval[2]` at this address.
-    Val(u64),
-    /// `struct utimbuf` at this address.
-    Buf(u64),
 }
 
 /// A guarded call.
@@ -100,12 +89,6 @@ pub(crate) enum Call {
     RemoveXattr {
         obj: Obj,
         name: u64,
-    },
-    /// A timestamp change by path (the filter lets the descriptor forms
-    /// through).
-    Utimes {
-        obj: Obj,
-        times: Times,
     },
     /// `umask`: watched, then let through.
     Umask {
@@ -203,15 +186,6 @@ fn metadata(nr: i64, a: [u64; 6]) -> Option<Call> {
             obj: Obj::Fd(a[0]),
             mode: a[1],
         },
-        // A NULL path means the descriptor itself (futimens).
-        libc::SYS_utimensat if a[1] == 0 => Call::Utimes {
-            obj: Obj::Fd(a[0]),
-            times: or_now(a[2], Times::Spec),
-        },
-        libc::SYS_utimensat => Call::Utimes {
-            obj: at(a[0], a[1], a[3]),
-            times: or_now(a[2], Times::Spec),
-        },
         libc::SYS_fchownat => Call::Chown {
             obj: at(a[0], a[1], a[4]),
             uid: a[2],
@@ -249,11 +223,6 @@ fn set_xattr(obj: Obj, a: [u64; 6]) -> Call {
         size: a[3],
         flags: a[4],
     }
-}
-
-/// A time argument: NULL means now.
-fn or_now(addr: u64, times: fn(u64) -> Times) -> Times {
-    if addr == 0 { Times::Now } else { times(addr) }
 }
 
 /// The x86_64 calls without a directory argument: relative to the cwd.
@@ -333,27 +302,6 @@ fn legacy(nr: i64, a: [u64; 6]) -> Option<Call> {
             },
             uid: a[1],
             gid: a[2],
-        },
-        libc::SYS_utime => Call::Utimes {
-            obj: follow(a[0]),
-            times: or_now(a[1], Times::Buf),
-        },
-        libc::SYS_utimes => Call::Utimes {
-            obj: follow(a[0]),
-            times: or_now(a[1], Times::Val),
-        },
-        libc::SYS_futimesat if a[1] == 0 => Call::Utimes {
-            obj: Obj::Fd(a[0]),
-            times: or_now(a[2], Times::Val),
-        },
-        libc::SYS_futimesat => Call::Utimes {
-            obj: Obj::Path {
-                dir: a[0],
-                path: a[1],
-                follow: true,
-                empty: false,
-            },
-            times: or_now(a[2], Times::Val),
         },
         _ => return None,
     })
@@ -448,62 +396,6 @@ mod tests {
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn timestamps_by_path_keep_their_flags_and_a_null_path_is_the_descriptor() {
-        let nofollow = NOFOLLOW | EMPTY_PATH;
-        assert_eq!(
-            decode(libc::SYS_utimensat, [3, 0x1000, 0x2000, nofollow, 0, 0]),
-            Some(Call::Utimes {
-                obj: Obj::Path {
-                    dir: 3,
-                    path: 0x1000,
-                    follow: false,
-                    empty: true
-                },
-                times: Times::Spec(0x2000)
-            })
-        );
-        assert_eq!(
-            decode(libc::SYS_utimensat, [7, 0, 0, 0, 0, 0]),
-            Some(Call::Utimes {
-                obj: Obj::Fd(7),
-                times: Times::Now
-            })
-        );
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn legacy_timestamps_read_their_own_time_formats() {
-        let follow = |path| Obj::Path {
-            dir: CWD,
-            path,
-            follow: true,
-            empty: false,
-        };
-        let utimes = |obj, times| Some(Call::Utimes { obj, times });
-        assert_eq!(
-            decode(libc::SYS_utime, [0x1000, 0x2000, 0, 0, 0, 0]),
-            utimes(follow(0x1000), Times::Buf(0x2000))
-        );
-        assert_eq!(
-            decode(libc::SYS_utimes, [0x1000, 0, 0, 0, 0, 0]),
-            utimes(follow(0x1000), Times::Now)
-        );
-        assert_eq!(
-            decode(libc::SYS_futimesat, [4, 0x1000, 0x2000, 0, 0, 0]),
-            utimes(
-                Obj::Path {
-                    dir: 4,
-                    path: 0x1000,
-                    follow: true,
-                    empty: false
-                },
-                Times::Val(0x2000)
-            )
-        );
-    }
-
     #[test]
     fn legacy_calls_use_the_cwd() {
         let a = [1, 2, 3, 4, 5, 6];

@@ -41,7 +41,6 @@ mod probe;
 mod report;
 mod resolve;
 mod serve;
-mod times;
 
 pub(crate) use mover::Mover;
 pub(crate) use serve::Server;

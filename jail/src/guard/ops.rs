@@ -92,10 +92,6 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
             let name = c.string(name)?;
             meta(d, c, obj, |t| t.removexattr(&name))
         }
-        Call::Utimes { obj, times } => {
-            super::times::utimes(d, c, obj, times)?;
-            Ok(Answer::Value(0))
-        }
         // Handled by the server before a caller is made.
         Call::Umask { .. } | Call::Chdir | Call::Socket { .. } => Err(Errno::NOSYS),
     }

@@ -35,8 +35,6 @@ pub(crate) struct Server {
     /// The container tier's connect hand-off (its calls come through the
     /// same listener: a filter chain has one).
     connect: Option<Connector>,
-    /// The last write refusal reported: thread and path.
-    last_refused: Option<(u32, String)>,
     /// No `denyWrite` entry lies below a root, so the guard refuses no
     /// removal: the filter sends only those named from the working
     /// directory or by absolute path, for their report
@@ -67,7 +65,6 @@ impl Server {
             decider: Decider::new(plan, prime, mover),
             callers: Callers::new(),
             connect: connect.map(Connector::new),
-            last_refused: None,
         }
     }
 
@@ -95,9 +92,7 @@ impl Server {
         }
         self.decider.seen().clear();
         // Not a guarded call (the filter and this table disagree): refuse.
-        let decoded = decode(n.nr, n.args);
-        let times = matches!(decoded, Some(Call::Utimes { .. }));
-        let result = match decoded {
+        let result = match decode(n.nr, n.args) {
             None => Err(Errno::NOSYS),
             Some(Call::Umask { mask }) => {
                 // Learn the new mask; the call itself has no path to race.
@@ -153,13 +148,7 @@ impl Server {
         if let Err(e) = &result
             && let Some(refusal) = self.decider.seen().refusal(*e, n.tid, &self.roots)
         {
-            // `touch` opens the file for writing and, refused, sets its
-            // times by path: the same refusal to the user, said once.
-            let again = Some((n.tid, refusal.path.clone()));
-            if !(times && self.last_refused == again) {
-                self.last_refused = again;
-                events.refused(refusal);
-            }
+            events.refused(refusal);
         }
         let listener = self.listener.as_fd();
         match result {

@@ -6,9 +6,7 @@
 //! Which calls go to pid 1, by class (`docs/enforcement.md`, "What reaches
 //! pid 1"): every call that makes a name or writes a file; metadata calls
 //! only when their effect can make something run or let others change a
-//! file (a risky mode, a new owner); timestamps only by path (pid 1
-//! performs them, deciding nothing, to report the kernel's refusal outside
-//! the roots; `futimens` on a descriptor never reaches it); removals
+//! file (a risky mode, a new owner), never for timestamps; removals
 //! always when a `denyWrite` entry below a guarded root could refuse one,
 //! else those named by path (for the report of the kernel's refusal
 //! outside the roots: `REMOVE`).
@@ -16,7 +14,7 @@
 use super::rules::{Rules, TMP};
 use crate::Policy;
 use crate::guard::names::XdgDirs;
-use crate::guard::{ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, PathArg};
+use crate::guard::{ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs};
 use std::path::{Path, PathBuf};
 
 /// The calls always sent to pid 1, on every architecture (kernel names).
@@ -113,11 +111,6 @@ pub(crate) fn build(
         mode_arg,
         legacy,
     };
-    let path = |syscall: &str, path_arg: u8, legacy: bool| PathArg {
-        syscall: syscall.into(),
-        path_arg,
-        legacy,
-    };
     let owner = |syscall: &str, uid_arg: u8, legacy: bool| OwnerArgs {
         syscall: syscall.into(),
         uid_arg,
@@ -148,12 +141,6 @@ pub(crate) fn build(
                 owner("lchown", 1, true),
             ],
             ids,
-            notify_if_path: vec![
-                path("utimensat", 1, false),
-                path("futimesat", 1, true),
-                path("utimes", 0, true),
-                path("utime", 0, true),
-            ],
             notify_if_eq,
             watch: names(&["umask", "chdir", "fchdir"]),
             enosys: names(&["openat2", "fchmodat2", "setxattrat", "removexattrat"]),

@@ -27,7 +27,6 @@ fn plan(roots: &[&str], deny_write: &[&str]) -> GuardPlan {
             legacy: Vec::new(),
             notify_if_write: Vec::new(),
             notify_if_mode: Vec::new(),
-            notify_if_path: Vec::new(),
             notify_if_eq: Vec::new(),
             notify_unless_owner: Vec::new(),
             ids: Ids { uid: 0, gid: 0 },

@@ -47,8 +47,7 @@ pub use crate::stat::{FileKind, Stat};
 pub use above::{ABOVE, AboveEntry, Needs};
 pub use decide::{ABOVE_RULE, DEFAULT_HINT, DEFAULT_RULE, Denial, Guard, Op, Request, Verdict};
 pub use plan::{
-    ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, PathArg, RISKY_MODE,
-    WRITE_FLAGS,
+    ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, RISKY_MODE, WRITE_FLAGS,
 };
 
 use std::path::Path;

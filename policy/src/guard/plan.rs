@@ -57,23 +57,6 @@ pub struct OwnerArgs {
     pub legacy: bool,
 }
 
-/// A call sent to pid 1 only when its path argument is not NULL: the
-/// timestamp calls (`utimensat(fd, NULL, …)` is `futimens`, a call on a
-/// descriptor the command opened, which needs no word). pid 1 decides
-/// nothing for them (a timestamp makes nothing run): it performs the call
-/// with the command's rights, so that one the kernel refuses outside the
-/// writable roots is reported (issue 29), as a refused write is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PathArg {
-    /// Kernel name of the call.
-    pub syscall: String,
-    /// Index of its path argument.
-    pub path_arg: u8,
-    /// x86_64 only.
-    pub legacy: bool,
-}
-
 /// A call sent to pid 1 only when an argument equals a value:
 /// `unlinkat(AT_FDCWD, …)` when no `denyWrite` entry can refuse a removal
 /// (`compile/guard.rs`), and `socket(AF_UNIX, …)` when the run reports
@@ -115,9 +98,6 @@ pub struct FilterShape {
     pub notify_unless_owner: Vec<OwnerArgs>,
     /// The command's ids those are compared with.
     pub ids: Ids,
-    /// Calls sent to pid 1 when their path argument is not NULL.
-    #[serde(default)]
-    pub notify_if_path: Vec<PathArg>,
     /// Calls sent to pid 1 when an argument has one value (absent from
     /// the plan when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -20,7 +20,6 @@ fn plan(allow_git_config: bool) -> GuardPlan {
             notify_if_mode: Vec::new(),
             notify_unless_owner: Vec::new(),
             ids: Ids { uid: 0, gid: 0 },
-            notify_if_path: Vec::new(),
             notify_if_eq: Vec::new(),
             watch: Vec::new(),
             enosys: Vec::new(),
