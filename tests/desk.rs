@@ -269,15 +269,23 @@ fn a_removal_outside_the_roots_gives_one_line_and_rm_rf_inside_none() {
     }
     std::fs::create_dir_all(lab.join("outside")).unwrap();
     let kept = lab.join("outside/notes.txt");
-    std::fs::write(&kept, "mine").unwrap();
+    let old = lab.join("outside/old.txt");
+    for f in [&kept, &old] {
+        std::fs::write(f, "mine").unwrap();
+    }
+    std::fs::create_dir_all(project.join("sub")).unwrap();
+    std::fs::write(project.join("gone.txt"), "x").unwrap();
     let s = settings("pty-remove", &[], &["."]);
     // rm's stdin is not the terminal, as under an agent or a script: at a
     // terminal, coreutils' rm (not -f, not root) first asks
     // faccessat(W_OK), and on EROFS says so without ever calling unlink
-    // (docs/enforcement.md, "Not reported"). The sleep lets the line come
-    // while the command runs.
+    // (docs/enforcement.md, "Not reported"). Relative paths are folded
+    // (`..`) against the working directory before pid 1 lets a removal
+    // inside the root go on. The sleep lets the lines come while the
+    // command runs.
     let script = format!(
-        "rm -rf build && echo removed; rm {} </dev/null; echo rm=$?; sleep 0.5",
+        "rm -rf build && rm sub/../gone.txt && echo removed; rm {} </dev/null; echo rm=$?; \
+         rm ../outside/old.txt </dev/null; sleep 0.5",
         kept.display()
     );
     let screen = on_pty_in(
@@ -288,8 +296,10 @@ fn a_removal_outside_the_roots_gives_one_line_and_rm_rf_inside_none() {
     );
     assert_eq!(screen.code, 0, "{:?}", screen.raw);
     assert!(!project.join("build").exists(), "rm -rf inside the root");
+    assert!(!project.join("gone.txt").exists(), "rm inside the root");
     assert!(screen.raw.contains("removed\r\n"), "{:?}", screen.raw);
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), "mine");
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "mine");
     // The tool's own error, as the kernel gave it, and its status.
     let tools = format!(
         "rm: cannot remove '{}': Read-only file system\r\n",
@@ -297,24 +307,27 @@ fn a_removal_outside_the_roots_gives_one_line_and_rm_rf_inside_none() {
     );
     assert_eq!(screen.raw.matches(&tools).count(), 1, "{:?}", screen.raw);
     assert!(screen.raw.contains("rm=1\r\n"), "{:?}", screen.raw);
-    let line = format!(
-        "oajail: refused write {} (remove): no filesystem.allowWrite entry covers it; \
-         add \"{}\" to filesystem.allowWrite",
-        kept.display(),
-        lab.join("outside").display()
-    );
+    let line = |p: &std::path::Path| {
+        format!(
+            "oajail: refused write {} (remove): no filesystem.allowWrite entry covers it; \
+             add \"{}\" to filesystem.allowWrite",
+            p.display(),
+            lab.join("outside").display()
+        )
+    };
     let ours: Vec<&str> = (screen.raw.lines())
         .filter(|l| l.starts_with("oajail: refused"))
         .collect();
     assert_eq!(
         ours.len(),
-        1,
-        "one line, none for the removals inside: {:?}",
+        2,
+        "one line each, none for the removals inside: {:?}",
         screen.raw
     );
-    assert!(ours[0].starts_with(&line), "{:?}", screen.raw);
+    assert!(ours[0].starts_with(&line(&kept)), "{:?}", screen.raw);
+    assert!(ours[1].starts_with(&line(&old)), "{:?}", screen.raw);
     assert!(
-        screen.raw.contains("oajail: in all, refused 1 write\r\n"),
+        screen.raw.contains("oajail: in all, refused 2 writes\r\n"),
         "{:?}",
         screen.raw
     );
