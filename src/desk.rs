@@ -159,12 +159,12 @@ impl Desk {
         if first {
             s.printed += 1;
             if s.printed <= LIVE_MAX {
-                eprintln!("oajail: {line}");
+                oajail_jail::say(format_args!("oajail: {line}"));
             } else if s.printed == LIVE_MAX + 1 {
-                eprintln!(
+                oajail_jail::say(format_args!(
                     "oajail: more than {LIVE_MAX} different refusals: the rest are counted \
                      (the total is printed at exit; --log-json FILE lists each)"
-                );
+                ));
             }
         }
     }

@@ -155,9 +155,10 @@ pub fn watch_reads(plans: &mut Plans) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `socket(AF_UNIX)`, which the policy refuses without
-/// `allowAllUnixSockets`, is refused by pid 1 instead of the deny filter,
-/// so that the refusal is seen and reported: seccomp keeps the most severe
+/// `socket(AF_UNIX)` and datagram `socketpair(AF_UNIX)`, which the policy
+/// refuses without `allowAllUnixSockets`, are refused by pid 1 instead of
+/// the deny filter, so that the refusal is seen and reported (pid 1 lets
+/// stream and seqpacket pairs go on): seccomp keeps the most severe
 /// answer of all filters, and the deny filter's `EPERM` would win over the
 /// guard's notification. Only while the guard runs (`run.rs` checks);
 /// pid 1 answers `EPERM` to every such call, and a jail whose pid 1 no
@@ -188,6 +189,15 @@ pub fn unix_sockets_to_guard(compiled: &mut oajail_policy::compile::CompiledPoli
         arg: 0,
         value: AF_UNIX,
     });
+    let deny = &mut compiled.seccomp.deny;
+    if let Some(at) = deny.iter().position(|d| d.syscall == "socketpair") {
+        deny.remove(at);
+        compiled.guard.filter.notify_if_eq.push(ArgEq {
+            syscall: "socketpair".into(),
+            arg: 0,
+            value: AF_UNIX,
+        });
+    }
 }
 
 /// Whether [`unix_sockets_to_guard`] moved the refusal.
@@ -198,7 +208,14 @@ pub fn unix_sockets_at_guard(compiled: &oajail_policy::compile::CompiledPolicy) 
 /// Undo [`unix_sockets_to_guard`]: the deny filter refuses them again.
 pub fn unix_sockets_to_deny_filter(compiled: &mut oajail_policy::compile::CompiledPolicy) {
     use oajail_policy::compile::seccomp::{AF_UNIX, ArgOp};
-    (compiled.guard.filter.notify_if_eq).retain(|e| e.syscall != "socket");
+    let notify = &mut compiled.guard.filter.notify_if_eq;
+    let pairs = notify.iter().any(|e| e.syscall == "socketpair");
+    notify.retain(|e| e.syscall != "socket" && e.syscall != "socketpair");
+    if pairs {
+        let deny = &mut compiled.seccomp.deny;
+        let at = (deny.iter().position(|d| d.syscall == "socket")).map_or(0, |i| i + 1);
+        deny.insert(at, oajail_policy::compile::seccomp::socketpair_rule());
+    }
     let rule = compiled
         .seccomp
         .deny
@@ -253,12 +270,15 @@ mod tests {
         assert!(unix_sockets_at_guard(&c));
         assert_ne!(c.seccomp, before.seccomp);
         unix_sockets_to_guard(&mut c); // once only
+        // socket(AF_UNIX) and socketpair(AF_UNIX): pid 1 sees both (the
+        // plan's own entry, unlinkat by path, is not the supervisor's).
         let sockets = |c: &oajail_policy::compile::CompiledPolicy| {
             (c.guard.filter.notify_if_eq.iter())
-                .filter(|e| e.syscall == "socket")
+                .filter(|e| e.syscall.starts_with("socket"))
                 .count()
         };
-        assert_eq!(sockets(&c), 1);
+        assert_eq!(sockets(&c), 2);
+        assert!(c.seccomp.deny.iter().all(|d| d.syscall != "socketpair"));
         unix_sockets_to_deny_filter(&mut c);
         assert_eq!(c, before);
         // Allowed by the policy: nothing to see, nothing moves.

@@ -370,10 +370,10 @@ fn supervise(
         }
     };
     if outcome.timed_out {
-        eprintln!(
+        oajail_jail::say(format_args!(
             "oajail: timeout: killed the jail after {}s",
             timeout.unwrap_or_default()
-        );
+        ));
     }
     Ok(outcome.code)
 }
@@ -442,7 +442,7 @@ fn finish_desk(desk: &Desk, listening: Option<Listening>, proxy: Option<proxy::R
         proxy.finish();
     }
     if let Some(line) = desk.summary() {
-        eprintln!("{line}");
+        oajail_jail::say(format_args!("{line}"));
     }
 }
 

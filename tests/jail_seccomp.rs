@@ -144,3 +144,48 @@ fn i386_int80_is_killed_by_the_arch_check() {
     let o = py("int80", body);
     assert_eq!(o.status.code(), Some(128 + 31), "{}{}", out(&o), err(&o));
 }
+
+/// A host datagram socket in plain view (read-only there, outside the
+/// writable roots): one end of a datagram `socketpair` could `sendto` it,
+/// so such pairs are refused, with a line, while stream and seqpacket
+/// pairs work; nothing reaches the host socket.
+#[test]
+fn a_datagram_pair_cannot_reach_a_host_socket_in_view() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = std::path::PathBuf::from(format!("/var/tmp/oajail-it-dgram-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("host.sock");
+    let _ = std::fs::remove_file(&path);
+    let host = UnixDatagram::bind(&path).unwrap();
+    host.set_nonblocking(true).unwrap();
+    let body = format!(
+        "import socket\n\
+         a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1).decode())\n\
+         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET); a.send(b'y'); print(b.recv(1).decode())\n\
+         try:\n    \
+             a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n    \
+             a.sendto(b'ESCAPED', {:?}); print('sent')\n\
+         except OSError as e: print('errno', e.errno)",
+        path.display().to_string()
+    );
+    let o = py("dgram-pair", &body);
+    let mut buf = [0u8; 64];
+    let got = host.recv(&mut buf);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        got.is_err(),
+        "the host socket received {:?}",
+        got.map(|n| buf[..n].to_vec())
+    );
+    assert_eq!(
+        out(&o).split_whitespace().collect::<Vec<_>>(),
+        ["x", "y", "errno", "1"],
+        "{}",
+        err(&o)
+    );
+    assert!(
+        err(&o).contains("oajail: refused unix socket AF_UNIX SOCK_DGRAM|SOCK_CLOEXEC (socketpair): unix sockets are off"),
+        "{}",
+        err(&o)
+    );
+}

@@ -1,7 +1,8 @@
 //! oajail warns, before running and in `policy check`, when an `allowRead`
 //! entry re-opens all of a denied region from where it runs (issue 12: the
 //! old openagenda-mcp policy `denyRead ["~"]` + `allowRead ["."]` started
-//! from `~` denied nothing).
+//! from `~` denied nothing), and only then: an allow of an ancestor of a
+//! deny leaves the deeper deny in force, so it does not warn.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
 
 mod support;
@@ -52,4 +53,32 @@ fn a_run_from_home_prints_the_warning_and_a_subdirectory_does_not() {
         .output()
         .unwrap();
     assert!(!out(&o).contains("re-opens"), "{}", out(&o));
+}
+
+#[test]
+fn an_allow_of_an_ancestor_does_not_warn_and_the_deeper_deny_holds() {
+    let home = scratch_home("reopen-ancestor");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_test"), "SECRET-KEY\n").unwrap();
+    std::fs::write(home.join("notes.txt"), "plain\n").unwrap();
+    let s = home.join("settings.json");
+    std::fs::write(
+        &s,
+        r#"{"network":{"allowedDomains":[],"deniedDomains":[]},
+        "filesystem":{"denyRead":["~/.ssh"],"allowRead":["."],"allowWrite":[],"denyWrite":[]}}"#,
+    )
+    .unwrap();
+    let s = s.to_str().unwrap();
+    let o = oajail("reopen-ancestor", &["-s", s, "policy", "check"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(!out(&o).contains("re-opens"), "{}", out(&o));
+    let script = "cat notes.txt; cat .ssh/id_test 2>/dev/null || echo denied";
+    let o = oajail("reopen-ancestor", &["-s", s, "-c", script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(!err(&o).contains("re-opens"), "{}", err(&o));
+    assert_eq!(out(&o), "plain\ndenied\n", "{}", err(&o));
 }

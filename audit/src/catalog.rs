@@ -365,7 +365,7 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "C4-syslog-dgram",
         'C',
-        "sendto a /dev/log-style datagram socket",
+        "sendto a /dev/log-style datagram socket (unbound socket, then a datagram socketpair end)",
         "SC, NS",
     ),
     a("C4-unix-socket-create", 'C', "socket(AF_UNIX)", "SC"),
@@ -1559,7 +1559,7 @@ pub const ATTACKS: &[Attack] = &[
     a(
         "F28-rules-method-override",
         'F',
-        "oajail.httpRules: GET allowed, then X-HTTP-Method-Override: DELETE, X-HTTP-Method: PUT and ?_method=DELETE on an allowed path",
+        "oajail.httpRules: GET allowed, then X-HTTP-Method-Override: DELETE, X-HTTP-Method: PUT and ?_method=DELETE on an allowed path; POST allowed, then a form body with _method=delete",
         "PX (every method a request asks for must be allowed)",
     ),
 ];

@@ -117,6 +117,7 @@ pub fn guarded(name: &str) -> Option<i64> {
         "openat" => libc::SYS_openat,
         "openat2" => libc::SYS_openat2,
         "socket" => libc::SYS_socket,
+        "socketpair" => libc::SYS_socketpair,
         // The container tier's connect hand-off (pid 1 makes them).
         "connect" => libc::SYS_connect,
         "bind" => libc::SYS_bind,

@@ -145,10 +145,10 @@ impl Connector {
     /// At exit: the total, when more refusals happened than were printed.
     pub(crate) fn report_total(&self) {
         if self.refused > LOUD_REFUSALS {
-            eprintln!(
+            crate::say(format_args!(
                 "oajail: connect: {} connects refused in total",
                 self.refused
-            );
+            ));
         }
     }
 
@@ -195,11 +195,11 @@ impl Connector {
         }
         self.refused += 1;
         if self.refused <= LOUD_REFUSALS {
-            eprintln!(
+            crate::say(format_args!(
                 "oajail: connect: refused tcp to {dst} (tcp leaves the jail only through the \
                  proxy at 127.0.0.1:{}, which HTTP_PROXY names)",
                 self.spec.jail_port
-            );
+            ));
         }
         Err(if ip.is_loopback() {
             Errno::CONNREFUSED

@@ -114,6 +114,7 @@ pub use error::{JailError, Step};
 pub use hostfs::HostFs;
 pub use launcher::{Jail, Outcome, Waited};
 pub use report::{EnforcementReport, LandlockEnforced};
+pub use screen::say;
 pub use signals::FORWARDED_SIGNALS;
 pub use spec::{JailSpec, Layers, MaskedFileSpec};
 

@@ -157,10 +157,15 @@ impl Relay {
     /// the pty has reached the host terminal (the master reads end-of-file,
     /// EIO, once no process holds the slave), then leave raw mode, so
     /// oajail's own last lines (the timeout note) print as usual.
+    ///
+    /// Raw mode goes first, stderr second: a refusal pid 1 reported just
+    /// before the end can be printed in between, and on a raw terminal its
+    /// bare `\n` would not return the cursor (the next line would start
+    /// where this one ended).
     pub(crate) fn drain(&self, limit: Duration) {
         let _ = self.drained.recv_timeout(limit);
-        self.release_stderr();
         self.unraw();
+        self.release_stderr();
     }
 
     /// Give oajail's stderr back, once what waits in the screen is written.
@@ -188,8 +193,8 @@ impl Relay {
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        self.release_stderr();
         self.unraw();
+        self.release_stderr();
     }
 }
 

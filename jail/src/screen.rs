@@ -14,8 +14,9 @@
 //! The supervisor's stderr is moved into a pipe for the relay's duration
 //! ([`Capture`]): whatever writes it (the proxy's refusal lines, the
 //! refusals pid 1 reports, warnings) goes through here, and the
-//! supervisor's descriptor 2 is put back before the terminal leaves raw
-//! mode.
+//! supervisor's descriptor 2 is put back after the terminal leaves raw
+//! mode, so a line written in between is never a bare `\n` on a raw
+//! terminal. Lines are written whole ([`say`]).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -210,6 +211,18 @@ impl State {
         let keep = seen.len().saturating_sub(8);
         self.tail = seen.split_off(keep);
     }
+}
+
+/// One line of oajail's on stderr, in one write. `eprintln!` writes a line
+/// in pieces (the prefix, each argument, the line end), and a line cut
+/// between two writes can straddle the moment [`Capture::stop`] puts the
+/// terminal back: its first piece then ends the relay as a line of its own
+/// (`oajail: ` alone) and the rest lands below it. A line of at most
+/// `PIPE_BUF` bytes in one write also never mixes with another process's.
+pub fn say(line: std::fmt::Arguments<'_>) {
+    let mut text = line.to_string();
+    text.push('\n');
+    let _ = io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// The supervisor's stderr, moved into a pipe whose lines go to the

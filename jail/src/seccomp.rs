@@ -260,6 +260,25 @@ mod tests {
     }
 
     #[test]
+    fn only_connection_mode_unix_pairs_without_allow_all_unix_sockets() {
+        let unix = libc::AF_UNIX as u64;
+        let pair =
+            |p: &_, kind: i32| call(p, libc::SYS_socketpair, [unix, kind as u64, 0, 0, 0, 0]);
+        let p = program(&Policy::builtin_default());
+        assert_eq!(pair(&p, libc::SOCK_STREAM), ALLOW);
+        assert_eq!(pair(&p, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC), ALLOW);
+        // A datagram pair can sendto any unix socket path in view.
+        assert_eq!(pair(&p, libc::SOCK_DGRAM), EPERM);
+        assert_eq!(pair(&p, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC), EPERM);
+        assert_eq!(pair(&p, libc::SOCK_RAW), EPERM);
+        let inet = [libc::AF_INET as u64, libc::SOCK_DGRAM as u64, 0, 0, 0, 0];
+        assert_eq!(call(&p, libc::SYS_socketpair, inet), ALLOW);
+        let mut open = Policy::builtin_default();
+        open.network.allow_all_unix_sockets = true;
+        assert_eq!(pair(&program(&open), libc::SOCK_DGRAM), ALLOW);
+    }
+
+    #[test]
     fn clone_flags_and_terminal_ioctls() {
         let p = program(&Policy::builtin_default());
         let clone = |flags: u64| call(&p, libc::SYS_clone, [flags, 0, 0, 0, 0, 0]);

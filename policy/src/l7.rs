@@ -14,13 +14,16 @@
 //! double encoding…) is refused instead of guessed at. Deny rules match
 //! ASCII case-insensitively, allow rules exactly. A request that asks to be
 //! treated as another method (`X-HTTP-Method-Override`, `X-HTTP-Method`,
-//! `X-Method-Override`, a `_method` query parameter) must be allowed under
-//! each method it names too.
+//! `X-Method-Override`, a `_method` query parameter, a `_method` field of a
+//! POST's form body: `l7_form.rs`) must be allowed under each method it
+//! names too.
 use crate::domain::{DomainPattern, ListKind};
 use crate::error::{JsonPath, Problem, quote};
 use crate::host::Host;
 use serde::{Deserialize, Serialize};
 
+#[path = "l7_form.rs"]
+pub mod form;
 #[path = "l7_path.rs"]
 pub mod path;
 use path::{DecodedPath, Override};
@@ -302,6 +305,30 @@ impl HttpRules {
             }
         }
         verdict
+    }
+
+    /// When a form body's `_method` could change the verdict on this
+    /// (otherwise allowed) request, the methods the rules refuse here
+    /// (`"DELETE, PUT"`); `None` when no override could be refused, so the
+    /// body need not be read.
+    ///
+    /// Rack's methods are tried, then one no rule names (Laravel and
+    /// Symfony take any method name): refused only where the rules name
+    /// methods one by one.
+    pub fn refused_override(&self, req: &RequestFacts<'_>) -> Option<String> {
+        if !self.governs(req.host) {
+            return None;
+        }
+        let decoded = path::decode(req.path).ok()?;
+        let refused = |m: &str| !matches!(self.judge_as(req, &decoded, m), RuleVerdict::Allowed(_));
+        let named: Vec<&str> = (form::RACK_METHODS.iter().copied())
+            .filter(|m| refused(m))
+            .collect();
+        match named.as_slice() {
+            [] if refused("OAJAILUNNAMEDMETHOD") => Some("a method the rules do not name".into()),
+            [] => None,
+            _ => Some(named.join(", ")),
+        }
     }
 
     /// The request judged as `method` (deny rules case-insensitively).

@@ -183,15 +183,23 @@ pub fn header_overrides<'a>(headers: impl Iterator<Item = (&'a str, &'a [u8])>) 
 /// The `_method` parameters of a query (`&` or `;` separated, keys and
 /// values percent-decoded, `+` as a space).
 pub fn query_overrides(query: &str) -> Vec<Override> {
-    query
-        .split(['&', ';'])
-        .filter_map(|pair| {
+    form_pairs(query, &['&', ';'])
+        .into_iter()
+        .filter(|(key, _)| key.eq_ignore_ascii_case(METHOD_OVERRIDE_PARAM))
+        .map(|(_, v)| Override {
+            source: METHOD_OVERRIDE_PARAM.to_owned(),
+            method: v.trim().to_ascii_uppercase(),
+        })
+        .collect()
+}
+
+/// The `key=value` pairs of a form-encoded text split on `seps`, both
+/// sides decoded (a pair without `=` has an empty value).
+pub(crate) fn form_pairs(text: &str, seps: &[char]) -> Vec<(String, String)> {
+    text.split(seps)
+        .map(|pair| {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let key = form_decode(k);
-            (key.eq_ignore_ascii_case(METHOD_OVERRIDE_PARAM)).then(|| Override {
-                source: METHOD_OVERRIDE_PARAM.to_owned(),
-                method: form_decode(v).trim().to_ascii_uppercase(),
-            })
+            (form_decode(k), form_decode(v))
         })
         .collect()
 }

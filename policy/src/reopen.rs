@@ -1,12 +1,20 @@
-//! Warnings for `allowRead` entries that re-open all of a denied region.
+//! Warnings for allow entries that lift a whole `denyRead` entry.
 //!
-//! `allowRead` carves exceptions out of `denyRead`; an exception that, once
-//! bound to the real home and working directory, is the denied directory
-//! itself or one of its ancestors cancels the deny entirely. The classic
-//! case is `denyRead ["~"]` with `allowRead ["."]` started from `~`: the
-//! policy (and its hash) reads the same from every directory, but from the
-//! home directory it denies nothing. The policy is still valid, so this is
-//! a warning (`oajail` prints it before running, `policy check` lists it).
+//! Reads follow srt's Linux precedence, as the compile layer enforces it
+//! (`compile/rules.rs`, `srt-semantics.md` §2.4): among the rules on a path
+//! and its ancestors the deepest one decides, and on the same path an allow
+//! beats a deny. `allowRead` and `allowWrite` both count as allows. So an
+//! allow cancels a `denyRead` entry entirely only when, bound to the real
+//! home and working directory, it names the denied path itself (or is
+//! `<dir>/**` of it). An allow of an ancestor re-opens nothing there: the
+//! deny is deeper and still wins. An allow inside the region opens only that
+//! part, which is what allows are for.
+//!
+//! The classic case is `denyRead ["~"]` with `allowRead ["."]` started from
+//! `~`: the policy (and its hash) reads the same from every directory, but
+//! from the home directory it denies nothing. The policy is still valid, so
+//! this is a warning (`oajail` prints it before running, `policy check`
+//! lists it).
 //!
 //! Pure path arithmetic: the caller passes the home and working directory
 //! (already resolved by the kernel, e.g. `std::env::current_dir`); this
@@ -15,28 +23,27 @@
 use crate::{FilesystemPolicy, PathEntry};
 use std::path::{Path, PathBuf};
 
-/// One warning line per (allowRead, denyRead) pair where the allow entry
-/// covers the whole denied region, in the loader's `<json path>: <what>`
-/// form.
+/// One warning line per (allow, denyRead) pair where the allow entry names
+/// the denied region itself, so the deny holds nowhere, in the loader's
+/// `<json path>: <what>` form. Deeper `denyRead` entries inside the region
+/// still hold and are not warned about.
 pub fn reopened_regions(fs: &FilesystemPolicy, home: &Path, cwd: &Path) -> Vec<String> {
+    let allows = (fs.allow_read.iter().map(|a| ("allowRead", a)))
+        .chain(fs.allow_write.iter().map(|a| ("allowWrite", a)));
     let mut out = Vec::new();
-    for allow in &fs.allow_read {
+    for (field, allow) in allows {
         let Some(opened) = covered_dir(allow, home, cwd) else {
             continue;
         };
-        for deny in &fs.deny_read {
-            if deny.is_glob() {
-                continue;
-            }
+        for deny in fs.deny_read.iter().filter(|d| !d.is_glob()) {
             let denied = deny.resolve(home, cwd);
-            if denied.starts_with(&opened) {
+            if denied == opened {
                 out.push(format!(
-                    "filesystem.allowRead: {:?} resolves to {} here, which re-opens all of denyRead {:?} ({}); \
-                     name only the paths inside it that the command needs",
+                    "filesystem.{field}: {:?} resolves to {} here, which re-opens all of denyRead {:?} \
+                     (on the same path an allow wins); name only the paths inside it that the command needs",
                     allow.path,
                     opened.display(),
                     deny.path,
-                    denied.display()
                 ));
             }
         }
@@ -89,20 +96,33 @@ mod tests {
         let w = warn(&["~"], &["."], HOME);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
-            w[0].contains("re-opens all of denyRead \"~\" (/home/u)"),
+            w[0].contains("\".\" resolves to /home/u here, which re-opens all of denyRead \"~\""),
             "{w:?}"
         );
         // From a project directory the same policy is fine…
         assert!(warn(&["~"], &["."], "/home/u/project").is_empty());
-        // …and from `/` it re-opens everything.
-        assert_eq!(warn(&["~", "/etc/secret"], &["."], "/").len(), 2);
+        // …and from `/` too: `/` is an ancestor, the deeper deny of `~` wins.
+        assert!(warn(&["~", "/etc/secret"], &["."], "/").is_empty());
     }
 
     #[test]
-    fn ancestors_and_recursive_globs_reopen() {
-        assert_eq!(warn(&["~/.ssh"], &["~"], "/").len(), 1);
-        assert_eq!(warn(&["~/.ssh"], &["~/**"], "/").len(), 1);
-        assert_eq!(warn(&["~"], &["/home"], "/").len(), 1);
+    fn the_denied_path_itself_or_its_recursive_glob_reopens() {
+        assert_eq!(warn(&["~/.ssh"], &["~/.ssh"], "/").len(), 1);
+        assert_eq!(warn(&["~/.ssh"], &["~/.ssh/**"], "/").len(), 1);
+        assert_eq!(warn(&["/"], &["/"], "/").len(), 1);
+        // Only the lifted entry is named: the deeper `~/.ssh` still holds.
+        let w = warn(&["~", "~/.ssh"], &["~"], "/");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("denyRead \"~\""), "{w:?}");
+    }
+
+    #[test]
+    fn ancestors_reopen_nothing_under_the_deeper_deny() {
+        // srt §2.4: denyRead `V/v1/token` with allowRead `V/v1` stays denied.
+        assert!(warn(&["~/.ssh"], &["~"], "/").is_empty());
+        assert!(warn(&["~/.ssh"], &["~/**"], "/").is_empty());
+        assert!(warn(&["~"], &["/home"], "/").is_empty());
+        assert!(warn(&["~/.aws"], &["."], HOME).is_empty());
     }
 
     #[test]
@@ -110,5 +130,21 @@ mod tests {
         assert!(warn(&["~"], &["~/project", "/usr/bin/x"], "/").is_empty());
         assert!(warn(&["~"], &["~/*.txt"], "/").is_empty());
         assert!(warn(&["~/.ssh/**"], &["~"], "/").is_empty());
+    }
+
+    #[test]
+    fn an_allow_write_of_the_denied_path_reopens_it_too() {
+        // allowWrite counts as an allow in the read precedence (a write
+        // root is bound, so it is readable).
+        let mut p = fs(&["~/.aws"], &[]);
+        p.allow_write = vec![PathEntry::parse("~/.aws", false).unwrap()];
+        let w = reopened_regions(&p, Path::new(HOME), Path::new("/"));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("filesystem.allowWrite: \"~/.aws\""),
+            "{w:?}"
+        );
+        p.allow_write = vec![PathEntry::parse("~", false).unwrap()];
+        assert!(reopened_regions(&p, Path::new(HOME), Path::new("/")).is_empty());
     }
 }

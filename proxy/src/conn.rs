@@ -200,6 +200,99 @@ impl BufConn {
     }
 }
 
+/// Reading ahead without consuming: a body is looked at (a form's
+/// `_method`, `form.rs`) before it is relayed, and the relay then sends
+/// the same bytes from the buffer.
+impl BufConn {
+    /// The first `n` body bytes, buffered and left in the buffer.
+    pub(crate) async fn peek_exact(
+        &mut self,
+        n: usize,
+        idle: Duration,
+    ) -> Result<Vec<u8>, ReadError> {
+        while self.buf.len() < n {
+            if self.fill(idle).await? == 0 {
+                return Err(ReadError::Closed);
+            }
+        }
+        Ok(self.buf[..n].to_vec())
+    }
+
+    /// The content of the chunked body at the start of the buffer, left
+    /// in the buffer; `None` when it is over `max` bytes (or its framing
+    /// alone takes more than four times that).
+    pub(crate) async fn peek_chunked(
+        &mut self,
+        max: usize,
+        idle: Duration,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
+        loop {
+            match decode_chunked(&self.buf, max)? {
+                Some(Chunked::Done(body)) => return Ok(Some(body)),
+                Some(Chunked::TooLarge) => return Ok(None),
+                None if self.buf.len() > 4 * max + MAX_CHUNK_LINE => return Ok(None),
+                None => {
+                    if self.fill(idle).await? == 0 {
+                        return Err(ReadError::Closed);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A chunked body decoded from a buffer.
+#[derive(Debug, PartialEq, Eq)]
+enum Chunked {
+    Done(Vec<u8>),
+    TooLarge,
+}
+
+/// Decode the chunked body at the start of `buf` with the relay's rules
+/// (size lines, CRLF after each chunk, trailers); `Ok(None)`: incomplete.
+fn decode_chunked(buf: &[u8], max: usize) -> Result<Option<Chunked>, ReadError> {
+    let line = |at: usize| -> Result<Option<(&[u8], usize)>, ReadError> {
+        let rest = &buf[at.min(buf.len())..];
+        match rest.windows(2).position(|w| w == b"\r\n") {
+            Some(pos) if pos <= MAX_CHUNK_LINE => Ok(Some((&rest[..pos], at + pos + 2))),
+            Some(_) => Err(ReadError::TooLarge),
+            None if rest.len() > MAX_CHUNK_LINE => Err(ReadError::TooLarge),
+            None => Ok(None),
+        }
+    };
+    let (mut at, mut body) = (0, Vec::new());
+    loop {
+        let Some((size_line, next)) = line(at)? else {
+            return Ok(None);
+        };
+        let size = parse_chunk_size(size_line).ok_or(ReadError::Bad("bad chunk size line"))?;
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        if size == 0 {
+            at = next;
+            break;
+        }
+        if size > max - body.len() {
+            return Ok(Some(Chunked::TooLarge));
+        }
+        if buf.len() < next + size + 2 {
+            return Ok(None);
+        }
+        if &buf[next + size..next + size + 2] != b"\r\n" {
+            return Err(ReadError::Bad("chunk data longer than its size"));
+        }
+        body.extend_from_slice(&buf[next..next + size]);
+        at = next + size + 2;
+    }
+    // Trailers up to the empty line (checked again by the relay).
+    loop {
+        match line(at)? {
+            None => return Ok(None),
+            Some((b"", _)) => return Ok(Some(Chunked::Done(body))),
+            Some((_, next)) => at = next,
+        }
+    }
+}
+
 fn is_forbidden(b: u8) -> bool {
     (b < 0x20 && !matches!(b, b'\r' | b'\n' | b'\t')) || b == 0x7f
 }
@@ -243,6 +336,21 @@ mod tests {
         ] {
             assert_eq!(parse_chunk_size(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn chunked_bodies_decode_in_place() {
+        let body = b"3\r\nabc\r\n2;x=1\r\nde\r\n0\r\nT: 1\r\n\r\n";
+        assert_eq!(
+            decode_chunked(body, 10).unwrap(),
+            Some(Chunked::Done(b"abcde".to_vec()))
+        );
+        assert_eq!(decode_chunked(body, 4).unwrap(), Some(Chunked::TooLarge));
+        for cut in [0, 3, 8, 20, body.len() - 1] {
+            assert_eq!(decode_chunked(&body[..cut], 10).unwrap(), None, "{cut}");
+        }
+        assert!(decode_chunked(b"3\r\nabcd\r\n", 10).is_err());
+        assert!(decode_chunked(b"zz\r\n", 10).is_err());
     }
 
     #[test]

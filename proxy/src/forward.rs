@@ -9,6 +9,7 @@
 //! own upstream connection (`Connection: close` upstream), so a reused
 //! connection can never carry a request for another host.
 use crate::conn::{BufConn, ReadError};
+use crate::form;
 use crate::head::{
     Body, Reject, Request, bad, connection_has, connection_tokens, error_response, is_hop_by_hop,
     push_header, refusal_response, request_body,
@@ -16,7 +17,8 @@ use crate::head::{
 use crate::route::{self, Ctx};
 use crate::shared::Shared;
 use oajail_policy::host::{self, Host};
-use oajail_policy::l7::RuleVerdict;
+use oajail_policy::l7::path::Override;
+use oajail_policy::l7::{RequestFacts, RuleVerdict};
 use tokio::io::AsyncWriteExt;
 
 struct Url {
@@ -34,6 +36,8 @@ struct Prepared {
     authority: String,
     /// The client's own `Host` header, logged when it differs.
     client_host: Option<String>,
+    /// `100 Continue` was already sent (the body was read ahead).
+    continued: bool,
 }
 
 fn prepare(req: &Request) -> Result<Prepared, Reject> {
@@ -59,6 +63,7 @@ fn prepare(req: &Request) -> Result<Prepared, Reject> {
         websocket,
         authority,
         client_host,
+        continued: false,
     })
 }
 
@@ -70,7 +75,7 @@ pub(crate) async fn forward(
     client: &mut BufConn,
     req: Request,
 ) -> Result<bool, (String, Reject)> {
-    let p = prepare(&req).map_err(|r| (req.method.clone(), r))?;
+    let mut p = prepare(&req).map_err(|r| (req.method.clone(), r))?;
     if let Some(name) = head_sentinel(shared, &req) {
         let leak = crate::masked::Leak {
             name: name.to_owned(),
@@ -79,24 +84,17 @@ pub(crate) async fn forward(
         refuse_masked(shared, ctx, client, &req, &p.url, &leak).await;
         return Ok(false);
     }
-    if let Err(message) = check_rules(shared, &req, &p.url) {
-        // A live line, as for requests inside terminated tunnels.
-        eprintln!("oajail: proxy refused {message}");
-        let mut rec = ctx.record("decision", "http_rule");
-        rec.decision = Some("deny");
-        rec.method = Some(req.method.clone());
-        rec.host = Some(p.url.host.to_string());
-        rec.port = Some(p.url.port);
-        rec.message = Some(message.clone());
-        shared.log.write(rec);
-        let answer = error_response(
-            403,
-            "Forbidden",
-            &message,
-            Some("X-Proxy-Error: blocked-by-http-rules"),
-        );
-        let _ = client.stream.write_all(&answer).await;
-        return Ok(false);
+    let checked = match check_rules(shared, &req, &p.url) {
+        Ok(()) => check_form(shared, client, &req, &mut p).await,
+        Err(message) => Err(message),
+    };
+    match checked {
+        Ok(()) => {}
+        Err(Ok(message)) => {
+            refuse_rule(shared, ctx, client, &req, &p.url, message).await;
+            return Ok(false);
+        }
+        Err(Err(e)) => return Err((req.method.clone(), bad(format!("request body: {e}")))),
     }
     let mut route = match route::open(shared, ctx, &req.method, &p.url.host, p.url.port).await {
         Ok(r) => r,
@@ -152,7 +150,7 @@ async fn send_request(
     let expects = req
         .values("expect")
         .any(|v| v.eq_ignore_ascii_case(b"100-continue"));
-    if expects && p.body != Body::None {
+    if expects && p.body != Body::None && !p.continued {
         client
             .stream
             .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -191,7 +189,7 @@ async fn refuse_masked(
     leak: &crate::masked::Leak,
 ) {
     let message = leak.message(&format!("http://{}", url.host.authority(url.port)));
-    eprintln!("oajail: proxy refused {message}");
+    crate::log::say(format_args!("oajail: proxy refused {message}"));
     let mut rec = ctx.record("decision", "masked_credential");
     rec.decision = Some("deny");
     rec.method = Some(req.method.clone());
@@ -204,25 +202,102 @@ async fn refuse_masked(
     let _ = client.stream.write_all(&answer).await;
 }
 
-/// `oajail.httpRules` for a plain-HTTP request, decided before any DNS.
-fn check_rules(shared: &Shared, req: &Request, url: &Url) -> Result<(), String> {
-    let facts = oajail_policy::l7::RequestFacts {
+/// A request refused by `oajail.httpRules`: 403, a decision line and a
+/// live stderr line.
+async fn refuse_rule(
+    shared: &Shared,
+    ctx: &Ctx,
+    client: &mut BufConn,
+    req: &Request,
+    url: &Url,
+    message: String,
+) {
+    // A live line, as for requests inside terminated tunnels.
+    crate::log::say(format_args!("oajail: proxy refused {message}"));
+    let mut rec = ctx.record("decision", "http_rule");
+    rec.decision = Some("deny");
+    rec.method = Some(req.method.clone());
+    rec.host = Some(url.host.to_string());
+    rec.port = Some(url.port);
+    rec.message = Some(message.clone());
+    shared.log.write(rec);
+    let answer = error_response(
+        403,
+        "Forbidden",
+        &message,
+        Some("X-Proxy-Error: blocked-by-http-rules"),
+    );
+    let _ = client.stream.write_all(&answer).await;
+}
+
+fn rule_facts<'a>(req: &'a Request, url: &'a Url) -> RequestFacts<'a> {
+    RequestFacts {
         https: false,
         host: &url.host,
         port: url.port,
         method: &req.method,
         path: &url.path,
-    };
+    }
+}
+
+fn overrides(req: &Request) -> Vec<Override> {
     let headers = req.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
-    let overrides = oajail_policy::l7::path::header_overrides(headers);
-    match shared.plan.http_rules.judge_with(&facts, &overrides) {
-        RuleVerdict::Refused(why) => Err(format!(
-            "{} http://{}{} is refused: {why}",
-            req.method,
-            url.host.authority(url.port),
-            url.path
-        )),
+    oajail_policy::l7::path::header_overrides(headers)
+}
+
+fn refused_line(req: &Request, url: &Url, why: &str) -> String {
+    format!(
+        "{} http://{}{} is refused: {why}",
+        req.method,
+        url.host.authority(url.port),
+        url.path
+    )
+}
+
+/// `oajail.httpRules` for a plain-HTTP request, decided before any DNS.
+fn check_rules(shared: &Shared, req: &Request, url: &Url) -> Result<(), Result<String, ReadError>> {
+    let facts = rule_facts(req, url);
+    match shared.plan.http_rules.judge_with(&facts, &overrides(req)) {
+        RuleVerdict::Refused(why) => Err(Ok(refused_line(req, url, &why))),
         RuleVerdict::Ungoverned | RuleVerdict::Allowed(_) => Ok(()),
+    }
+}
+
+/// A POST form's `_method` (`form.rs`), its body read ahead into the
+/// client's buffer; `Err(Ok(line))` refused, `Err(Err(_))` unreadable.
+async fn check_form(
+    shared: &Shared,
+    client: &mut BufConn,
+    req: &Request,
+    p: &mut Prepared,
+) -> Result<(), Result<String, ReadError>> {
+    let rules = &shared.plan.http_rules;
+    let facts = rule_facts(req, &p.url);
+    let length = match p.body {
+        Body::None => return Ok(()),
+        Body::Length(n) => Some(n),
+        Body::Chunked => None,
+    };
+    let Some(need) = form::need(rules, &facts, req.values("content-type")) else {
+        return Ok(());
+    };
+    // A client waiting for `100 Continue` sends the body only then.
+    if req
+        .values("expect")
+        .any(|v| v.eq_ignore_ascii_case(b"100-continue"))
+    {
+        let sent = client
+            .stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await;
+        sent.map_err(|e| Err(ReadError::Io(e)))?;
+        p.continued = true;
+    }
+    let idle = shared.limits.idle_timeout;
+    match form::check_plain(&need, rules, &facts, overrides(req), client, length, idle).await {
+        Ok(()) => Ok(()),
+        Err(form::Stop::Rule(why)) => Err(Ok(refused_line(req, &p.url, &why))),
+        Err(form::Stop::Read(e)) => Err(Err(e)),
     }
 }
 

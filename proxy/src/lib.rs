@@ -49,6 +49,7 @@
 mod addr;
 mod conn;
 mod flow;
+mod form;
 mod forward;
 mod head;
 mod helper;

@@ -391,6 +391,17 @@ fn live_line(rec: &Record, repeats: u64) -> String {
     )
 }
 
+/// One line of oajail's on stderr, in one write: `eprintln!` writes a
+/// line in pieces, and a line cut between two writes can straddle the end
+/// of the terminal relay, which then shows its first piece as a line of
+/// its own (oajail-jail's `say`, the same rule for the jail's lines).
+pub(crate) fn say(line: fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut text = line.to_string();
+    text.push('\n');
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 /// Client address text for the log.
 pub(crate) fn client_text(addr: SocketAddr) -> String {
     addr.to_string()

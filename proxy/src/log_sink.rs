@@ -217,10 +217,10 @@ impl Capped {
                 self.max_bytes
             );
             let _ = self.out.write_line(note.as_bytes());
-            eprintln!(
+            crate::log::say(format_args!(
                 "oajail: the decision log {} reached its {}-byte cap; later decisions are not written (the exit summary still counts refusals)",
                 self.shown, self.max_bytes
-            );
+            ));
             return;
         }
         // A full disk or a reader that went away must not stop the proxy.

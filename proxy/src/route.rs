@@ -121,7 +121,7 @@ async fn open_inner(shared: &Shared, host: &Host, port: u16) -> Result<Route, Re
             "the masked credential {name} in the destination host name: a sentinel may only go in \
              the headers of https requests to its injectHosts"
         );
-        eprintln!("oajail: proxy refused {message}");
+        crate::log::say(format_args!("oajail: proxy refused {message}"));
         return Err(Refusal::Denied {
             reason: "masked_credential",
             message,

@@ -11,6 +11,7 @@
 //! checked (`inspect.rs`) and logged, each on its own. An HTTP/1.1
 //! upstream connection that closes is dialed again at the same checked
 //! address, never resolved again.
+use crate::form;
 use crate::inspect::{self, Dest, Refused};
 use crate::log::Record;
 use crate::masked::{Leak, Scanned};
@@ -26,6 +27,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use oajail_policy::host::Host;
+use oajail_policy::l7::RequestFacts;
 use rustls::pki_types::ServerName;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -293,6 +295,10 @@ impl Conn {
             Ok(rule) => rule,
             Err(refused) => return self.refuse(rec, refused),
         };
+        let req = match self.form_check(req).await {
+            Ok(req) => req,
+            Err(refused) => return self.refuse(rec, refused),
+        };
         let issuer = (self.shared.creds)
             .issuer(&method, &self.host, self.port, req.uri().path())
             .cloned();
@@ -333,10 +339,10 @@ impl Conn {
             Some(rule) => match crate::issued::mask(&self.shared.creds, &rule, resp).await {
                 Ok(masked) => masked,
                 Err(why) => {
-                    eprintln!(
+                    crate::log::say(format_args!(
                         "oajail: proxy refused the answer of {}: {why}",
                         rule.token_url
-                    );
+                    ));
                     rec.decision = Some("deny");
                     rec.reason = "issued_token_unreadable".into();
                     rec.message = Some(why.clone());
@@ -358,11 +364,11 @@ impl Conn {
     /// Masked credentials: swap or refuse sentinels in the head, and wrap
     /// the body in the chunk scanner (whose `hit` names a sentinel found
     /// after the request went upstream).
-    fn mask_check(&self, req: Request<Incoming>) -> Result<(Parts, UpBody, Option<Hit>), Leak> {
+    fn mask_check(&self, req: Request<UpBody>) -> Result<(Parts, UpBody, Option<Hit>), Leak> {
         let (mut parts, body) = req.into_parts();
         let creds = &self.shared.creds;
         if creds.is_empty() {
-            return Ok((parts, body.map_err(Into::into).boxed(), None));
+            return Ok((parts, body, None));
         }
         let target = parts.uri.to_string();
         let dest = Some((&self.host, self.port));
@@ -372,6 +378,38 @@ impl Conn {
         Ok((parts, BoxBody::new(scanned), Some(hit)))
     }
 
+    /// A POST form's `_method` (`form.rs`): its body is buffered and
+    /// judged when the rules refuse some method on this URL.
+    async fn form_check(&self, req: Request<Incoming>) -> Result<Request<UpBody>, Refused> {
+        let rules = &self.shared.plan.http_rules;
+        let method = req.method().to_string();
+        let path = (req.uri().path_and_query()).map_or("/".to_owned(), |p| p.to_string());
+        let facts = RequestFacts {
+            https: true,
+            host: &self.host,
+            port: self.port,
+            method: &method,
+            path: &path,
+        };
+        let types = req.headers().get_all(http::header::CONTENT_TYPE).iter();
+        let Some(need) = form::need(rules, &facts, types.map(HeaderValue::as_bytes)) else {
+            return Ok(req.map(|b| b.map_err(Into::into).boxed()));
+        };
+        let headers = (req.headers().iter()).map(|(n, v)| (n.as_str(), v.as_bytes()));
+        let overrides = oajail_policy::l7::path::header_overrides(headers);
+        match form::check_buffered(&need, rules, &facts, overrides, req).await {
+            Ok(req) => Ok(req.map(|b| b.map_err(|e| match e {}).boxed())),
+            Err(why) => Err(Refused {
+                status: 403,
+                reason: "http_rule",
+                message: format!(
+                    "{method} https://{}{path} is refused: {why}",
+                    self.host.authority(self.port)
+                ),
+            }),
+        }
+    }
+
     /// A request head the strict parser refused (`sniff.rs`): the
     /// connection is dropped before hyper or the upstream sees it.
     fn malformed(&self, why: String) {
@@ -379,7 +417,7 @@ impl Conn {
             "a malformed request in the tunnel to {}: {why}",
             self.host.authority(self.port)
         );
-        eprintln!("oajail: proxy refused {message}");
+        crate::log::say(format_args!("oajail: proxy refused {message}"));
         let mut rec = self.record("", "");
         rec.method = None;
         rec.decision = Some("deny");
@@ -392,7 +430,7 @@ impl Conn {
         // Names the client sent may carry a sentinel: never logged as is.
         let message = self.shared.creds.redact(&r.message);
         // A live line: the user sees the refusal while the command runs.
-        eprintln!("oajail: proxy refused {message}");
+        crate::log::say(format_args!("oajail: proxy refused {message}"));
         rec.decision = Some("deny");
         rec.reason = r.reason.into();
         rec.message = Some(message.clone());

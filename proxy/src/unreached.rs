@@ -34,10 +34,10 @@ pub(crate) async fn answer(
     failed: &Failed,
 ) {
     let dest = host.authority(port);
-    eprintln!(
+    crate::log::say(format_args!(
         "oajail: proxy could not complete https://{dest}: {}",
         failed.message
-    );
+    ));
     let Ok(config) = mitm.server_config(host) else {
         let _ = client
             .stream

@@ -155,7 +155,7 @@ pub fn judge(
     }
     let refused = run.report.is_none()
         && run.lab.exit_code.is_some_and(|c| c != 0)
-        && run.stderr.lines().any(|l| l.starts_with("oajail"));
+        && super::lines::refusal(&run.stderr).is_some();
     match case.stage.refusal {
         Refusal::Required => return refusal_required(case, lab, run, grants, refused),
         Refusal::Blocks if refused && lab.home_changes().is_empty() => {
@@ -304,12 +304,9 @@ fn not_worked(case: &Case, lab: &Lab, run: &Run, grants: &Grants<'_>, detail: St
     }
 }
 
-/// oajail's one refusal line (or its last stderr line).
+/// oajail's refusal line, not a start-up warning (or its last stderr line).
 fn refusal_line(run: &Run) -> String {
-    let line = run
-        .stderr
-        .lines()
-        .find(|l| l.starts_with("oajail"))
+    let line = super::lines::refusal(&run.stderr)
         .or_else(|| run.stderr.lines().last())
         .unwrap_or("")
         .trim();

@@ -239,13 +239,24 @@ impl Grants<'_> {
                 .covering(loc.shown()),
             );
         };
-        let allow = self.covering(&fs.allow_read, &path)?;
-        (self.base_len(allow) > self.base_len(deny)).then(|| {
+        // The jail's precedence (`policy/src/compile/rules.rs`): the deepest
+        // rule decides, `allowWrite` counts as an allow, and on the same
+        // path an allow wins, except over a pattern deny (srt §2.4: a
+        // `**/.env` deny keeps its mask under an allow of its region).
+        let (field, allow) = [
+            ("allowRead", &fs.allow_read),
+            ("allowWrite", &fs.allow_write),
+        ]
+        .into_iter()
+        .filter_map(|(f, list)| Some((f, self.covering(list, &path)?)))
+        .max_by_key(|(_, e)| self.base_len(e))?;
+        let (a, d) = (self.base_len(allow), self.base_len(deny));
+        (a > d || (a == d && !deny.is_glob())).then(|| {
             grant(
-                "filesystem.allowRead",
+                &format!("filesystem.{field}"),
                 Some(&allow.path),
                 &format!(
-                    "filesystem.allowRead {:?} re-opens {} inside denyRead {:?}",
+                    "filesystem.{field} {:?} re-opens {} inside denyRead {:?}",
                     allow.path,
                     loc.shown(),
                     deny.path
@@ -432,6 +443,48 @@ mod tests {
         };
         assert!(
             none.tier_loss(&case("E2-udp-public", Target::Never))
+                .is_none()
+        );
+    }
+
+    fn grants_for<'a>(policy: &'a Policy) -> Grants<'a> {
+        Grants {
+            policy,
+            home: PathBuf::from("/lab/home"),
+            ws: PathBuf::from("/lab/ws"),
+            jail: None,
+        }
+    }
+
+    fn entries(l: &[&str]) -> Vec<PathEntry> {
+        l.iter()
+            .map(|p| PathEntry::parse(p, false).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn reads_follow_the_jails_precedence() {
+        let mut policy = Policy::builtin_default();
+        let fs = &mut policy.filesystem;
+        fs.deny_read = entries(&["~/.aws", "~/.ssh", "**/.env"]);
+        fs.allow_read = entries(&["~/.aws", "~", "."]);
+        fs.allow_write = entries(&["~/.ssh"]);
+        let g = grants_for(&policy);
+        let read = |r: &str| g.of(&Target::Read(Loc::Home(r.into())));
+        // An allow on the denied path itself lifts it.
+        let aws = read(".aws/credentials").unwrap();
+        assert_eq!(aws[0].field, "filesystem.allowRead");
+        // allowWrite is an allow for reads too.
+        let ssh = read(".ssh/id_rsa").unwrap();
+        assert_eq!(ssh[0].field, "filesystem.allowWrite");
+        // A pattern deny keeps its mask under an allow of its region.
+        assert!(g.of(&Target::Read(Loc::Ws(".env".into()))).is_none());
+        // An ancestor's allow does not beat a deeper deny.
+        policy.filesystem.allow_read = entries(&["~"]);
+        policy.filesystem.allow_write.clear();
+        let g = grants_for(&policy);
+        assert!(
+            g.of(&Target::Read(Loc::Home(".aws/credentials".into())))
                 .is_none()
         );
     }

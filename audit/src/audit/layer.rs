@@ -35,8 +35,8 @@ pub fn blocked_by(case: &Case, run: &Run, lab_dir: &Path) -> String {
         return match case.stage.refusal {
             Refusal::ProvesNothing => "nothing the run shows".into(),
             _ => {
-                let line = oajail_line(run, "oajail").unwrap_or_default();
-                format!("oajail refusing to run the command ({})", local(&line))
+                let line = super::lines::refusal(&run.stderr).unwrap_or_default();
+                format!("oajail refusing to run the command ({})", local(line))
             }
         };
     };
@@ -182,6 +182,26 @@ mod tests {
         assert_eq!(
             blocked_by(&c, &run(Some("EWEIRD"), "x", ""), lab),
             "an error the audit does not attribute (EWEIRD on x)"
+        );
+    }
+
+    #[test]
+    fn a_refusal_to_run_is_named_by_its_own_line_not_the_warnings_before_it() {
+        let mut c = case();
+        c.stage.refusal = crate::audit::Refusal::Blocks;
+        let lab = Path::new("/var/tmp/lab");
+        let mut stderr = String::new();
+        for i in 0..50 {
+            stderr.push_str(&format!(
+                "oajail: warning: filesystem.denyRead: /var/tmp/lab/home/.s{i} is inside the writable root\n"
+            ));
+        }
+        stderr.push_str("oajail: refusing to run: landlock is not available\n");
+        let mut refused = run(None, "", &stderr);
+        refused.report = None;
+        assert_eq!(
+            blocked_by(&c, &refused, lab),
+            "oajail refusing to run the command (oajail: refusing to run: landlock is not available)"
         );
     }
 }

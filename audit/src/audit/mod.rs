@@ -25,6 +25,7 @@ pub mod evidence;
 pub mod grant;
 pub mod jailinfo;
 pub mod layer;
+pub mod lines;
 pub mod runbook;
 pub mod session;
 pub mod sources;

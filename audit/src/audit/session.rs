@@ -213,11 +213,7 @@ impl Setup {
             return Err(AuditError::LabStep(e));
         }
         if !run.stdout.lines().any(|l| l == "read-file") {
-            let why = run
-                .stderr
-                .lines()
-                .rev()
-                .find(|l| l.starts_with("oajail"))
+            let why = super::lines::refusal(&run.stderr)
                 .or_else(|| run.stderr.lines().last())
                 .unwrap_or("no output")
                 .trim()

@@ -361,10 +361,18 @@ fn start_unix_sinks(config: &LabConfig, log: &EventLog) -> Result<()> {
         let (log, local) = (log.clone(), path.display().to_string());
         spawn_thread(move || sinks::unix_sink(l, name.into(), local, log));
     }
-    let path = run.join("log");
-    let d = UnixDatagram::bind(&path).context("unix dgram sink")?;
-    let (dlog, local) = (log.clone(), path.display().to_string());
-    spawn_thread(move || sinks::unix_dgram_sink(d, "log".into(), local, dlog));
+    // Two datagram sinks: one in the runtime directory the jail hides, one
+    // in plain view (read-only there): a read-only mount does not stop a
+    // datagram, so only the refusal of every unix socket able to address
+    // one (`socket`, datagram `socketpair`) holds that one.
+    let share = config.dir.join("share");
+    fs::create_dir_all(&share)?;
+    let _ = fs::remove_file(share.join("log"));
+    for (path, name) in [(run.join("log"), "log"), (share.join("log"), "log-in-view")] {
+        let d = UnixDatagram::bind(&path).context("unix dgram sink")?;
+        let (dlog, local) = (log.clone(), path.display().to_string());
+        spawn_thread(move || sinks::unix_dgram_sink(d, name.into(), local, dlog));
+    }
     use std::os::linux::net::SocketAddrExt;
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(config.abstract_name.as_bytes())?;
     let l = UnixListener::bind_addr(&addr).context("abstract sink")?;

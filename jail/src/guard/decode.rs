@@ -100,6 +100,13 @@ pub(crate) enum Call {
         domain: u64,
         kind: u64,
     },
+    /// `socketpair(AF_UNIX, …)`: stream and seqpacket pairs go on, the
+    /// others (datagram pairs) are refused by pid 1 and reported, when
+    /// the run moved that refusal here from the deny filter.
+    SocketPair {
+        domain: u64,
+        kind: u64,
+    },
     /// `chdir`, `fchdir`: watched, then let through.
     Chdir,
 }
@@ -112,6 +119,10 @@ pub(crate) fn decode(nr: i64, a: [u64; 6]) -> Option<Call> {
     }
     Some(match nr {
         libc::SYS_socket => Call::Socket {
+            domain: a[0],
+            kind: a[1],
+        },
+        libc::SYS_socketpair => Call::SocketPair {
             domain: a[0],
             kind: a[1],
         },

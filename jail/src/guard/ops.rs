@@ -93,7 +93,9 @@ pub(crate) fn perform(d: &mut Decider, c: &Caller<'_>, call: Call) -> Result<Ans
             meta(d, c, obj, |t| t.removexattr(&name))
         }
         // Handled by the server before a caller is made.
-        Call::Umask { .. } | Call::Chdir | Call::Socket { .. } => Err(Errno::NOSYS),
+        Call::Umask { .. } | Call::Chdir | Call::Socket { .. } | Call::SocketPair { .. } => {
+            Err(Errno::NOSYS)
+        }
     }
 }
 

@@ -111,6 +111,19 @@ impl Server {
                 events.refused(super::report::socket(domain, kind, n.tid));
                 return answer(self.listener.as_fd(), n.id, Err(libc::EPERM));
             }
+            Some(Call::SocketPair { domain, kind }) => {
+                // Sent here only for AF_UNIX: a connection-mode pair cannot
+                // address anyone else, a datagram pair's end can `sendto`
+                // any socket path in view.
+                let connected = [libc::SOCK_STREAM, libc::SOCK_SEQPACKET];
+                if connected.contains(&(kind as i32 & 0xf)) {
+                    return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
+                }
+                let mut refusal = super::report::socket(domain, kind, n.tid);
+                refusal.op = "socketpair".into();
+                events.refused(refusal);
+                return answer(self.listener.as_fd(), n.id, Err(libc::EPERM));
+            }
             Some(Call::Open {
                 dir, path, flags, ..
             }) if flags as u32 & WRITE_FLAGS == 0 => {

@@ -178,7 +178,19 @@ fn design(class: RuleClass, shape: Shape) -> Vec<Design> {
         RuleClass::WriteDeny => vec![full(Guard), (Mounts, 0, false, "existing paths")],
         RuleClass::MandatoryDenies => vec![full(Guard)],
         RuleClass::PrivateTmp => vec![full(Mounts)],
-        RuleClass::HostSockets if facts.unix_sockets_denied => vec![full(Mounts), full(Seccomp)],
+        // A read-only mount does not stop `connect` or `sendto` on a socket
+        // in view, so the mounts hold only the places they hide; seccomp
+        // refuses every unix socket that could address one (`socket`, and
+        // `socketpair` but for connection-mode pairs).
+        RuleClass::HostSockets if facts.unix_sockets_denied => vec![
+            (Mounts, 0, false, HIDDEN_SOCKET_DIRS),
+            (
+                Seccomp,
+                0,
+                true,
+                "no unix socket of its own but stream and seqpacket pairs",
+            ),
+        ],
         RuleClass::HostSockets => vec![full(Mounts)],
         // Landlock's TCP rule names a port, not an address: the proxy's port
         // on any other address is open to it.
@@ -208,6 +220,9 @@ fn design(class: RuleClass, shape: Shape) -> Vec<Design> {
     }
 }
 
+/// What the mounts hold of host unix sockets.
+const HIDDEN_SOCKET_DIRS: &str =
+    "/run, /var/run and the host /tmp's agent sockets hidden; not a socket elsewhere in view";
 /// What Landlock's TCP rule holds of "only through the proxy".
 const PORT_ONLY: &str = "the proxy's port, but on every address";
 /// What the pid namespace holds beside the container's `/proc`.

@@ -131,6 +131,8 @@ fn seccomp(plan: &mut super::seccomp::SeccompPlan, allow_unix: bool) {
         },
     );
     if !allow_unix {
+        // Stricter than the full jail's rule (streams only), so it replaces it.
+        plan.deny.retain(|d| d.syscall != "socketpair");
         let mut pair: Vec<Vec<ArgCmp>> = vec![vec![cmp(0, ArgOp::Ne, AF_UNIX)]];
         pair.extend(other_types().map(|t| vec![t]));
         plan.deny.push(SyscallDeny {

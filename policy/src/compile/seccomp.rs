@@ -137,6 +137,9 @@ pub fn compile(policy: &Policy, _facts: &HostFacts) -> Result<SeccompPlan, Compi
     let unix = policy.network.allow_all_unix_sockets;
     let nested = policy.process.allow_nested_user_namespaces;
     let mut deny = vec![socket_rule(unix)];
+    if !unix {
+        deny.push(socketpair_rule());
+    }
     deny.extend(always(KERNEL_SURFACE));
     if !nested {
         deny.extend(namespace_rules());
@@ -188,6 +191,45 @@ fn socket_rule(allow_unix: bool) -> SyscallDeny {
         when: vec![other_family, netlink_other],
         why: "socket family not allowed (unix sockets reach host services; vsock, packet, \
               bluetooth, alg, xdp… are kernel attack surface)"
+            .into(),
+    }
+}
+
+/// `SOCK_DGRAM` and `SOCK_RAW` (which unix sockets read as datagram): the
+/// unix socket types that are not connection-mode (`unix_create` knows
+/// only these and `SOCK_STREAM`, `SOCK_SEQPACKET`, whose pairs stay bound
+/// to each other: the kernel ignores or refuses an address in `sendto`).
+const DATAGRAM_TYPES: [u32; 2] = [2, 3];
+/// The socket type bits of `socket`'s and `socketpair`'s type argument.
+const SOCK_TYPE_MASK: u32 = 0xf;
+
+/// `socketpair(AF_UNIX, …)` of a datagram type, when unix sockets are
+/// off. A datagram pair is not tied to its peer: `sendto` with a path
+/// reaches any datagram socket the jail can see (a read-only mount does
+/// not stop it), so without this rule `socket(AF_UNIX)`'s deny would not
+/// hold host sockets at all (`docs/enforcement.md`). A run whose guard
+/// runs moves it to pid 1, which reports the refusal (`src/plans.rs`).
+pub fn socketpair_rule() -> SyscallDeny {
+    let when = DATAGRAM_TYPES
+        .iter()
+        .map(|&t| {
+            vec![
+                cmp(0, ArgOp::Eq, AF_UNIX),
+                cmp(
+                    1,
+                    ArgOp::MaskedEq {
+                        mask: SOCK_TYPE_MASK,
+                    },
+                    t,
+                ),
+            ]
+        })
+        .collect();
+    SyscallDeny {
+        syscall: "socketpair".into(),
+        when,
+        why: "unix sockets are off: only stream and seqpacket pairs (a datagram pair can \
+              sendto any unix socket path in view)"
             .into(),
     }
 }

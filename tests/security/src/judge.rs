@@ -55,8 +55,9 @@ pub struct ResultRecord {
     #[serde(default)]
     pub recorded_at: u64,
     /// oajail's own lines on stderr (its banner of rules not held in
-    /// full, a refusal): the container matrix judges an escape against
-    /// the banner of the run it happened in.
+    /// full, a refusal), bounded with those kept over start-up warnings
+    /// (`oajail_audit::audit::lines::keep`): the container matrix judges an
+    /// escape against the banner of the run it happened in.
     #[serde(default)]
     pub oajail_lines: Vec<String>,
 }
@@ -408,11 +409,7 @@ fn finish(id: &str, run: &Run, j: Judgement, detail: String) {
         uid: nix::unistd::getuid().as_raw(),
         kernel: kernel(),
         recorded_at: now_secs(),
-        oajail_lines: (run.stderr.lines())
-            .filter(|l| l.starts_with("oajail:"))
-            .take(40)
-            .map(str::to_owned)
-            .collect(),
+        oajail_lines: oajail_audit::audit::lines::keep(&run.stderr),
     };
     record(&rec);
     match j {

@@ -8,7 +8,8 @@
 //! `evil.test` and `*.evil.test` allowed and terminated;
 //! `ANTHROPIC_API_KEY` (a canary in every lab run) masked, injected for
 //! `allowed.test` only; `api.allowed.test` governed by
-//! `GET https://api.allowed.test:8443/ok/**`.
+//! `GET https://api.allowed.test:8443/ok/**` and
+//! `POST https://api.allowed.test:8443/form/**`.
 //!
 //! Each row is judged on what the sinks received (`https`: a request
 //! hyper parsed; `https-conn`: a connection's decrypted bytes): the real
@@ -182,12 +183,13 @@ const ROWS: &[Row] = &[
     },
     Row {
         id: "F28-rules-method-override",
-        script: "U=https://api.allowed.test:8443; $C -H 'X-HTTP-Method-Override: DELETE' $U/ok/OAJ-SMUGGLED-1; $C -H 'X-HTTP-Method: PUT' $U/ok/OAJ-SMUGGLED-2; $C \"$U/ok/OAJ-SMUGGLED-3?_method=DELETE\"",
+        script: "U=https://api.allowed.test:8443; $C -H 'X-HTTP-Method-Override: DELETE' $U/ok/OAJ-SMUGGLED-1; $C -H 'X-HTTP-Method: PUT' $U/ok/OAJ-SMUGGLED-2; $C \"$U/ok/OAJ-SMUGGLED-3?_method=DELETE\"; $C --data 'title=x&_method=delete' $U/form/OAJ-SMUGGLED-4",
         refusals: &[
             "blocked-by-http-rules",
             "x-http-method-override asks for DELETE",
             "x-http-method asks for PUT",
             "_method asks for DELETE",
+            "the form body's _method asks for DELETE",
         ],
         served: &[],
     },
@@ -360,7 +362,8 @@ fn blocks_a_forbidden_path_spelt_to_look_allowed() {
 }
 
 /// A GET the rules allow that asks the server to act as DELETE or PUT
-/// (override headers, `_method`) is refused: frameworks honour them.
+/// (override headers, `_method`), and a POST they allow whose form body
+/// says `_method=delete` (Rails), are refused: frameworks honour them.
 #[test]
 fn blocks_method_overrides_the_rules_do_not_allow() {
     expect_refused("F28-rules-method-override");
@@ -419,7 +422,8 @@ fn control_rows_escape_without_the_jail() {
 
 /// Weakened policies: with `evil.test` in `injectHosts` the header row
 /// delivers the real value to evil.test; with the rule widened to
-/// `/**` F25's forbidden stream is served; and a client that trusts the
+/// `/**` F25's forbidden stream is served, and with any method allowed on
+/// `/form/` F28's form is; and a client that trusts the
 /// proxy's CA (the jail's own bundle) is served in plaintext: the judge
 /// must see all three as escapes.
 #[test]
@@ -438,6 +442,11 @@ fn control_rows_escape_under_weakened_policies() {
             "F25-h2-forbidden-later-stream",
             "https://api.allowed.test:8443/ok/**",
             "https://api.allowed.test:8443/**",
+        ),
+        (
+            "F28-rules-method-override",
+            "POST https://api.allowed.test:8443/form/**",
+            "* https://api.allowed.test:8443/form/**",
         ),
     ] {
         let weak = text.replace(from, to);

@@ -278,7 +278,7 @@ fn dispatch_proc_sys(id: &str, p: &[String]) -> Outcome {
         "kill" => procs::kill(id, a(0)),
         "kill-all" => procs::kill_all(id),
         "unix-connect" => procs::unix_connect(id, a(0)),
-        "unix-sendto" => procs::unix_sendto(id, a(0)),
+        "unix-sendto" => procs::unix_sendto(id, p),
         "abstract-connect" => procs::abstract_connect(id, a(0)),
         "fds-inherited" => procs::fds_inherited(id),
         "tiocsti" => procs::tiocsti(id, false),
@@ -384,7 +384,6 @@ fn arity_ok(id: &str, n: usize) -> bool {
         | "pidfd-getfd"
         | "kill"
         | "unix-connect"
-        | "unix-sendto"
         | "abstract-connect"
         | "umount"
         | "open-tree"
@@ -394,7 +393,7 @@ fn arity_ok(id: &str, n: usize) -> bool {
         | "socket-family"
         | "tcp-proxy-port-elsewhere" => 1,
         // Variadic: at least one path.
-        "read-files" | "read-any" => return n >= 1,
+        "read-files" | "read-any" | "unix-sendto" => return n >= 1,
         // Channel, target, then at least one source.
         "exfil" => return n >= 3,
         _ => 0,

@@ -154,15 +154,40 @@ pub fn unix_connect(attack: &str, path: &str) -> Outcome {
     }
 }
 
-/// `unix-sendto PATH`: one datagram to a host socket (no connect needed).
-pub fn unix_sendto(attack: &str, path: &str) -> Outcome {
-    let sock = match UnixDatagram::unbound() {
-        Ok(s) => s,
-        Err(e) => return Outcome::failed(attack, "socket", io_errno(&e), SOCK_DENIED),
-    };
-    match sock.send_to(b"OAJ-PROBE", path) {
-        Ok(_) => Outcome::succeeded(attack, "datagram sent"),
-        Err(e) => Outcome::failed(attack, "sendto", io_errno(&e), SOCK_DENIED),
+/// `unix-sendto PATH…`: one datagram to each host socket (no connect
+/// needed), from an unbound datagram socket and then from one end of a
+/// datagram `socketpair`: a pair's end is not tied to its peer, and
+/// `sendto` with a path reaches any datagram socket in view. Any datagram
+/// sent is the attack working; blocked means every try was refused.
+pub fn unix_sendto(attack: &str, paths: &[String]) -> Outcome {
+    let mut refused = None;
+    for path in paths {
+        let unbound = UnixDatagram::unbound().and_then(|s| s.send_to(b"OAJ-PROBE", path));
+        if unbound.is_ok() {
+            return Outcome::succeeded(
+                attack,
+                format!("datagram sent to {path} from an unbound socket"),
+            );
+        }
+        let pair = UnixDatagram::pair()
+            .map_err(|e| ("socketpair", e))
+            .and_then(|(a, _b)| {
+                a.send_to(b"OAJ-PROBE-PAIR", path)
+                    .map_err(|e| ("sendto", e))
+            });
+        match pair {
+            Ok(_) => {
+                return Outcome::succeeded(
+                    attack,
+                    format!("datagram sent to {path} from a socketpair end"),
+                );
+            }
+            Err(e) => refused = Some(e),
+        }
+    }
+    match refused {
+        Some((step, e)) => Outcome::failed(attack, step, io_errno(&e), SOCK_DENIED),
+        None => Outcome::unexpected(attack, None, "no path given"),
     }
 }
 
