@@ -44,12 +44,12 @@ const LEGACY_NOTIFY: &[&str] = &["creat", "mkdir", "mknod", "link", "symlink", "
 /// `EACCES` from Landlock), and only pid 1 can turn that into the line
 /// naming the entry to add (issue 29). Then only `unlinkat` from the
 /// working directory or by absolute path reaches it (`AT_FDCWD`: how `rm`
-/// names what the user typed); pid 1 lets one
-/// spelled inside a root go on and performs the rest
-/// (`jail/src/guard/serve.rs`). Not the removals relative to a directory
-/// descriptor (each entry of an `rm -rf`), nor x86_64's `unlink` and
-/// `rmdir` (what `git checkout` makes for each changed file): a round trip
-/// each costs more than the removal (measured: `docs/benchmarks.md`).
+/// names what the user typed); pid 1 lets one spelled inside a root go on
+/// and performs the rest (`jail/src/guard/serve.rs`). Not the removals
+/// relative to a directory descriptor (each entry of an `rm -rf`), nor
+/// x86_64's `unlink` and `rmdir` (what `git checkout` makes for each
+/// changed file): a round trip each costs more than the removal (measured:
+/// `docs/benchmarks-history.md`, "Refusals the user never saw").
 const REMOVE: &[&str] = &["unlinkat"];
 const LEGACY_REMOVE: &[&str] = &["unlink", "rmdir"];
 
