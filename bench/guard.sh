@@ -24,6 +24,12 @@
 #     npm ci         --offline of typescript, eslint, prettier, webpack, jest,
 #                    babel and react from a local cache (when prepared)
 #
+# With BASE=/path/to/another/oajail (a build of main, say), every workload
+# runs that binary as the baseline instead (same policy, same ABBA rounds),
+# so the ratios are this build against it; ONLY="rm tar" runs only the
+# workloads whose names start with those words (clone checkout rm status
+# tar npm).
+#
 # Wall time is from outside the jail, start-up included on both sides; CPU
 # time (perf stat task-clock, every process of the run) is printed beside it
 # when perf is installed: on a shared machine it moves less than wall time.
@@ -108,6 +114,12 @@ unset OAJAIL_SETTINGS
 bw=(bwrap --unshare-all --die-with-parent --ro-bind / / --bind "$ws" "$ws" --dev /dev --proc /proc --chdir "$ws" --)
 oj=("$OAJAIL" -s "$work/policy.json" --)
 ng=(env OAJAIL_TEST_DISABLE=guard "$OAJAIL" -s "$work/policy.json" --)
+if [ -n "${BASE:-}" ]; then
+  bw=("$BASE" -s "$work/policy.json" --)
+  ng=("${bw[@]}")
+fi
+only=${ONLY:-clone checkout rm status tar npm}
+wanted() { case " $only " in *" $1 "*) return 0 ;; esac; return 1; }
 have_perf=0
 perf stat -e task-clock true >/dev/null 2>&1 && have_perf=1
 
@@ -165,16 +177,30 @@ PY
 
 echo "machine: $(nproc) cpu, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
 echo "commit: $(git -C "$root" rev-parse --short HEAD), $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-measure "git clone (20,000 files)" bwrap "rm -rf $ws/c" bw git clone -q "$work/src/repo" c
-measure "git checkout (5,000 files) and back" bwrap \
-  "rm -rf $ws/c; cp -a $work/src/clone $ws/c" bw sh -c 'cd c && git checkout -q other && git checkout -q main'
-measure "rm -rf of the clone" bwrap "rm -rf $ws/c; cp -a $work/src/clone $ws/c" \
-  bw sh -c 'rm -rf c && ! test -e c'
-measure "git status" bwrap "test -d $ws/c || cp -a $work/src/clone $ws/c" bw sh -c 'cd c && git status --porcelain'
+bn=bwrap gn="no guard"
+[ -n "${BASE:-}" ] && bn="base $BASE" gn="base $BASE"
+if wanted clone; then
+  measure "git clone (20,000 files)" "$bn" "rm -rf $ws/c" bw git clone -q "$work/src/repo" c
+fi
+if wanted checkout; then
+  measure "git checkout (5,000 files) and back" "$bn" \
+    "rm -rf $ws/c; cp -a $work/src/clone $ws/c" bw sh -c 'cd c && git checkout -q other && git checkout -q main'
+fi
+if wanted rm; then
+  measure "rm -rf of the clone" "$bn" "rm -rf $ws/c; cp -a $work/src/clone $ws/c" \
+    bw sh -c 'rm -rf c && ! test -e c'
+fi
+if wanted status; then
+  measure "git status" "$bn" "test -d $ws/c || cp -a $work/src/clone $ws/c" bw sh -c 'cd c && git status --porcelain'
+fi
 rm -rf "$ws/c"
-measure "tar x (10,000 files)" "no guard" "rm -rf $ws/pkg" ng tar xf "$work/t10k.tar"
+if wanted tar; then
+  measure "tar x (10,000 files)" "$gn" "rm -rf $ws/pkg" ng tar xf "$work/t10k.tar"
+fi
 rm -rf "$ws/pkg"
-if [ -d "$cache/cacache" ]; then
+if ! wanted npm; then
+  :
+elif [ -d "$cache/cacache" ]; then
   measure "npm ci --offline" "no guard" \
     "rm -rf $ws/npm $ws/npm-cache; cp -a $work/npm $ws/npm; cp -a $cache/cacache $ws/npm-cache" \
     ng sh -c 'cd npm && npm ci --offline --cache ../npm-cache --no-audit --no-fund --ignore-scripts --no-update-notifier'

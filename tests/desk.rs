@@ -245,6 +245,96 @@ fn a_refused_write_read_unix_socket_and_host_each_give_one_line_naming_the_entry
     assert!(!home.join(".newtool").exists());
 }
 
+/// A fresh directory outside `/tmp` (the jail's `/tmp` is its own, where
+/// a host file would not be seen at all).
+fn lab(tag: &str) -> PathBuf {
+    let dir = PathBuf::from(format!("/var/tmp/oajail-desk-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Issue 29's rule for removals: the kernel refuses a removal outside the
+/// writable roots by itself (`EROFS` from the read-only root), and pid 1,
+/// which performs every removal, says so in one line; inside the roots an
+/// `rm -rf` works and says nothing. No `denyWrite` entry: removals used to
+/// bypass pid 1 in that case, and the refusal went unsaid.
+#[test]
+fn a_removal_outside_the_roots_gives_one_line_and_rm_rf_inside_none() {
+    let lab = lab("remove");
+    let project = lab.join("project");
+    std::fs::create_dir_all(project.join("build/a/b")).unwrap();
+    for f in ["build/x", "build/a/y", "build/a/b/z"] {
+        std::fs::write(project.join(f), "x").unwrap();
+    }
+    std::fs::create_dir_all(lab.join("outside")).unwrap();
+    let kept = lab.join("outside/notes.txt");
+    let old = lab.join("outside/old.txt");
+    for f in [&kept, &old] {
+        std::fs::write(f, "mine").unwrap();
+    }
+    std::fs::create_dir_all(project.join("sub")).unwrap();
+    std::fs::write(project.join("gone.txt"), "x").unwrap();
+    let s = settings("pty-remove", &[], &["."]);
+    // rm's stdin is not the terminal, as under an agent or a script: at a
+    // terminal, coreutils' rm (not -f, not root) first asks
+    // faccessat(W_OK), and on EROFS says so without ever calling unlink
+    // (docs/enforcement.md, "Not reported"). Relative paths are folded
+    // (`..`) against the working directory before pid 1 lets a removal
+    // inside the root go on. The sleep lets the lines come while the
+    // command runs.
+    let script = format!(
+        "rm -rf build && rm sub/../gone.txt && echo removed; rm {} </dev/null; echo rm=$?; \
+         rm ../outside/old.txt </dev/null; sleep 0.5",
+        kept.display()
+    );
+    let screen = on_pty_in(
+        "pty-remove",
+        &project,
+        &["-s", s.to_str().unwrap(), "--", "sh", "-c", &script],
+        &[],
+    );
+    assert_eq!(screen.code, 0, "{:?}", screen.raw);
+    assert!(!project.join("build").exists(), "rm -rf inside the root");
+    assert!(!project.join("gone.txt").exists(), "rm inside the root");
+    assert!(screen.raw.contains("removed\r\n"), "{:?}", screen.raw);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "mine");
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "mine");
+    // The tool's own error, as the kernel gave it, and its status.
+    let tools = format!(
+        "rm: cannot remove '{}': Read-only file system\r\n",
+        kept.display()
+    );
+    assert_eq!(screen.raw.matches(&tools).count(), 1, "{:?}", screen.raw);
+    assert!(screen.raw.contains("rm=1\r\n"), "{:?}", screen.raw);
+    let line = |p: &std::path::Path| {
+        format!(
+            "oajail: refused write {} (remove): no filesystem.allowWrite entry covers it; \
+             add \"{}\" to filesystem.allowWrite",
+            p.display(),
+            lab.join("outside").display()
+        )
+    };
+    let ours: Vec<&str> = (screen.raw.lines())
+        .filter(|l| l.starts_with("oajail: refused"))
+        .collect();
+    assert_eq!(
+        ours.len(),
+        2,
+        "one line each, none for the removals inside: {:?}",
+        screen.raw
+    );
+    assert!(ours[0].starts_with(&line(&kept)), "{:?}", screen.raw);
+    assert!(ours[1].starts_with(&line(&old)), "{:?}", screen.raw);
+    assert!(
+        screen.raw.contains("oajail: in all, refused 2 writes\r\n"),
+        "{:?}",
+        screen.raw
+    );
+    assert_lines_at_line_starts(&screen.raw);
+    std::fs::remove_dir_all(&lab).unwrap();
+}
+
 #[test]
 fn ask_on_a_pty_allows_once_and_the_command_never_reads_the_answer() {
     let port = server();

@@ -2,8 +2,8 @@
 //! (which repository git finds for a directory, what its configuration
 //! names, the directories resolved before) is changed by the command the
 //! way a developer's tools change it — a new `.git`, a new `core.hooksPath`,
-//! a renamed parent, a removal the filter lets through without asking — and
-//! the next decision sees the change. Each also races: a thread changes the
+//! a renamed parent, a removed `.git` — and the next decision sees the
+//! change. Each also races: a thread changes the
 //! fact while another keeps trying to plant a hook through it. Runs as root
 //! and as an unprivileged user.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is the failure report
@@ -111,7 +111,7 @@ fn a_renamed_parent_is_seen() {
 }
 
 #[test]
-fn a_removal_pid_one_does_not_see_leaves_the_enclosing_repository_read() {
+fn removing_a_nested_git_leaves_the_enclosing_repository_read() {
     let lab = Lab::new("cache-unseen");
     host_repo(&lab, "ws/outer", "[core]\n\thooksPath = inner/hk\n");
     host_repo(&lab, "ws/outer/inner", "");

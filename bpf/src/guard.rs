@@ -196,8 +196,7 @@ mod tests {
     }
 
     /// The default policy with the workspace writable, and with a
-    /// `denyWrite` entry in it or not (a removal may then be refused, so
-    /// removals reach pid 1).
+    /// `denyWrite` entry in it or not.
     fn program_with_workspace(deny_write: bool) -> BpfProgram {
         let mut policy = oajail_policy::Policy::builtin_default();
         let entry = |p: &str| oajail_policy::PathEntry::parse(p, false).unwrap();
@@ -326,13 +325,24 @@ mod tests {
     }
 
     #[test]
-    fn removals_reach_pid_one_only_when_a_deny_write_entry_can_refuse_them() {
+    fn removals_reach_pid_one_by_path_or_all_when_a_deny_write_entry_can_refuse_them() {
         let free = program_with_workspace(false);
         let decided = program_with_workspace(true);
+        let cwd = (-100i32) as u32 as u64;
         for flags in [0, libc::AT_REMOVEDIR as u64] {
-            let args = [3, 0x1000, flags, 0, 0, 0];
-            assert_eq!(call(&free, libc::SYS_unlinkat, args), ALLOW);
-            assert_eq!(call(&decided, libc::SYS_unlinkat, args), NOTIFY);
+            // From the working directory or absolute: for the report of
+            // the kernel's refusal outside the roots.
+            let by_path = [cwd, 0x1000, flags, 0, 0, 0];
+            assert_eq!(call(&free, libc::SYS_unlinkat, by_path), NOTIFY);
+            // The kernel reads an int: a high word changes nothing.
+            let high = [cwd | (7 << 32), 0x1000, flags, 0, 0, 0];
+            assert_eq!(call(&free, libc::SYS_unlinkat, high), NOTIFY);
+            // Relative to a descriptor (each entry of an rm -rf): through.
+            let by_fd = [3, 0x1000, flags, 0, 0, 0];
+            assert_eq!(call(&free, libc::SYS_unlinkat, by_fd), ALLOW);
+            for args in [by_path, by_fd] {
+                assert_eq!(call(&decided, libc::SYS_unlinkat, args), NOTIFY);
+            }
         }
         #[cfg(target_arch = "x86_64")]
         for nr in [libc::SYS_unlink, libc::SYS_rmdir] {

@@ -16,7 +16,9 @@
 //!    (`oajail_policy::guard`, through `decider.rs`, on pid 1's view of the
 //!    filesystem, `probe.rs`) and performs the call itself (`ops.rs`),
 //!    injecting an opened file with `SECCOMP_IOCTL_NOTIF_ADDFD`; `serve.rs`
-//!    receives and answers. Nothing is answered with `CONTINUE`;
+//!    receives and answers. Nothing decided is answered with `CONTINUE`
+//!    (only calls sent for a report: a removal no `denyWrite` entry can
+//!    refuse, spelled inside a root, and the read watch's opens);
 //! 4. on Landlock ABI 1, which refuses every move across directories in a
 //!    domain, a process forked before the domain makes those (`mover.rs`).
 //!

@@ -268,6 +268,28 @@ impl Caller<'_> {
         }
     }
 
+    /// Whether the path at `addr` (relative to `dirfd`), as spelled with
+    /// `.` and `..` folded and no link followed, lies below one of `roots`.
+    /// Only a report depends on it (`serve.rs`, removals), never a
+    /// decision: a link on the way can make it wrong either way.
+    pub(crate) fn spelled_within(
+        &self,
+        dirfd: u64,
+        addr: u64,
+        roots: &[PathBuf],
+    ) -> Result<bool, Errno> {
+        let path = self.rewrite(&self.string(addr)?);
+        let full = if path.starts_with(b"/") {
+            lexical(b"/", &path)
+        } else {
+            match self.base(dirfd as i32)? {
+                Some(base) => lexical(&base, &path),
+                None => return Ok(false),
+            }
+        };
+        Ok(roots.iter().any(|r| full.starts_with(r)))
+    }
+
     /// Forget the resolved directories at and below `path` (something was
     /// made, moved or removed there).
     pub(crate) fn forget_dirs(&self, path: &Path) {

@@ -35,6 +35,11 @@ pub(crate) struct Server {
     /// The container tier's connect hand-off (its calls come through the
     /// same listener: a filter chain has one).
     connect: Option<Connector>,
+    /// No `denyWrite` entry lies below a root, so the guard refuses no
+    /// removal: the filter sends only those named from the working
+    /// directory or by absolute path, for their report
+    /// (`policy/src/compile/guard.rs`).
+    removals_reported: bool,
 }
 
 impl Server {
@@ -49,9 +54,13 @@ impl Server {
         connect: Option<ConnectSpec>,
     ) -> Self {
         crate::sys::notify::sync_wake_up(listener.as_fd());
+        let roots: Vec<PathBuf> = plan.roots.iter().map(PathBuf::from).collect();
+        let removals_reported = !(plan.deny_write.iter())
+            .any(|d| roots.iter().any(|r| std::path::Path::new(d).starts_with(r)));
         Server {
             listener,
-            roots: plan.roots.iter().map(PathBuf::from).collect(),
+            roots,
+            removals_reported,
             reads: Reads::new(hidden),
             decider: Decider::new(plan, prime, mover),
             callers: Callers::new(),
@@ -122,6 +131,27 @@ impl Server {
                 // kernel's layers do, so the open goes on as the caller's.
                 self.watch_read(n, dir, path, events);
                 return crate::sys::notify::answer_continue(self.listener.as_fd(), n.id);
+            }
+            Some(call @ Call::Unlink { dir, path, .. }) if self.removals_reported => {
+                match self.callers.get(n) {
+                    // Spelled inside a root: let the caller remove it
+                    // itself. `CONTINUE` is safe here only because nothing
+                    // is decided: no denyWrite entry lies below a root, and
+                    // the mounts and Landlock hold the writable roots by
+                    // themselves whatever path the kernel then reads. It
+                    // saves pid 1 the removal (what `git checkout` makes
+                    // per changed file).
+                    Ok(caller) => match caller.spelled_within(dir, path, &self.roots) {
+                        Ok(true) => {
+                            let listener = self.listener.as_fd();
+                            return crate::sys::notify::answer_continue(listener, n.id);
+                        }
+                        // Outside (or through a link): pid 1 performs it,
+                        // so the kernel's refusal, if any, is reported.
+                        _ => ops::perform(&mut self.decider, &caller, call),
+                    },
+                    Err(e) => Err(e),
+                }
             }
             Some(call) => match self.callers.get(n) {
                 Ok(caller) => ops::perform(&mut self.decider, &caller, call),

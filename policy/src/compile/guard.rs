@@ -6,14 +6,15 @@
 //! Which calls go to pid 1, by class (`docs/enforcement.md`, "What reaches
 //! pid 1"): every call that makes a name or writes a file; metadata calls
 //! only when their effect can make something run or let others change a
-//! file (a risky mode, a new owner), never for timestamps; removals only
-//! when something could refuse them: a `denyWrite` entry below a guarded
-//! root (a removal plants nothing, so the decision allows every other).
+//! file (a risky mode, a new owner), never for timestamps; removals
+//! always when a `denyWrite` entry below a guarded root could refuse one,
+//! else those named by path (for the report of the kernel's refusal
+//! outside the roots: `REMOVE`).
 
 use super::rules::{Rules, TMP};
 use crate::Policy;
 use crate::guard::names::XdgDirs;
-use crate::guard::{FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs};
+use crate::guard::{ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs};
 use std::path::{Path, PathBuf};
 
 /// The calls always sent to pid 1, on every architecture (kernel names).
@@ -36,10 +37,24 @@ const NOTIFY: &[&str] = &[
 /// x86_64-only calls always sent to pid 1.
 const LEGACY_NOTIFY: &[&str] = &["creat", "mkdir", "mknod", "link", "symlink", "rename"];
 
-/// Removals: sent to pid 1 only when a `denyWrite` entry lies below a
-/// guarded root (`unlinkat` on every architecture, then x86_64's own).
+/// Removals (`unlinkat` on every architecture, then x86_64's own). With a
+/// `denyWrite` entry below a root, every one reaches pid 1, which decides
+/// and performs it. Without one the guard refuses none, but the kernel
+/// refuses those outside the roots (`EROFS` from the read-only root,
+/// `EACCES` from Landlock), and only pid 1 can turn that into the line
+/// naming the entry to add (issue 29). Then only `unlinkat` from the
+/// working directory or by absolute path reaches it (`AT_FDCWD`: how `rm`
+/// names what the user typed); pid 1 lets one spelled inside a root go on
+/// and performs the rest (`jail/src/guard/serve.rs`). Not the removals
+/// relative to a directory descriptor (each entry of an `rm -rf`), nor
+/// x86_64's `unlink` and `rmdir` (what `git checkout` makes for each
+/// changed file): a round trip each costs more than the removal (measured:
+/// `docs/benchmarks-history.md`, "Refusals the user never saw").
 const REMOVE: &[&str] = &["unlinkat"];
 const LEGACY_REMOVE: &[&str] = &["unlink", "rmdir"];
+
+/// `AT_FDCWD`, as the filter reads the low word of an `int` argument.
+const AT_FDCWD: i32 = -100;
 
 /// Build the guard plan from the resolved rules.
 pub(crate) fn build(
@@ -80,9 +95,16 @@ pub(crate) fn build(
     let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let mut notify = names(NOTIFY);
     let mut legacy = names(LEGACY_NOTIFY);
+    let mut notify_if_eq = Vec::new();
     if decided_removals {
         notify.extend(names(REMOVE));
         legacy.extend(names(LEGACY_REMOVE));
+    } else {
+        notify_if_eq.push(ArgEq {
+            syscall: "unlinkat".into(),
+            arg: 0,
+            value: AT_FDCWD as u32,
+        });
     }
     let mode = |syscall: &str, mode_arg: u8, legacy: bool| ModeArg {
         syscall: syscall.into(),
@@ -119,7 +141,7 @@ pub(crate) fn build(
                 owner("lchown", 1, true),
             ],
             ids,
-            notify_if_eq: Vec::new(),
+            notify_if_eq,
             watch: names(&["umask", "chdir", "fchdir"]),
             enosys: names(&["openat2", "fchmodat2", "setxattrat", "removexattrat"]),
         },

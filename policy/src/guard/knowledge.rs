@@ -12,11 +12,10 @@
 //! moved or removed forgets its subtree; a configuration file that was read
 //! (or looked for) being written, made, moved or removed reloads what it
 //! protects at once. Facts may be kept a little longer than true, never
-//! shorter: a removal the filter lets through without asking pid 1 (see
-//! `docs/enforcement.md`) can only leave a fact that protects more than
-//! needed, because every repository enclosing a directory is loaded with
-//! it, so a `.git` removed below one cannot make git find a repository the
-//! guard has not read. [`Knowledge::forget`] empties everything (pid 1
+//! shorter: a removal pid 1 does not see (one made outside the jail) can
+//! only leave a fact that protects more than needed, because every
+//! repository enclosing a directory is loaded with it, so a `.git` removed
+//! below one cannot make git find a repository the guard has not read. [`Knowledge::forget`] empties everything (pid 1
 //! calls it on a timer, for changes made outside the jail).
 
 use super::git::{self, Protects, Repo};

@@ -58,8 +58,10 @@ pub struct OwnerArgs {
 }
 
 /// A call sent to pid 1 only when an argument equals a value:
-/// `socket(AF_UNIX, …)`, when the run reports unix-socket refusals (the
-/// supervisor moves that refusal from the deny filter to pid 1).
+/// `unlinkat(AT_FDCWD, …)` when no `denyWrite` entry can refuse a removal
+/// (`compile/guard.rs`), and `socket(AF_UNIX, …)` when the run reports
+/// unix-socket refusals (the supervisor moves that refusal from the deny
+/// filter to pid 1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ArgEq {
@@ -96,8 +98,8 @@ pub struct FilterShape {
     pub notify_unless_owner: Vec<OwnerArgs>,
     /// The command's ids those are compared with.
     pub ids: Ids,
-    /// Calls sent to pid 1 when an argument has one value (none unless
-    /// the supervisor adds them; absent from the plan when empty).
+    /// Calls sent to pid 1 when an argument has one value (absent from
+    /// the plan when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notify_if_eq: Vec<ArgEq>,
     /// Calls pid 1 only watches and then lets through: `umask` (pid 1
