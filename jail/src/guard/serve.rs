@@ -54,13 +54,10 @@ impl Server {
         connect: Option<ConnectSpec>,
     ) -> Self {
         crate::sys::notify::sync_wake_up(listener.as_fd());
-        let roots: Vec<PathBuf> = plan.roots.iter().map(PathBuf::from).collect();
-        let removals_reported = !(plan.deny_write.iter())
-            .any(|d| roots.iter().any(|r| std::path::Path::new(d).starts_with(r)));
         Server {
             listener,
-            roots,
-            removals_reported,
+            roots: plan.roots.iter().map(PathBuf::from).collect(),
+            removals_reported: !plan.decides_removals(),
             reads: Reads::new(hidden),
             decider: Decider::new(plan, prime, mover),
             callers: Callers::new(),

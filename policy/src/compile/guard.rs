@@ -14,7 +14,9 @@
 use super::rules::{Rules, TMP};
 use crate::Policy;
 use crate::guard::names::XdgDirs;
-use crate::guard::{ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs};
+use crate::guard::{
+    ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, removals_decided,
+};
 use std::path::{Path, PathBuf};
 
 /// The calls always sent to pid 1, on every architecture (kernel names).
@@ -89,9 +91,7 @@ pub(crate) fn build(
         legacy,
     };
     let deny_write: Vec<PathBuf> = rules.deny_write.iter().cloned().collect();
-    let decided_removals = deny_write
-        .iter()
-        .any(|d| roots.iter().any(|r| d.starts_with(r)));
+    let decided_removals = removals_decided(&roots, &deny_write);
     let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let mut notify = names(NOTIFY);
     let mut legacy = names(LEGACY_NOTIFY);

@@ -48,6 +48,7 @@ pub use above::{ABOVE, AboveEntry, Needs};
 pub use decide::{ABOVE_RULE, DEFAULT_HINT, DEFAULT_RULE, Denial, Guard, Op, Request, Verdict};
 pub use plan::{
     ArgEq, FilterShape, FlagsArg, GuardPlan, Ids, ModeArg, OwnerArgs, RISKY_MODE, WRITE_FLAGS,
+    removals_decided,
 };
 
 use std::path::Path;

@@ -145,7 +145,22 @@ pub struct GuardPlan {
     pub filter: FilterShape,
 }
 
+/// Whether some `denyWrite` entry lies below a writable root. Then a
+/// removal there can be refused, and every removal goes to pid 1 to be
+/// decided; else only those named by path go there, for the report of the
+/// kernel's refusal, and one spelled inside a root is let go on. The
+/// filter (`compile/guard.rs`) and pid 1 (`jail/src/guard/serve.rs`) both
+/// ask this, so the two cannot disagree.
+pub fn removals_decided<P: AsRef<std::path::Path>>(roots: &[P], deny_write: &[P]) -> bool {
+    (deny_write.iter()).any(|d| roots.iter().any(|r| d.as_ref().starts_with(r.as_ref())))
+}
+
 impl GuardPlan {
+    /// [`removals_decided`] for this plan.
+    pub fn decides_removals(&self) -> bool {
+        removals_decided(&self.roots, &self.deny_write)
+    }
+
     /// The XDG directories set elsewhere than their place in the home.
     pub fn xdg(&self) -> super::names::XdgDirs {
         let path = |v: &Option<String>| v.as_ref().map(std::path::PathBuf::from);
